@@ -1,0 +1,28 @@
+"""daskdca: L2-regularised linear models by stochastic dual coordinate ascent.
+
+Solves ``min_w P(w) = 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2`` and certifies
+the answer with the duality gap ``P(w) - D(alpha)``.
+"""
+
+from daskdca.api import LinearModel, fit
+from daskdca.losses import Hinge, Logistic, Loss, SmoothedHinge, Squared, SquaredHinge
+from daskdca.rounds import HistoryRecord
+from daskdca.solvers import SDCA, CoCoAPlus, MinibatchSDCA, SDCAState
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CoCoAPlus",
+    "Hinge",
+    "HistoryRecord",
+    "LinearModel",
+    "Logistic",
+    "Loss",
+    "MinibatchSDCA",
+    "SDCA",
+    "SDCAState",
+    "SmoothedHinge",
+    "Squared",
+    "SquaredHinge",
+    "fit",
+]

@@ -1,0 +1,320 @@
+"""``daskdca.fit``: validate input, build the problem, run a solver, certify the result."""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
+
+from daskdca.losses import get_loss
+from daskdca.problem import Problem, even_partition_offsets
+from daskdca.rounds import run_rounds
+from daskdca.solvers import SOLVERS, CoCoAPlus, MinibatchSDCA, SDCA
+
+__all__ = ["fit", "LinearModel"]
+
+# In-memory CoCoA+ splits the rows into this many partitions unless told
+# otherwise.  A fixed number (not the CPU count) keeps results identical on
+# every machine for a given random_state.
+DEFAULT_COCOA_PARTITIONS = 4
+
+
+class LinearModel:
+    """A fitted L2-regularised linear model with its duality-gap certificate.
+
+    The model solves ``min_w 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2``.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+        ``w = X^T dual_coef_ / (lam n)``, rebuilt from the dual variables.
+    dual_coef_ : ndarray of shape (n_samples,)
+        Dual variables ``alpha`` in the order of the rows of X (labels
+        inside the loss: for hinge ``alpha_i y_i`` lies in [0, 1]).
+    primal_, dual_, gap_ : float
+        ``P(coef_)``, ``D(dual_coef_)`` and ``P - D``, computed from
+        ``dual_coef_`` alone; ``gap_ >= P(coef_) - min P``.
+    n_rounds_ : int
+    n_epochs_ : float
+        Passes over the data taken by the solver (gap evaluations not counted).
+    converged_ : bool
+        Whether ``gap_ <= tol * |primal_|``.
+    history_ : list of HistoryRecord
+        ``(round, epochs, seconds, primal, dual, gap)`` per evaluation.
+    classes_ : ndarray of shape (2,) or None
+        Original labels for classification; ``classes_[1]`` maps to +1.
+    loss, lam, solver, random_state_ :
+        What was fitted: the :class:`~daskdca.losses.Loss`, ``lam``, the
+        solver object and the integer seed of all random streams.
+    state_ : SDCAState
+        Final solver state (a warm start or checkpoint for later rounds).
+    """
+
+    def __init__(self, *, loss, lam, solver, classes, result, random_state, n_features):
+        self.loss = loss
+        self.lam = lam
+        self.solver = solver
+        self.classes_ = classes
+        self.random_state_ = random_state
+        self.n_features_in_ = n_features
+        self.state_ = result.state
+        self.coef_ = result.state.w
+        self.dual_coef_ = result.state.alpha
+        self.primal_ = result.primal
+        self.dual_ = result.dual
+        self.gap_ = result.gap
+        self.converged_ = result.converged
+        self.history_ = result.history
+        self.n_rounds_ = result.state.round
+        self.n_epochs_ = result.state.n_epochs
+
+    def decision_function(self, X):
+        """``X @ coef_`` for new data X of shape (n_samples, n_features)."""
+        X = _check_X(X)
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(
+                f"X has {X.shape[1]} features but the model was fitted with "
+                f"{self.n_features_in_}; pass data with the same columns."
+            )
+        return np.asarray(X @ self.coef_).ravel()
+
+    def predict(self, X):
+        """Class labels (classification losses) or predicted targets (squared loss)."""
+        scores = self.decision_function(X)
+        if self.classes_ is None:
+            return scores
+        return self.classes_[(scores > 0).astype(np.intp)]
+
+    def __repr__(self):
+        return (f"LinearModel(loss={self.loss.name!r}, lam={self.lam!r}, solver={self.solver.name!r}, "
+                f"primal={self.primal_:.6g}, gap={self.gap_:.3g}, converged={self.converged_})")
+
+
+def _first_nonfinite(values):
+    bad = np.flatnonzero(~np.isfinite(values))
+    return int(bad[0]) if bad.size else None
+
+
+def _check_X(X):
+    """Canonical CSR (float64, or float32 if given) with finite values."""
+    if sp.issparse(X):
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-D, got a sparse array with shape {X.shape}.")
+        X = sp.csr_matrix(X)
+        if X.dtype not in (np.float32, np.float64):
+            X = X.astype(np.float64)
+        X.sum_duplicates()
+        X.sort_indices()
+        bad = _first_nonfinite(X.data)
+        if bad is not None:
+            row = int(np.searchsorted(X.indptr, bad, side="right") - 1)
+            raise ValueError(
+                f"X contains a non-finite value ({X.data[bad]!r}) at row {row}, column "
+                f"{int(X.indices[bad])}; remove or impute NaN/inf before fitting."
+            )
+        return X
+    if hasattr(X, "dask") or not hasattr(X, "__array__") and not isinstance(X, (list, tuple)):
+        raise TypeError(
+            f"X must be a numpy array or a scipy sparse matrix, got {type(X).__name__}; "
+            "convert it with np.asarray(X) or scipy.sparse.csr_matrix(X)."
+        )
+    arr = np.asarray(X)
+    if arr.ndim != 2:
+        raise ValueError(
+            f"X must be 2-D (n_samples, n_features), got shape {arr.shape}; "
+            "use X.reshape(-1, 1) for a single feature."
+        )
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"X must hold numbers, got dtype {arr.dtype}.")
+    if arr.dtype != np.float32:
+        arr = arr.astype(np.float64)
+    if not np.all(np.isfinite(arr)):
+        row, col = np.argwhere(~np.isfinite(arr))[0]
+        raise ValueError(
+            f"X contains a non-finite value ({arr[row, col]!r}) at row {row}, column {col}; "
+            "remove or impute NaN/inf before fitting."
+        )
+    return sp.csr_matrix(arr)
+
+
+def _check_y(y, n, loss):
+    """Labels mapped to {-1, +1} (sorted classes, the second is +1) or real targets."""
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-D, got shape {y.shape}; pass y.ravel() for a column vector.")
+    if y.shape[0] != n:
+        raise ValueError(f"X has {n} rows but y has {y.shape[0]} entries; they must match.")
+    if y.dtype.kind in "biuf":
+        bad = _first_nonfinite(y.astype(np.float64))
+        if bad is not None:
+            raise ValueError(f"y contains a non-finite value ({y[bad]!r}) at index {bad}; remove those rows.")
+    elif not loss.is_classification:
+        raise TypeError(f"The squared loss needs numeric targets, got y of dtype {y.dtype}.")
+    if not loss.is_classification:
+        return y.astype(np.float64), None
+    classes = np.unique(y)
+    if classes.shape[0] != 2:
+        shown = classes[:10].tolist()
+        raise ValueError(
+            f"The {loss.name} loss needs exactly two classes in y, got {classes.shape[0]}: {shown}"
+            f"{' ...' if classes.shape[0] > 10 else ''}. Binarise y (e.g. y == positive_class) "
+            "or use loss='squared' for real-valued targets."
+        )
+    return np.where(y == classes[1], 1.0, -1.0), classes
+
+
+def _check_real(name, value, *, low, low_inclusive, hint):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite real number, got {value!r}; {hint}.")
+    if value < low or (value == low and not low_inclusive):
+        op = ">=" if low_inclusive else ">"
+        raise ValueError(f"{name} must be {op} {low}, got {value!r}; {hint}.")
+    return float(value)
+
+
+def _check_int(name, value, *, low, hint):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name} must be an integer, got {value!r}; {hint}.")
+    if value < low:
+        raise ValueError(f"{name} must be >= {low}, got {value!r}; {hint}.")
+    return int(value)
+
+
+def _resolve_random_state(random_state):
+    if random_state is None:
+        return int(np.random.SeedSequence().entropy % (2**63))
+    if isinstance(random_state, bool) or not isinstance(random_state, numbers.Integral):
+        raise TypeError(
+            f"random_state must be None or a non-negative int, got {type(random_state).__name__}; "
+            "every random stream derives from (random_state, round, partition)."
+        )
+    if not 0 <= random_state < 2**63:
+        raise ValueError(f"random_state must be in [0, 2**63), got {random_state!r}.")
+    return int(random_state)
+
+
+def _resolve_solver(solver, *, batch_size, local_iters, n_partitions):
+    """A solver object and the number of partitions it runs on."""
+    if isinstance(solver, (SDCA, CoCoAPlus, MinibatchSDCA)):
+        if batch_size is not None or local_iters != 1.0:
+            raise ValueError(
+                "batch_size and local_iters configure a solver given by name; with a solver "
+                f"object ({solver!r}) set them on the object instead."
+            )
+        obj = solver
+    elif isinstance(solver, str) and solver in SOLVERS:
+        if batch_size is not None and solver != "minibatch_sdca":
+            raise ValueError(
+                f"batch_size applies to solver='minibatch_sdca' only, got solver={solver!r} "
+                f"with batch_size={batch_size!r}; drop batch_size or change the solver."
+            )
+        if n_partitions is None:
+            n_partitions = DEFAULT_COCOA_PARTITIONS if solver == "cocoa+" else 1
+        if solver == "minibatch_sdca":
+            # Shrinking needs one partition (see MinibatchSDCA); by name it is
+            # on exactly when that holds.
+            obj = MinibatchSDCA(batch_size=batch_size, local_iters=local_iters,
+                                shrinking=n_partitions == 1)
+        else:
+            obj = SOLVERS[solver](local_iters=local_iters)
+    else:
+        raise ValueError(f"Unknown solver {solver!r}; use one of {sorted(SOLVERS)}.")
+    if n_partitions is None:
+        n_partitions = DEFAULT_COCOA_PARTITIONS if obj.name == "cocoa+" else 1
+    n_partitions = _check_int("n_partitions", n_partitions, low=1, hint="use None or a positive int")
+    if obj.name == "sdca" and n_partitions != 1:
+        raise ValueError(
+            f"solver='sdca' is serial and runs on one partition, got n_partitions={n_partitions}; "
+            "use solver='cocoa+' or 'minibatch_sdca' to split the data."
+        )
+    return obj, n_partitions
+
+
+def fit(X, y, *, loss="hinge", lam=1e-4, solver="sdca", tol=1e-6, max_rounds=1000,
+        batch_size=None, local_iters=1.0, n_partitions=None, random_state=0, verbose=0,
+        callback=None):
+    """Fit ``min_w P(w) = 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2`` by dual coordinate ascent.
+
+    The dual is ``D(alpha) = -1/n sum_i phi_i*(-alpha_i) - lam/2 ||w(alpha)||^2``
+    with ``w(alpha) = X^T alpha / (lam n)``; labels sit inside the loss,
+    ``phi_i(z) = phi(y_i z)``.  LIBLINEAR's ``C`` equals ``1/(lam n)``.
+    There is no intercept.  The fit stops when the duality gap, recomputed
+    from the dual variables alone, satisfies ``P - D <= tol * |P|``.
+
+    Parameters
+    ----------
+    X : ndarray or scipy sparse matrix of shape (n_samples, n_features)
+        Training data; CSC and COO are converted to CSR.  float32 values are
+        kept as float32; ``w``, ``alpha`` and all sums are float64.
+    y : array-like of shape (n_samples,)
+        Two distinct labels (sorted, the second becomes +1) for the
+        classification losses; real targets for ``loss="squared"``.
+    loss : {"hinge", "smoothed_hinge", "squared_hinge", "logistic", "squared"} or Loss, default="hinge"
+        A name, or an instance such as ``daskdca.losses.SmoothedHinge(gamma=0.5)``.
+    lam : float, default=1e-4
+        Regularisation strength, ``lam > 0``.
+    solver : {"sdca", "minibatch_sdca", "cocoa+"} or solver object, default="sdca"
+        ``"sdca"``: serial SDCA; ``"minibatch_sdca"``: mini-batch SDCA with
+        safe ESO steps; ``"cocoa+"``: CoCoA+ rounds over ``n_partitions``
+        partitions of the rows.
+    tol : float, default=1e-6
+        Relative duality gap at which to stop.
+    max_rounds : int, default=1000
+        Maximum number of rounds; reaching it warns with ``ConvergenceWarning``.
+    batch_size : int or None, default=None
+        Rows per mini-batch iteration (``"minibatch_sdca"`` only); see
+        :class:`~daskdca.solvers.MinibatchSDCA`.
+    local_iters : float, default=1.0
+        Passes over each partition's rows per round.
+    n_partitions : int or None, default=None
+        Contiguous row partitions: 1 for ``"sdca"`` and ``"minibatch_sdca"``,
+        4 for ``"cocoa+"`` when None.
+    random_state : int or None, default=0
+        Seed of every random stream ``(random_state, round, partition)``; None
+        draws one (kept in ``model.random_state_``).
+    verbose : int, default=0
+        Print one line per round (primal, dual, gap) when > 0.
+    callback : callable or None, default=None
+        ``callback(record, state)`` after every round; returning ``True`` stops.
+
+    Returns
+    -------
+    LinearModel
+    """
+    loss_obj = get_loss(loss)
+    lam = _check_real("lam", lam, low=0.0, low_inclusive=False, hint="LIBLINEAR's C corresponds to lam = 1/(C n)")
+    tol = _check_real("tol", tol, low=0.0, low_inclusive=True, hint="use e.g. tol=1e-6 (relative duality gap)")
+    max_rounds = _check_int("max_rounds", max_rounds, low=1, hint="use e.g. max_rounds=1000")
+    verbose = _check_int("verbose", verbose, low=0, hint="use 0 (silent) or 1")
+    if callback is not None and not callable(callback):
+        raise TypeError(f"callback must be callable or None, got {type(callback).__name__}.")
+    seed = _resolve_random_state(random_state)
+    solver_obj, n_partitions = _resolve_solver(solver, batch_size=batch_size, local_iters=local_iters,
+                                               n_partitions=n_partitions)
+
+    X = _check_X(X)
+    n, d = X.shape
+    if n == 0 or d == 0:
+        raise ValueError(f"X is empty (shape {X.shape}); it needs at least one row and one feature.")
+    y_signed, classes = _check_y(y, n, loss_obj)
+    if n_partitions > n:
+        raise ValueError(f"n_partitions={n_partitions} is more than the {n} rows of X; use at most {n}.")
+
+    problem = Problem(X, y_signed, loss_obj, lam, even_partition_offsets(n, n_partitions))
+    state = solver_obj.init_state(problem, seed)
+    result = run_rounds(solver_obj, problem, state, tol=tol, max_rounds=max_rounds,
+                        callback=callback, verbose=verbose)
+    if not result.converged and len(result.history) >= max_rounds:
+        warnings.warn(
+            f"daskdca.fit reached max_rounds={max_rounds} with relative duality gap "
+            f"{result.gap / max(abs(result.primal), 1e-300):.3e} > tol={tol:g}; "
+            "increase max_rounds or tol.",
+            ConvergenceWarning,
+            stacklevel=2,
+        )
+    return LinearModel(loss=loss_obj, lam=lam, solver=solver_obj, classes=classes, result=result,
+                       random_state=seed, n_features=d)

@@ -1,0 +1,148 @@
+"""Numba local solvers on one in-memory CSR block.
+
+All kernels take the CSR arrays ``(indptr, indices, data)``, labels ``y``,
+squared row norms ``sqnorm``, and an explicit sequence of *row indices* to
+visit.  Passing the sequence in (rather than drawing it inside) lets the tests
+run a pure-NumPy reference on exactly the same sequence, and lets a partition
+stored inside a larger matrix be addressed by its own row range.
+
+Notation (spec ``minibatch-sdca.md`` §A1): ``lam_n = lam * n`` with ``n`` the
+number of examples of the *whole* problem, ``w(alpha) = X^T alpha / lam_n``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from daskdca.losses import conjugate_value, dual_update, loss_value
+
+__all__ = ["local_sdca", "minibatch_sdca", "objective_sums"]
+
+
+@njit(nogil=True, cache=True)
+def local_sdca(indptr, indices, data, y, sqnorm, alpha, u, delta_w, order,
+               loss_kind, loss_param, lam_n, sigma, track_delta_w):
+    """Sequential dual coordinate steps; updates ``alpha`` and ``u`` in place.
+
+    For each row ``i`` of ``order``: margin ``m = x_i.u``, curvature
+    ``q = sigma ||x_i||^2 / lam_n``, ``alpha_i <- argmax`` of the 1-D dual
+    problem, then ``u += sigma (delta / lam_n) x_i``.
+
+    * ``sigma = 1`` and ``u = w``: serial SDCA (LIBLINEAR's dual CD without
+      shrinking), keeping ``w = X^T alpha / lam_n``.
+    * ``sigma = sigma' = K`` and ``u = w + sigma' delta_w``: CoCoA+ LocalSDCA
+      on the local subproblem ``G_k^{sigma'}`` of Ma et al. 2015
+      (arXiv:1502.03508, adding variant, ``gamma = 1``; spec §A6).  With
+      ``track_delta_w`` the kernel also accumulates
+      ``delta_w += (delta / lam_n) x_i``, the update this partition sends.
+
+    Returns the number of coordinate steps taken.
+    """
+    inv_lam_n = 1.0 / lam_n
+    for t in range(order.shape[0]):
+        i = order[t]
+        start = indptr[i]
+        end = indptr[i + 1]
+        m = 0.0
+        for p in range(start, end):
+            m += data[p] * u[indices[p]]
+        a_old = alpha[i]
+        a_new = dual_update(loss_kind, loss_param, y[i], a_old, sigma * sqnorm[i] * inv_lam_n, m)
+        if a_new != a_old:
+            alpha[i] = a_new
+            c = (a_new - a_old) * inv_lam_n
+            cs = sigma * c
+            for p in range(start, end):
+                u[indices[p]] += cs * data[p]
+            if track_delta_w:
+                for p in range(start, end):
+                    delta_w[indices[p]] += c * data[p]
+    return order.shape[0]
+
+
+@njit(nogil=True, cache=True)
+def minibatch_sdca(indptr, indices, data, y, q, alpha, w, w_out, batches,
+                   loss_kind, loss_param, lam_n):
+    """Mini-batch SDCA iterations (seed 000 Algorithm 1), one per row of ``batches``.
+
+    Within an iteration every coordinate of the batch reads the same
+    start-of-iteration ``w`` (the margins are all computed before any update
+    is applied), with curvature ``q_i = v_i / lam_n`` from safe ESO weights
+    ``v`` (see :mod:`daskdca.kernels.eso`).  The updates
+    ``(delta_i / lam_n) x_i`` are then added to ``w_out``.
+
+    * In-process, ``w_out is w``: ``batches`` may hold many iterations.
+    * On a partition of a cluster, ``w_out`` is a zero buffer that becomes
+      this partition's ``delta_w`` for one iteration (``batches`` has one row).
+
+    A batch must not repeat a row.  ``alpha`` is updated in place.
+    """
+    inv_lam_n = 1.0 / lam_n
+    n_iter = batches.shape[0]
+    size = batches.shape[1]
+    delta = np.empty(size)
+    for t in range(n_iter):
+        for k in range(size):
+            i = batches[t, k]
+            m = 0.0
+            for p in range(indptr[i], indptr[i + 1]):
+                m += data[p] * w[indices[p]]
+            a_old = alpha[i]
+            a_new = dual_update(loss_kind, loss_param, y[i], a_old, q[i], m)
+            alpha[i] = a_new
+            delta[k] = a_new - a_old
+        for k in range(size):
+            if delta[k] != 0.0:
+                i = batches[t, k]
+                c = delta[k] * inv_lam_n
+                for p in range(indptr[i], indptr[i + 1]):
+                    w_out[indices[p]] += c * data[p]
+    return n_iter * size
+
+
+@njit(nogil=True, cache=True)
+def objective_sums(indptr, indices, data, y, alpha, w, row_start, row_end,
+                   loss_kind, loss_param):
+    """One pass over rows ``[row_start, row_end)`` for the duality gap.
+
+    Returns ``(sum_i phi_i(x_i.w), sum_i phi_i*(-alpha_i))``; with
+    ``||w||^2`` these give ``P(w)`` and ``D(alpha)`` (spec §A1), and the
+    Dask engine adds them up over partitions.
+    """
+    loss_sum = 0.0
+    conj_sum = 0.0
+    for i in range(row_start, row_end):
+        m = 0.0
+        for p in range(indptr[i], indptr[i + 1]):
+            m += data[p] * w[indices[p]]
+        loss_sum += loss_value(loss_kind, loss_param, y[i], m)
+        conj_sum += conjugate_value(loss_kind, loss_param, y[i], alpha[i])
+    return loss_sum, conj_sum
+
+
+@njit(nogil=True, cache=True)
+def movable_rows(indptr, indices, data, y, sqnorm, alpha, w, row_start, row_end,
+                 loss_kind, loss_param, lam_n, sigma):
+    """Rows of ``[row_start, row_end)`` whose dual step at ``w`` is non-zero.
+
+    A row whose closed-form step is zero at ``w`` sits at a bound of the dual
+    domain with its gradient pointing outward (hinge: ``b = 0`` and
+    ``y x.w >= 1``, or ``b = 1`` and ``y x.w <= 1``).  Leaving such rows out
+    of a round is LIBLINEAR's shrinking (Hsieh et al., ICML 2008, §3.2),
+    re-decided from scratch every round so that no row stays out once its
+    step becomes non-zero.  ``sigma`` scales the curvature as in
+    :func:`local_sdca`.
+    """
+    out = np.empty(row_end - row_start, dtype=np.int64)
+    count = 0
+    inv_lam_n = 1.0 / lam_n
+    for i in range(row_start, row_end):
+        m = 0.0
+        for p in range(indptr[i], indptr[i + 1]):
+            m += data[p] * w[indices[p]]
+        a_new = dual_update(loss_kind, loss_param, y[i], alpha[i], sigma * sqnorm[i] * inv_lam_n, m)
+        if a_new != alpha[i]:
+            out[count] = i
+            count += 1
+    return out[:count]

@@ -1,0 +1,53 @@
+"""Shared fixtures: the real LIBSVM data in ../shared/data and small generators."""
+
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+DATA_DIR = Path(os.environ.get("DASKDCA_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+
+# name -> (file, n_features), from ../shared/data/README.md
+DATASETS = {
+    "a9a": ("a9a.gz", 123),
+    "w8a": ("w8a.gz", 300),
+    "ijcnn1": ("ijcnn1.bz2", 22),
+    "reuters": ("reuters_lasvm.trn.bz2", 8315),
+    "heart": ("heart_scale", 13),
+    "rcv1_1k": ("rcv1_sample1000.svm.gz", 47236),
+}
+
+_cache = {}
+
+
+def load_dataset(name):
+    """``(X, y)`` with X as CSR float64, loaded once per session."""
+    if name not in _cache:
+        from sklearn.datasets import load_svmlight_file
+
+        fname, d = DATASETS[name]
+        path = DATA_DIR / fname
+        if not path.exists():
+            pytest.skip(f"{path} not found; set DASKDCA_DATA to the shared data directory")
+        X, y = load_svmlight_file(str(path), n_features=d)
+        _cache[name] = (sp.csr_matrix(X), np.asarray(y, dtype=np.float64))
+    return _cache[name]
+
+
+def random_sparse(n, d, density, seed, zero_rows=(), positive=False):
+    """A random CSR matrix with a few rows forced to zero."""
+    rng = np.random.default_rng(seed)
+    X = sp.random(n, d, density=density, random_state=rng, format="lil",
+                  data_rvs=(lambda k: rng.uniform(0, 1, k)) if positive else rng.standard_normal)
+    for i in zero_rows:
+        X[i, :] = 0
+    return sp.csr_matrix(X)
+
+
+def random_labels(n, seed):
+    return np.random.default_rng(seed).choice([-1.0, 1.0], n)

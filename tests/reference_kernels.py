@@ -1,0 +1,120 @@
+"""Readable pure-NumPy versions of the numba kernels, for index-for-index tests.
+
+Like scikit-learn's ``test_sag.py``, the tests feed these and the compiled
+kernels the same row sequence and compare the iterates, rather than only the
+end point.  The formulas are written out independently of ``daskdca.losses``
+(spec ``minibatch-sdca.md`` Part C); the logistic root is found by Brent's
+method instead of the kernels' Newton iteration.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import scipy.optimize
+
+B_MAX = float(np.nextafter(1.0, 0.0))
+
+
+def conjugate(loss, y, alpha, gamma=1.0):
+    """``phi_i*(-alpha)``; ``inf`` outside the domain."""
+    if loss == "squared":
+        return 0.5 * alpha * alpha - alpha * y
+    b = y * alpha
+    if loss == "squared_hinge":
+        return -b + b * b / 4 if b >= 0 else math.inf
+    if not 0.0 <= b <= 1.0:
+        return math.inf
+    if loss == "hinge":
+        return -b
+    if loss == "smoothed_hinge":
+        return -b + gamma / 2 * b * b
+    ent = 0.0
+    for p in (b, 1.0 - b):
+        if p > 0:
+            ent += p * math.log(p)
+    return ent
+
+
+def loss_value(loss, y, z, gamma=1.0):
+    a = y * z
+    if loss == "hinge":
+        return max(0.0, 1.0 - a)
+    if loss == "squared_hinge":
+        return max(0.0, 1.0 - a) ** 2
+    if loss == "logistic":
+        return float(np.logaddexp(0.0, -a))
+    if loss == "smoothed_hinge":
+        if a >= 1.0:
+            return 0.0
+        if a <= 1.0 - gamma:
+            return 1.0 - a - gamma / 2
+        return (1.0 - a) ** 2 / (2 * gamma)
+    return 0.5 * (z - y) ** 2
+
+
+def dual_update(loss, y, alpha, q, m, gamma=1.0):
+    """New ``alpha`` maximising ``-phi*(-(alpha+d)) - q/2 d^2 - m d``."""
+    if loss == "squared":
+        return alpha + (y - m - alpha) / (1.0 + q)
+    b = y * alpha
+    if loss == "hinge":
+        b_new = 1.0 if q == 0 else float(np.clip(b + (1.0 - y * m) / q, 0.0, 1.0))
+    elif loss == "smoothed_hinge":
+        b_new = float(np.clip(b + (1.0 - y * m - gamma * b) / (q + gamma), 0.0, 1.0))
+    elif loss == "squared_hinge":
+        b_new = max(0.0, b + (1.0 - y * m - b / 2) / (q + 0.5))
+    elif loss == "logistic":
+        # logit(b) + q (b - b_old) + y m = 0, solved in z = logit(b) on its bracket.
+        sig = lambda z: 0.5 * (1.0 + math.tanh(0.5 * z))  # noqa: E731
+        f = lambda z: z + q * (sig(z) - b) + y * m  # noqa: E731
+        lo, hi = -y * m - q - 1e-9, -y * m + q + 1e-9
+        z = scipy.optimize.brentq(f, lo, hi, xtol=1e-15, rtol=8.9e-16, maxiter=500)
+        b_new = min(max(sig(z), 1.0 - B_MAX), B_MAX)
+    else:
+        raise ValueError(loss)
+    return y * b_new
+
+
+def local_sdca(X, y, alpha, u, delta_w, order, loss, lam_n, sigma, gamma=1.0):
+    """Sequential steps with margins from ``u`` and curvature ``sigma ||x_i||^2 / lam_n``."""
+    alpha, u, delta_w = alpha.copy(), u.copy(), delta_w.copy()
+    for i in order:
+        row = X[i]
+        xi_idx, xi_val = row.indices, row.data
+        m = float(xi_val @ u[xi_idx])
+        q = sigma * float(xi_val @ xi_val) / lam_n
+        new = dual_update(loss, y[i], alpha[i], q, m, gamma)
+        delta = new - alpha[i]
+        alpha[i] = new
+        u[xi_idx] += sigma * delta / lam_n * xi_val
+        delta_w[xi_idx] += delta / lam_n * xi_val
+    return alpha, u, delta_w
+
+
+def minibatch_sdca(X, y, q, alpha, w, batches, loss, lam_n, gamma=1.0):
+    """Seed 000 Algorithm 1: every row of a batch reads the same ``w``."""
+    alpha, w = alpha.copy(), w.copy()
+    for batch in batches:
+        margins = np.asarray(X[batch] @ w).ravel()
+        new = np.array([dual_update(loss, y[i], alpha[i], q[i], m, gamma) for i, m in zip(batch, margins)])
+        delta = new - alpha[batch]
+        alpha[batch] = new
+        w = w + np.asarray(X[batch].T @ delta).ravel() / lam_n
+    return alpha, w
+
+
+def objective_sums(X, y, alpha, w, loss, gamma=1.0):
+    z = np.asarray(X @ w).ravel()
+    loss_sum = sum(loss_value(loss, y[i], z[i], gamma) for i in range(X.shape[0]))
+    conj_sum = sum(conjugate(loss, y[i], alpha[i], gamma) for i in range(X.shape[0]))
+    return loss_sum, conj_sum
+
+
+def dual_objective(X, y, alpha, lam, loss, gamma=1.0):
+    """``D(alpha)`` from ``alpha`` alone, with ``w(alpha) = X^T alpha / (lam n)`` rebuilt here."""
+    n = X.shape[0]
+    w = np.asarray(X.T @ alpha).ravel() / (lam * n)
+    conj = sum(conjugate(loss, y[i], alpha[i], gamma) for i in range(n))
+    return -conj / n - 0.5 * lam * w @ w, w
