@@ -20,7 +20,7 @@ __all__ = ["fit", "LinearModel"]
 # In-memory CoCoA+ splits the rows into this many partitions unless told
 # otherwise.  A fixed number (not the CPU count) keeps results identical on
 # every machine for a given random_state.
-DEFAULT_COCOA_PARTITIONS = 4
+DEFAULT_COCOA_PARTITIONS = 2
 
 
 class LinearModel:
@@ -113,7 +113,7 @@ def _check_X(X):
         if bad is not None:
             row = int(np.searchsorted(X.indptr, bad, side="right") - 1)
             raise ValueError(
-                f"X contains a non-finite value ({X.data[bad]!r}) at row {row}, column "
+                f"X contains a non-finite value ({float(X.data[bad])!r}) at row {row}, column "
                 f"{int(X.indices[bad])}; remove or impute NaN/inf before fitting."
             )
         return X
@@ -135,7 +135,7 @@ def _check_X(X):
     if not np.all(np.isfinite(arr)):
         row, col = np.argwhere(~np.isfinite(arr))[0]
         raise ValueError(
-            f"X contains a non-finite value ({arr[row, col]!r}) at row {row}, column {col}; "
+            f"X contains a non-finite value ({float(arr[row, col])!r}) at row {row}, column {col}; "
             "remove or impute NaN/inf before fitting."
         )
     return sp.csr_matrix(arr)
@@ -151,7 +151,7 @@ def _check_y(y, n, loss):
     if y.dtype.kind in "biuf":
         bad = _first_nonfinite(y.astype(np.float64))
         if bad is not None:
-            raise ValueError(f"y contains a non-finite value ({y[bad]!r}) at index {bad}; remove those rows.")
+            raise ValueError(f"y contains a non-finite value ({float(y[bad])!r}) at index {bad}; remove those rows.")
     elif not loss.is_classification:
         raise TypeError(f"The squared loss needs numeric targets, got y of dtype {y.dtype}.")
     if not loss.is_classification:
@@ -272,7 +272,7 @@ def fit(X, y, *, loss="hinge", lam=1e-4, solver="sdca", tol=1e-6, max_rounds=100
         Passes over each partition's rows per round.
     n_partitions : int or None, default=None
         Contiguous row partitions: 1 for ``"sdca"`` and ``"minibatch_sdca"``,
-        4 for ``"cocoa+"`` when None.
+        2 for ``"cocoa+"`` when None.
     random_state : int or None, default=0
         Seed of every random stream ``(random_state, round, partition)``; None
         draws one (kept in ``model.random_state_``).

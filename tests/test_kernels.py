@@ -1,0 +1,171 @@
+"""Numba kernels against the pure-NumPy references on the same row sequence."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from daskdca.kernels.sampling import (
+    iid_order,
+    minibatch_indices,
+    minibatch_schedule,
+    permutation_order,
+)
+from daskdca.kernels.sdca import local_sdca, minibatch_sdca, movable_rows, objective_sums
+from daskdca.losses import get_loss
+
+import reference_kernels as ref
+from conftest import load_dataset, random_sparse
+
+LOSS_NAMES = ["hinge", "smoothed_hinge", "squared_hinge", "logistic", "squared"]
+
+
+def _problem(kind, loss_name):
+    if kind == "random":
+        X = random_sparse(60, 25, 0.2, seed=0, zero_rows=(3, 17))
+    else:  # a slice of real data
+        X, _ = load_dataset("a9a")
+        X = X[:300]
+    rng = np.random.default_rng(1)
+    n = X.shape[0]
+    y = rng.choice([-1.0, 1.0], n) if loss_name != "squared" else rng.normal(size=n)
+    return sp.csr_matrix(X), y
+
+
+def _rel_err(a, b):
+    return np.max(np.abs(a - b)) / max(1.0, np.max(np.abs(b)))
+
+
+@pytest.mark.parametrize("data", ["random", "a9a"])
+@pytest.mark.parametrize("loss_name", LOSS_NAMES)
+@pytest.mark.parametrize("sigma", [1.0, 3.0])
+def test_local_sdca_matches_reference(data, loss_name, sigma):
+    X, y = _problem(data, loss_name)
+    loss = get_loss(loss_name)
+    n, d = X.shape
+    lam_n = 0.05 * n
+    sqnorm = np.asarray(X.multiply(X).sum(axis=1)).ravel()
+    order = permutation_order(4, 0, 0, n, 3 * n, 0)  # three passes
+    rng = np.random.default_rng(2)
+    w0 = rng.normal(scale=0.1, size=d)
+    alpha, u, dw = np.zeros(n), w0.copy(), np.zeros(d)
+    local_sdca(X.indptr, X.indices, X.data, y, sqnorm, alpha, u, dw, order,
+               int(loss.kind), loss.param, lam_n, sigma, True)
+    ra, ru, rdw = ref.local_sdca(X, y, np.zeros(n), w0, np.zeros(d), order, loss_name, lam_n, sigma)
+    assert _rel_err(alpha, ra) <= 1e-12
+    assert _rel_err(u, ru) <= 1e-12
+    assert _rel_err(dw, rdw) <= 1e-12
+    # delta_w is exactly the update implied by the dual change
+    np.testing.assert_allclose(dw, X.T @ alpha / lam_n, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("loss_name", LOSS_NAMES)
+def test_minibatch_sdca_matches_reference(loss_name):
+    X, y = _problem("random", loss_name)
+    loss = get_loss(loss_name)
+    n, d = X.shape
+    lam_n = 0.1 * n
+    sqnorm = np.asarray(X.multiply(X).sum(axis=1)).ravel()
+    q = 4.0 * sqnorm / lam_n
+    offsets = np.array([0, 30, 60], dtype=np.int64)
+    batches = minibatch_schedule(9, 0, 25, offsets, 4)
+    alpha, w = np.zeros(n), np.zeros(d)
+    minibatch_sdca(X.indptr, X.indices, X.data, y, q, alpha, w, w, batches, int(loss.kind), loss.param, lam_n)
+    ra, rw = ref.minibatch_sdca(X, y, q, np.zeros(n), np.zeros(d), batches, loss_name, lam_n)
+    assert _rel_err(alpha, ra) <= 1e-12
+    assert _rel_err(w, rw) <= 1e-12
+
+
+def test_minibatch_sdca_separate_output_is_one_partition_delta():
+    # The cluster form: margins from w, the update goes to a zero buffer.
+    X, y = _problem("random", "hinge")
+    loss = get_loss("hinge")
+    n, d = X.shape
+    lam_n = 0.1 * n
+    q = 2.0 * np.asarray(X.multiply(X).sum(axis=1)).ravel() / lam_n
+    w = np.random.default_rng(0).normal(size=d) * 0.1
+    batch = minibatch_indices(1, 0, 0, n, 8, 0)[None, :]
+    alpha = np.zeros(n)
+    delta_w = np.zeros(d)
+    minibatch_sdca(X.indptr, X.indices, X.data, y, q, alpha, w, delta_w, batch, int(loss.kind), 0.0, lam_n)
+    ra, rw = ref.minibatch_sdca(X, y, q, np.zeros(n), w, batch, "hinge", lam_n)
+    assert _rel_err(alpha, ra) <= 1e-12
+    assert _rel_err(w + delta_w, rw) <= 1e-12
+
+
+@pytest.mark.parametrize("loss_name", LOSS_NAMES)
+def test_objective_sums_matches_reference(loss_name):
+    X, y = _problem("a9a", loss_name)
+    loss = get_loss(loss_name)
+    n, d = X.shape
+    rng = np.random.default_rng(3)
+    w = rng.normal(scale=0.3, size=d)
+    if loss_name == "squared":
+        alpha = rng.normal(size=n)
+    elif loss_name == "squared_hinge":
+        alpha = y * rng.uniform(0, 3, n)
+    else:
+        alpha = y * rng.uniform(0, 1, n)
+    got = objective_sums(X.indptr, X.indices, X.data, y, alpha, w, 0, n, int(loss.kind), loss.param)
+    want = ref.objective_sums(X, y, alpha, w, loss_name)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    part = objective_sums(X.indptr, X.indices, X.data, y, alpha, w, 100, 200, int(loss.kind), loss.param)
+    np.testing.assert_allclose(part, ref.objective_sums(X[100:200], y[100:200], alpha[100:200], w, loss_name),
+                               rtol=1e-12)
+
+
+@pytest.mark.parametrize("loss_name", ["hinge", "smoothed_hinge", "squared_hinge"])
+def test_movable_rows_are_exactly_the_rows_whose_step_is_nonzero(loss_name):
+    X, y = _problem("a9a", loss_name)
+    loss = get_loss(loss_name)
+    n, d = X.shape
+    lam_n = 0.01 * n
+    sqnorm = np.asarray(X.multiply(X).sum(axis=1)).ravel()
+    alpha = np.zeros(n)
+    w = np.zeros(d)
+    local_sdca(X.indptr, X.indices, X.data, y, sqnorm, alpha, w, np.empty(0),
+               permutation_order(0, 0, 0, n, 5 * n, 0), int(loss.kind), loss.param, lam_n, 1.0, False)
+    rows = movable_rows(X.indptr, X.indices, X.data, y, sqnorm, alpha, w, 50, 250,
+                        int(loss.kind), loss.param, lam_n, 1.0)
+    margins = np.asarray(X @ w).ravel()
+    expected = [i for i in range(50, 250)
+                if ref.dual_update(loss_name, y[i], alpha[i], sqnorm[i] / lam_n, margins[i]) != alpha[i]]
+    assert 0 < len(expected) < 200  # after 5 passes some rows are pinned at a bound
+    np.testing.assert_array_equal(rows, expected)
+
+
+def test_permutation_order_blocks_are_permutations_and_deterministic():
+    order = permutation_order(5, 2, 3, 40, 100, 1000)
+    assert order.shape == (100,)
+    for start in (0, 40):
+        assert sorted(order[start:start + 40]) == list(range(1000, 1040))
+    assert set(order[80:]) <= set(range(1000, 1040)) and len(set(order[80:])) == 20
+    np.testing.assert_array_equal(order, permutation_order(5, 2, 3, 40, 100, 1000))
+    for other in ((6, 2, 3), (5, 3, 3), (5, 2, 4)):  # any component of the key changes the stream
+        assert not np.array_equal(order, permutation_order(*other, 40, 100, 1000))
+
+
+def test_iid_order_is_uniform():
+    draws = iid_order(1, 0, 0, 10, 200_000, 0)
+    counts = np.bincount(draws, minlength=10)
+    # 5-sigma band of a binomial(200000, 0.1)
+    assert np.all(np.abs(counts - 20_000) < 5 * np.sqrt(200_000 * 0.1 * 0.9))
+
+
+def test_minibatch_indices_are_distinct_sorted_and_uniform():
+    counts = np.zeros(50)
+    for r in range(4000):
+        batch = minibatch_indices(3, r, 0, 50, 7, 100)
+        assert len(set(batch)) == 7 and np.all(np.diff(batch) > 0)
+        assert batch.min() >= 100 and batch.max() < 150
+        counts[batch - 100] += 1
+    expected = 4000 * 7 / 50
+    assert np.all(np.abs(counts - expected) < 5 * np.sqrt(expected))
+
+
+def test_minibatch_schedule_draws_each_partition_from_its_own_stream():
+    offsets = np.array([0, 10, 25], dtype=np.int64)
+    sched = minibatch_schedule(8, 5, 3, offsets, 4)
+    assert sched.shape == (3, 8)
+    for t in range(3):
+        np.testing.assert_array_equal(sched[t, :4], minibatch_indices(8, 5 + t, 0, 10, 4, 0))
+        np.testing.assert_array_equal(sched[t, 4:], minibatch_indices(8, 5 + t, 1, 15, 4, 10))
