@@ -1,5 +1,6 @@
 """Shared fixtures: the real LIBSVM data in ../shared/data and small generators."""
 
+import hashlib
 import os
 import sys
 from pathlib import Path
@@ -9,6 +10,31 @@ import pytest
 import scipy.sparse as sp
 
 sys.path.insert(0, os.path.dirname(__file__))
+
+
+def _purge_stale_numba_cache():
+    """Drop daskdca's numba cache when any of its sources changed.
+
+    numba keys a cached kernel on its own file only: a kernel in
+    ``kernels/sdca.py`` keeps the inlined ``dual_update`` of an older
+    ``losses.py`` after that file is edited (and the stale symbol then wins
+    in-process).  Installed releases replace all files at once; this guard is
+    for working copies.
+    """
+    package = Path(__file__).resolve().parents[1] / "daskdca"
+    digest = hashlib.sha256()
+    for src in sorted(package.rglob("*.py")):
+        digest.update(src.read_bytes())
+    stamp = package / "__pycache__" / "daskdca-sources.sha256"
+    if stamp.exists() and stamp.read_text() == digest.hexdigest():
+        return
+    for cached in list(package.rglob("*.nbi")) + list(package.rglob("*.nbc")):
+        cached.unlink()
+    stamp.parent.mkdir(exist_ok=True)
+    stamp.write_text(digest.hexdigest())
+
+
+_purge_stale_numba_cache()
 
 DATA_DIR = Path(os.environ.get("DASKDCA_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 
