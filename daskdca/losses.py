@@ -64,10 +64,14 @@ SQUARED = int(LossKind.SQUARED)
 # solve (spec Part C, "keep b strictly inside (0, 1)").
 B_MAX = float(np.nextafter(1.0, 0.0))
 B_MIN = 1.0 - B_MAX
-# Newton in the logit variable: stop when the step is below this (absolute,
-# the root lies in an interval of width 2q around -y*m).
+# Newton in the logit variable z.  Its curvature ratio |f''/(2 f')| is at most
+# 1/2 (f' = 1 + q s(1-s), |f''| = q s(1-s)|1-2s| <= f'), so after a Newton step
+# of size h the error is at most h^2/2: a step below _NEWTON_QUADRATIC_STOP
+# leaves an error below 1e-16 in z.  _NEWTON_XTOL stops bisection.
 _NEWTON_XTOL = 1e-15
+_NEWTON_QUADRATIC_STOP = 1e-8
 _NEWTON_MAX_ITER = 100
+_EPS = float(np.finfo(np.float64).eps)
 
 
 @njit(nogil=True, cache=True)
@@ -176,8 +180,8 @@ def _logistic_b(y, alpha, q, m):
     lo = -c - q
     hi = -c + q
     if 0.0 < b_old < 1.0:
-        z = math.log(b_old) - math.log1p(-b_old)
-        z = min(max(z, lo), hi)
+        # 1 - b_old is exact for b_old >= 1/2 (Sterbenz), so one log suffices
+        z = min(max(math.log(b_old / (1.0 - b_old)), lo), hi)
     else:
         z = -c
     step_old = hi - lo
@@ -185,7 +189,8 @@ def _logistic_b(y, alpha, q, m):
     for _ in range(_NEWTON_MAX_ITER):
         s = _sigmoid(z)
         f = z + q * (s - b_old) + c
-        if f == 0.0:
+        # residual at the rounding floor of its own terms: z is a root
+        if abs(f) <= 4.0 * _EPS * (abs(z) + abs(c) + q):
             break
         if f > 0.0:
             hi = z
@@ -201,6 +206,8 @@ def _logistic_b(y, alpha, q, m):
             step_old = step
             step = f / fp
             z = newton
+            if abs(step) <= _NEWTON_QUADRATIC_STOP * (1.0 + abs(z)):
+                break
         if abs(step) <= _NEWTON_XTOL * (1.0 + abs(z)) or hi - lo <= _NEWTON_XTOL * (1.0 + abs(z)):
             break
     return min(max(_sigmoid(z), B_MIN), B_MAX)

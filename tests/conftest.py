@@ -59,7 +59,10 @@ def load_dataset(name):
         fname, d = DATASETS[name]
         path = DATA_DIR / fname
         if not path.exists():
-            pytest.skip(f"{path} not found; set DASKDCA_DATA to the shared data directory")
+            message = f"{path} not found; set DASKDCA_DATA to the shared data directory"
+            if os.environ.get("DASKDCA_REQUIRE_DATA") == "1":  # CI: missing data is a failure
+                pytest.fail(message)
+            pytest.skip(message)
         X, y = load_svmlight_file(str(path), n_features=d)
         _cache[name] = (sp.csr_matrix(X), np.asarray(y, dtype=np.float64))
     return _cache[name]

@@ -1,0 +1,4 @@
+from daskdca.cli import main
+import sys
+
+sys.exit(main())
