@@ -1,4 +1,4 @@
-"""Command line: ``daskdca fit [DATA] ...``.
+"""Command line: ``daskdca fit``, ``daskdca convert``, ``daskdca make-data``.
 
 ``daskdca fit`` with no file fits scikit-learn's bundled breast-cancer data
 (standardised, and the command says so); with a path it reads an svmlight /
@@ -15,6 +15,7 @@ import numpy as np
 from daskdca.api import fit
 from daskdca.losses import LOSSES
 from daskdca.solvers import SOLVERS
+from daskdca.store import DEFAULT_BLOCK_ROWS, DEFAULT_CHUNK_BYTES
 
 
 def _load(path, n_features):
@@ -72,11 +73,95 @@ def build_parser():
     p.add_argument("--n-partitions", type=int, default=None, help="row partitions (cocoa+, minibatch_sdca)")
     p.add_argument("--random-state", type=int, default=0, help="seed of all random streams (default: 0)")
     p.add_argument("--quiet", action="store_true", help="print the summary only")
+
+    c = sub.add_parser(
+        "convert",
+        help="convert an svmlight/LIBSVM file into a daskdca zarr store (streaming)",
+        description="Convert an svmlight/LIBSVM file (plain, .gz or .bz2) into a zarr store of CSR row "
+                    "blocks, streaming: memory is bounded by --chunk-mb of text and one block.",
+    )
+    c.add_argument("input", help="svmlight/LIBSVM file")
+    c.add_argument("output", help="store path or fsspec URL (replaced if it exists)")
+    c.add_argument("--n-features", type=int, default=None,
+                   help="number of features (default: the largest index in the file)")
+    c.add_argument("--zero-based", choices=["auto", "true", "false"], default="auto",
+                   help="index base, as scikit-learn's loader: 'auto' is one-based unless an index 0 occurs")
+    c.add_argument("--block-rows", type=int, default=DEFAULT_BLOCK_ROWS,
+                   help=f"rows per block, i.e. per partition (default: {DEFAULT_BLOCK_ROWS})")
+    c.add_argument("--chunk-mb", type=float, default=DEFAULT_CHUNK_BYTES / 2**20,
+                   help="text parsed per call, in MiB (default: %(default)s)")
+    c.add_argument("--shuffle", action="store_true", help="shuffle rows uniformly (seeded, out of core)")
+    c.add_argument("--seed", type=int, default=0, help="seed of --shuffle (default: 0)")
+    c.add_argument("--renumber-features", action="store_true",
+                   help="number features by decreasing frequency (the permutation is stored)")
+    c.add_argument("--float32", action="store_true", help="store values as float32")
+    c.add_argument("--compression", default="zstd", help="'zstd' (level 3), 'zstd:LEVEL' or 'none'")
+    c.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    m = sub.add_parser(
+        "make-data",
+        help="write a synthetic store block by block (any size)",
+        description="Write synthetic classification or regression data straight into a store, one block "
+                    "at a time (memory: one block plus O(features)). See daskdca.datasets.",
+    )
+    m.add_argument("output", help="store path or fsspec URL (replaced if it exists)")
+    m.add_argument("--rows", type=int, required=True, help="number of rows")
+    m.add_argument("--features", type=int, required=True, help="number of features")
+    m.add_argument("--task", choices=["classification", "regression"], default="classification")
+    m.add_argument("--nnz-per-row", type=float, default=50.0, help="mean non-zeros per row (default: 50)")
+    m.add_argument("--zipf", type=float, default=1.1,
+                   help="Zipf exponent of feature popularity; 0 is uniform (default: 1.1)")
+    m.add_argument("--row-norm-spread", type=float, default=0.0,
+                   help="log-normal spread of row norms; 0 gives unit rows (default: 0)")
+    m.add_argument("--correlation", type=float, default=0.0,
+                   help="share of rows that copy a prototype row (default: 0)")
+    m.add_argument("--label-noise", type=float, default=0.05, help="flipped labels (classification)")
+    m.add_argument("--noise", type=float, default=0.1, help="target noise std (regression)")
+    m.add_argument("--seed", type=int, default=0, help="seed (default: 0)")
+    m.add_argument("--block-rows", type=int, default=DEFAULT_BLOCK_ROWS, help="rows per block")
+    m.add_argument("--float32", action="store_true", help="store values as float32")
+    m.add_argument("--compression", default="zstd", help="'zstd' (level 3), 'zstd:LEVEL' or 'none'")
+    m.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
+
+
+def _convert(args):
+    from daskdca.store import convert_svmlight
+
+    zero_based = {"auto": "auto", "true": True, "false": False}[args.zero_based]
+    store = convert_svmlight(args.input, args.output, n_features=args.n_features, zero_based=zero_based,
+                             block_rows=args.block_rows, chunk_bytes=max(1, int(args.chunk_mb * 2**20)),
+                             compression=args.compression, float32=args.float32, shuffle=args.shuffle,
+                             seed=args.seed, renumber_features=args.renumber_features,
+                             progress=not args.no_progress)
+    print(f"wrote {store.url}: {store.n} rows x {store.d} features, {store.nnz} non-zeros, "
+          f"{store.n_blocks} blocks")
+    return 0
+
+
+def _make_data(args):
+    from daskdca import datasets
+
+    common = dict(nnz_per_row=args.nnz_per_row, zipf_exponent=args.zipf, row_norm_spread=args.row_norm_spread,
+                  correlation=args.correlation, seed=args.seed, block_rows=args.block_rows,
+                  compression=args.compression, float32=args.float32, progress=not args.no_progress)
+    if args.task == "classification":
+        store = datasets.make_classification(args.output, args.rows, args.features,
+                                             label_noise=args.label_noise, **common)
+    else:
+        store = datasets.make_regression(args.output, args.rows, args.features, noise=args.noise, **common)
+    print(f"wrote {store.url}: {store.n} rows x {store.d} features, {store.nnz} non-zeros, "
+          f"{store.n_blocks} blocks")
+    return 0
 
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
+    if args.command in ("convert", "make-data"):
+        try:
+            return (_convert if args.command == "convert" else _make_data)(args)
+        except (ValueError, TypeError, FileNotFoundError) as exc:
+            raise SystemExit(f"daskdca {args.command}: {exc}") from exc
     X, y = _load(args.data, args.n_features)
     try:
         model = fit(X, y, loss=args.loss, lam=args.lam, solver=args.solver, tol=args.tol,
