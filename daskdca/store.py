@@ -307,61 +307,50 @@ class _Writer:
         self.labels = set()
         self.too_many_labels = False
         self.min_index = None
-        self._pending = []
-        self._pending_rows = 0
 
     def _append_arrays(self, name, values):
+        """Append in slices that end on chunk boundaries (bounds zarr's buffers)."""
         arr = self.arrays[name]
         old = arr.shape[0]
         arr.resize((old + len(values),))
-        if len(values):
-            arr[old:old + len(values)] = values
+        chunk = arr.chunks[0]
+        pos = 0
+        while pos < len(values):
+            stop = min(len(values), pos + chunk - (old + pos) % chunk)
+            arr[old + pos:old + stop] = values[pos:stop]
+            pos = stop
 
     def append(self, X, y):
-        """Queue rows; full blocks are written as soon as they are complete."""
+        """Write rows straight to the arrays; blocks are only row boundaries.
+
+        Memory is bounded by the rows passed in (one parsed text chunk), not
+        by the block size.
+        """
         if X.shape[0] == 0:
             return
-        if X.indices.size:
-            low = int(X.indices.min())
-            self.min_index = low if self.min_index is None else min(self.min_index, low)
-        self._pending.append((X, y))
-        self._pending_rows += X.shape[0]
-        while self._pending_rows >= self.block_rows:
-            self._flush(self.block_rows)
-
-    def _flush(self, rows):
-        # pieces parsed separately are as wide as their own largest index
-        width = max(p[0].shape[1] for p in self._pending)
-        parts = [sp.csr_matrix((p[0].data, p[0].indices, p[0].indptr), shape=(p[0].shape[0], width))
-                 for p in self._pending]
-        X = sp.vstack(parts, format="csr") if len(parts) > 1 else parts[0]
-        y = np.concatenate([p[1] for p in self._pending])
-        head, tail = X[:rows], X[rows:]
-        self._pending = [(tail, y[rows:])] if tail.shape[0] else []
-        self._pending_rows = tail.shape[0]
-        self._write_block(sp.csr_matrix(head), y[:rows])
-
-    def _write_block(self, X, y):
+        X = sp.csr_matrix(X)
         X.sort_indices()
-        data = X.data.astype(self.value_dtype)
+        data = X.data.astype(self.value_dtype, copy=False)
         if not np.all(np.isfinite(data)):
             raise ValueError("non-finite value in the data (checked by the caller first)")
         indices = X.indices
         if indices.size:
-            top = int(indices.max())
+            low, top = int(indices.min()), int(indices.max())
             if self.index_dtype == np.int32 and top > INT32_LIMIT:
                 raise ValueError(f"feature index {top} needs int64 indices; pass n_features >= 2**31.")
+            self.min_index = low if self.min_index is None else min(self.min_index, low)
             self.d = max(self.d, top + 1)
         if self.column_nnz.shape[0] < self.d:
             self.column_nnz = np.concatenate([self.column_nnz,
                                               np.zeros(self.d - self.column_nnz.shape[0], dtype=np.int64)])
         np.add.at(self.column_nnz, indices[data != 0], 1)
-        indptr = X.indptr.astype(np.int64)[1:] + self.nnz
-        row_ids = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
-        row_sqnorm = np.bincount(row_ids, weights=data.astype(np.float64) ** 2, minlength=X.shape[0])
+        row_sqnorm = np.zeros(X.shape[0])
+        nonempty = np.flatnonzero(np.diff(X.indptr) > 0)
+        if nonempty.size:  # segments between non-empty row starts are exactly those rows
+            row_sqnorm[nonempty] = np.add.reduceat(data.astype(np.float64) ** 2, X.indptr[nonempty])
         self._append_arrays("data", data)
-        self._append_arrays("indices", indices.astype(self.index_dtype))
-        self._append_arrays("indptr", indptr)
+        self._append_arrays("indices", indices.astype(self.index_dtype, copy=False))
+        self._append_arrays("indptr", X.indptr[1:].astype(np.int64) + self.nnz)
         self._append_arrays("y", np.asarray(y, dtype=np.float64))
         self._append_arrays("row_sqnorm", row_sqnorm)
         if not self.too_many_labels:
@@ -371,12 +360,24 @@ class _Writer:
                 self.labels = set()
         self.n += X.shape[0]
         self.nnz += data.size
-        self.block_row_offsets.append(self.n)
+        while self.n - self.block_row_offsets[-1] >= self.block_rows:
+            self.block_row_offsets.append(self.block_row_offsets[-1] + self.block_rows)
+
+    def _block_checksum_streamed(self, start, stop):
+        """CRC32 of a block, read back in chunk-sized slices (zlib.crc32 is incremental)."""
+        g = self.group
+        indptr = g["indptr"][start:stop + 1]
+        lo, hi = int(indptr[0]), int(indptr[-1])
+        crc = zlib.crc32(np.ascontiguousarray(indptr - lo, dtype=np.int64).tobytes())
+        for name in ("indices", "data"):
+            for a in range(lo, hi, NNZ_CHUNK):
+                crc = zlib.crc32(np.ascontiguousarray(g[name][a:min(hi, a + NNZ_CHUNK)]).tobytes(), crc)
+        return zlib.crc32(np.ascontiguousarray(g["y"][start:stop], dtype=np.float64).tobytes(), crc)
 
     def finish(self, *, n_features=None, shift_indices=0, extra_attrs=None, feature_permutation=None):
         """Write the last block, the statistics, the checksums and then the marker."""
-        if self._pending_rows:
-            self._flush(self._pending_rows)
+        if self.block_row_offsets[-1] < self.n:
+            self.block_row_offsets.append(self.n)
         if shift_indices:
             self._shift_indices(shift_indices)
         d = self.d if n_features is None else int(n_features)
@@ -397,10 +398,7 @@ class _Writer:
         g = self.group
         for k in range(len(self.block_row_offsets) - 1):
             start, stop = self.block_row_offsets[k], self.block_row_offsets[k + 1]
-            indptr = g["indptr"][start:stop + 1]
-            lo, hi = int(indptr[0]), int(indptr[-1])
-            checksums.append(_block_checksum(indptr - lo, g["indices"][lo:hi], g["data"][lo:hi],
-                                             g["y"][start:stop]))
+            checksums.append(self._block_checksum_streamed(start, stop))
             sq = g["row_sqnorm"][start:stop]
             sqsum += float(np.sqrt(sq).sum())
             max_sq = max(max_sq, float(sq.max(initial=0.0)))
