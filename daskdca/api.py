@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 import warnings
 
 import numpy as np
@@ -14,6 +15,7 @@ from daskdca.losses import get_loss
 from daskdca.problem import Problem, even_partition_offsets
 from daskdca.rounds import run_rounds
 from daskdca.solvers import SOLVERS, CoCoAPlus, MinibatchSDCA, SDCA
+from daskdca.store import CSRStore, open_store
 
 __all__ = ["fit", "LinearModel"]
 
@@ -234,9 +236,16 @@ def _resolve_solver(solver, *, batch_size, local_iters, n_partitions):
     return obj, n_partitions
 
 
-def fit(X, y, *, loss="hinge", lam=1e-4, solver="sdca", tol=1e-6, max_rounds=1000,
+def _is_cluster_input(X):
+    if isinstance(X, (str, os.PathLike, CSRStore)):
+        return True
+    return type(X).__module__.startswith("dask.") and hasattr(X, "dask")
+
+
+def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="sdca", tol=1e-6, max_rounds=1000,
         batch_size=None, local_iters=1.0, n_partitions=None, random_state=0, verbose=0,
-        callback=None):
+        callback=None, client=None, in_memory=None, checkpoint=None, checkpoint_every=None,
+        resume=False, storage_options=None):
     """Fit ``min_w P(w) = 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2`` by dual coordinate ascent.
 
     The dual is ``D(alpha) = -1/n sum_i phi_i*(-alpha_i) - lam/2 ||w(alpha)||^2``
@@ -281,9 +290,34 @@ def fit(X, y, *, loss="hinge", lam=1e-4, solver="sdca", tol=1e-6, max_rounds=100
     callback : callable or None, default=None
         ``callback(record, state)`` after every round; returning ``True`` stops.
 
+    client : distributed.Client or None, default=None
+        Run on this Dask cluster.  X given as a store path/URL, a
+        :class:`~daskdca.store.CSRStore` or a dask array always runs on a
+        cluster: this client, else the default client (e.g. ``Client()`` in a
+        notebook), else a LocalCluster started for the fit and closed after.
+        In-memory X with a client is first written to a temporary store.
+    in_memory : bool or None, default=None
+        Cluster only: keep partitions in worker memory (True) or re-read each
+        block from the store every round (False, out of core).  None keeps
+        them when they take under half of the workers' memory limits.
+    checkpoint : str or None, default=None
+        Cluster only: directory (or URL) for the zarr checkpoint of alpha and
+        w, written every ``checkpoint_every`` rounds and at the end.  Without
+        it a temporary local one bounds the task lineage and is deleted.
+    checkpoint_every : int or None, default=None
+        Rounds between checkpoints (10 when None).
+    resume : bool, default=False
+        Continue from the last complete checkpoint at ``checkpoint``.
+    storage_options : dict or None, default=None
+        fsspec options for a store URL.
+
     Returns
     -------
     LinearModel
+        On a cluster, ``dual_coef_`` is gathered once at the end, in the
+        store's row order; ``coef_`` is in the source's feature order (the
+        store's renumbering undone).  To keep alpha on the cluster for very
+        large n, pass ``checkpoint=PATH``: alpha and w stay there as zarr.
     """
     loss_obj = get_loss(loss)
     lam = _check_real("lam", lam, low=0.0, low_inclusive=False, hint="LIBLINEAR's C corresponds to lam = 1/(C n)")
@@ -293,6 +327,20 @@ def fit(X, y, *, loss="hinge", lam=1e-4, solver="sdca", tol=1e-6, max_rounds=100
     if callback is not None and not callable(callback):
         raise TypeError(f"callback must be callable or None, got {type(callback).__name__}.")
     seed = _resolve_random_state(random_state)
+    if client is not None or _is_cluster_input(X):
+        return _fit_cluster(X, y, loss_obj=loss_obj, lam=lam, solver=solver, tol=tol, max_rounds=max_rounds,
+                            batch_size=batch_size, local_iters=local_iters, n_partitions=n_partitions, seed=seed,
+                            verbose=verbose, callback=callback, client=client, in_memory=in_memory,
+                            checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
+                            storage_options=storage_options)
+    for name, value, default in (("in_memory", in_memory, None), ("checkpoint", checkpoint, None),
+                                 ("checkpoint_every", checkpoint_every, None), ("resume", resume, False),
+                                 ("storage_options", storage_options, None)):
+        if value is not default:
+            raise ValueError(f"{name}={value!r} applies to cluster fits only; pass a store, a dask array "
+                             "or client=... to fit on a Dask cluster.")
+    if y is None:
+        raise ValueError("y is required when X is an array; labels come from the store only for stores.")
     solver_obj, n_partitions = _resolve_solver(solver, batch_size=batch_size, local_iters=local_iters,
                                                n_partitions=n_partitions)
 
@@ -318,3 +366,129 @@ def fit(X, y, *, loss="hinge", lam=1e-4, solver="sdca", tol=1e-6, max_rounds=100
         )
     return LinearModel(loss=loss_obj, lam=lam, solver=solver_obj, classes=classes, result=result,
                        random_state=seed, n_features=d)
+
+
+def _cluster_solver(solver, *, batch_size, local_iters):
+    """CoCoA+ or MinibatchSDCA for a cluster fit (no shrinking across partitions)."""
+    if isinstance(solver, (CoCoAPlus, MinibatchSDCA)):
+        if batch_size is not None or local_iters != 1.0:
+            raise ValueError("batch_size and local_iters configure a solver given by name; with a solver "
+                             f"object ({solver!r}) set them on the object instead.")
+        if isinstance(solver, MinibatchSDCA) and solver.shrinking:
+            raise ValueError("MinibatchSDCA(shrinking=True) needs one in-memory partition; on a cluster use "
+                             "MinibatchSDCA(shrinking=False) or solver='minibatch_sdca'.")
+        if isinstance(solver, MinibatchSDCA) and solver.eso == "sparse":
+            raise ValueError("eso='sparse' is implemented for one partition only; use eso='spectral' on a cluster.")
+        return solver
+    if solver == "cocoa+":
+        return CoCoAPlus(local_iters=local_iters)
+    if solver == "minibatch_sdca":
+        if local_iters != 1.0:
+            raise ValueError("local_iters does not apply to minibatch_sdca on a cluster (one iteration per "
+                             "round); drop it.")
+        return MinibatchSDCA(batch_size=batch_size, shrinking=False, eso="spectral")
+    if solver == "sdca" or isinstance(solver, SDCA):
+        raise ValueError("solver='sdca' is serial; on a cluster use solver='cocoa+' or 'minibatch_sdca' "
+                         "(or fit in-memory data without a client).")
+    raise ValueError(f"Unknown solver {solver!r}; use one of {sorted(SOLVERS)}.")
+
+
+def _fit_cluster(X, y, *, loss_obj, lam, solver, tol, max_rounds, batch_size, local_iters, n_partitions, seed,
+                 verbose, callback, client, in_memory, checkpoint, checkpoint_every, resume, storage_options):
+    import tempfile
+
+    from daskdca import engine
+    from daskdca.store import write_store
+
+    if batch_size is not None and solver not in ("minibatch_sdca",) and not isinstance(solver, MinibatchSDCA):
+        raise ValueError(f"batch_size applies to solver='minibatch_sdca' only, got solver={solver!r}.")
+    solver_obj = _cluster_solver(solver, batch_size=batch_size, local_iters=local_iters)
+    if checkpoint_every is None:
+        checkpoint_every = engine.DEFAULT_CHECKPOINT_EVERY
+    checkpoint_every = _check_int("checkpoint_every", checkpoint_every, low=1, hint="use e.g. 10")
+    if resume and checkpoint is None:
+        raise ValueError("resume=True needs checkpoint=PATH (the checkpoint of the interrupted fit).")
+    tmpdir = None
+    try:
+        if isinstance(X, CSRStore):
+            store = X
+        elif isinstance(X, (str, os.PathLike)):
+            store = open_store(X, storage_options)
+        else:
+            if y is None:
+                raise ValueError("y is required when X is an array; labels come from the store only for stores.")
+            tmpdir = tempfile.mkdtemp(prefix="daskdca-data-")
+            rows = None
+            if hasattr(X, "chunks"):
+                rows = int(max(X.chunks[0]))  # one partition per dask chunk (regular chunks)
+            else:
+                X = _check_X(X)
+                _check_y(y, X.shape[0], loss_obj)
+                if n_partitions is not None:
+                    parts = n_partitions
+                elif client is not None:
+                    parts = max(1, len(client.scheduler_info().get("workers", {})))
+                else:
+                    parts = DEFAULT_COCOA_PARTITIONS
+                if parts > X.shape[0]:
+                    raise ValueError(f"n_partitions={parts} is more than the {X.shape[0]} rows of X; "
+                                     f"use at most {X.shape[0]}.")
+                rows = -(-X.shape[0] // parts)
+            store = write_store(os.path.join(tmpdir, "data.zarr"), X, y, block_rows=rows, compression="none",
+                                source="daskdca.fit input")
+        if y is not None and isinstance(X, (str, os.PathLike, CSRStore)):
+            raise ValueError("y must be None for a store: its labels are stored with the data.")
+        if n_partitions is not None and n_partitions != store.n_blocks:
+            raise ValueError(
+                f"n_partitions={n_partitions} but the store has {store.n_blocks} blocks (one partition per "
+                f"block); convert it again with block_rows={-(-store.n // n_partitions)} for {n_partitions}.")
+        if store.n_blocks > store.n:
+            raise ValueError(f"the store has more blocks ({store.n_blocks}) than rows ({store.n}).")
+        classes, positive = _store_labels(store, loss_obj)
+        with engine.cluster_client(client) as active:
+            result = engine.fit_on_cluster(
+                store, client=active, solver=solver_obj, loss=loss_obj, lam=lam, positive_label=positive, tol=tol,
+                max_rounds=max_rounds, random_state=seed, in_memory=in_memory, checkpoint=checkpoint,
+                checkpoint_every=checkpoint_every, resume=resume, verbose=verbose, callback=callback)
+    finally:
+        if tmpdir is not None:
+            import shutil
+
+            shutil.rmtree(tmpdir, ignore_errors=True)
+    if not result.converged and result.n_rounds >= max_rounds:
+        warnings.warn(
+            f"daskdca.fit reached max_rounds={max_rounds} with relative duality gap "
+            f"{result.gap / max(abs(result.primal), 1e-300):.3e} > tol={tol:g}; increase max_rounds or tol.",
+            ConvergenceWarning, stacklevel=3)
+    feature_permutation = store.feature_permutation
+    return LinearModel(loss=loss_obj, lam=lam, solver=solver_obj, classes=classes,
+                       result=_ClusterRunResult(result, feature_permutation, seed), random_state=seed,
+                       n_features=store.d)
+
+
+def _store_labels(store, loss_obj):
+    """``(classes, positive_label)`` from the store's label values, checked against the loss."""
+    values = store.label_values
+    if not loss_obj.is_classification:
+        return None, None
+    if values is None or len(values) != 2:
+        shown = "more than 64 distinct values" if values is None else f"{len(values)}: {values.tolist()[:10]}"
+        raise ValueError(
+            f"The {loss_obj.name} loss needs exactly two label values, but the store {store.url!r} has "
+            f"{shown}. Use loss='squared' for regression targets, or convert binarised labels.")
+    return values, values[1]
+
+
+class _ClusterRunResult:
+    """Adapts an engine result to what LinearModel reads (w in the source's feature order)."""
+
+    def __init__(self, result, feature_permutation, seed):
+        w = result.w
+        if feature_permutation is not None:
+            w = np.empty_like(result.w)
+            w[feature_permutation] = result.w
+        from daskdca.solvers import SDCAState
+
+        self.state = SDCAState(w, result.alpha, result.n_rounds, result.n_epochs, seed)
+        self.primal, self.dual, self.gap = result.primal, result.dual, result.gap
+        self.converged, self.history = result.converged, result.history

@@ -138,27 +138,45 @@ def _n_steps(local_iters, n_rows):
     return max(1, int(math.ceil(local_iters * n_rows)))
 
 
-def _round_order(problem, alpha, w, *, sampling, shrinking, local_iters, sigma, random_state,
-                 round_index, partition):
-    """Rows visited by one round's sequential steps on one partition.
+def round_order(indptr, indices, data, y, sqnorm, alpha, w, row_start, row_end, *, loss, lam_n, sigma,
+                sampling, shrinking, local_iters, random_state, round_index, partition):
+    """Rows visited by one round's sequential steps on rows ``[row_start, row_end)``.
 
-    ``local_iters * n_k`` steps drawn from the partition's rows, or, with
-    shrinking, from those of its rows whose step at ``w`` is non-zero
-    (:func:`daskdca.kernels.sdca.movable_rows`).  The draws come from the
-    stream ``(random_state, round_index, partition)``.
+    ``local_iters * n_k`` steps drawn from those rows, or, with shrinking (and
+    a loss with active bounds), from those of them whose step at ``w`` is
+    non-zero (:func:`daskdca.kernels.sdca.movable_rows`).  The draws come
+    from the stream ``(random_state, round_index, partition)``.
     """
-    start = int(problem.partition_offsets[partition])
-    end = int(problem.partition_offsets[partition + 1])
-    n_steps = _n_steps(local_iters, end - start)
+    n_steps = _n_steps(local_iters, row_end - row_start)
     draw = permutation_order if sampling == "permutation" else iid_order
-    if not (shrinking and problem.loss.has_active_bounds):
-        return draw(random_state, round_index, partition, end - start, n_steps, start)
-    indptr, indices, data = problem.csr_arrays
-    rows = movable_rows(indptr, indices, data, problem.y, problem.sqnorm, alpha, w, start, end,
-                        int(problem.loss.kind), problem.loss.param, problem.lam_n, sigma)
+    if not (shrinking and loss.has_active_bounds):
+        return draw(random_state, round_index, partition, row_end - row_start, n_steps, row_start)
+    rows = movable_rows(indptr, indices, data, y, sqnorm, alpha, w, row_start, row_end,
+                        int(loss.kind), loss.param, lam_n, sigma)
     if rows.size == 0:
         return rows
     return rows[draw(random_state, round_index, partition, rows.size, n_steps, 0)]
+
+
+def cocoa_local_update(indptr, indices, data, y, sqnorm, alpha, w, row_start, row_end, *, loss, lam_n,
+                       sigma_prime, sampling, shrinking, local_iters, random_state, round_index, partition):
+    """CoCoA+ LocalSDCA on rows ``[row_start, row_end)``; updates their ``alpha`` in place.
+
+    Runs the round's sequential steps on the local subproblem
+    ``G_k^{sigma'}`` (margins from ``w + sigma' delta_w``, curvature
+    ``sigma' ||x_i||^2 / lam_n``) and returns ``(delta_w_k, n_steps)`` with
+    ``delta_w_k = X_k^T delta_alpha_k / lam_n``.  The in-process solver and
+    the Dask engine both call this.
+    """
+    order = round_order(indptr, indices, data, y, sqnorm, alpha, w, row_start, row_end, loss=loss,
+                        lam_n=lam_n, sigma=sigma_prime, sampling=sampling, shrinking=shrinking,
+                        local_iters=local_iters, random_state=random_state, round_index=round_index,
+                        partition=partition)
+    u = w.copy()
+    delta_w = np.zeros_like(w)
+    local_sdca(indptr, indices, data, y, sqnorm, alpha, u, delta_w, order,
+               int(loss.kind), loss.param, lam_n, sigma_prime, True)
+    return delta_w, order.shape[0]
 
 
 @dataclass(frozen=True)
@@ -202,10 +220,11 @@ class SDCA:
     def update(self, problem, state):
         alpha = state.alpha.copy()
         w = state.w.copy()
-        order = _round_order(problem, alpha, w, sampling=self.sampling, shrinking=self.shrinking,
-                             local_iters=self.local_iters, sigma=1.0, random_state=state.random_state,
-                             round_index=state.round, partition=0)
         indptr, indices, data = problem.csr_arrays
+        order = round_order(indptr, indices, data, problem.y, problem.sqnorm, alpha, w, 0, problem.n,
+                            loss=problem.loss, lam_n=problem.lam_n, sigma=1.0, sampling=self.sampling,
+                            shrinking=self.shrinking, local_iters=self.local_iters,
+                            random_state=state.random_state, round_index=state.round, partition=0)
         local_sdca(indptr, indices, data, problem.y, problem.sqnorm, alpha, w, np.empty(0), order,
                    int(problem.loss.kind), problem.loss.param, problem.lam_n, 1.0, False)
         return state._replace(w=w, alpha=alpha, round=state.round + 1,
@@ -249,16 +268,15 @@ class CoCoAPlus:
 
         Returns ``(delta_w_k, n_steps)`` with ``delta_w_k = X_k^T delta_alpha_k / (lam n)``.
         """
-        sigma_prime = float(problem.n_partitions)  # adding: gamma = 1, sigma' = gamma K (Ma et al. 2015, §3)
-        order = _round_order(problem, alpha, w, sampling=self.sampling, shrinking=self.shrinking,
-                             local_iters=self.local_iters, sigma=sigma_prime,
-                             random_state=random_state, round_index=round_index, partition=partition)
-        u = w.copy()
-        delta_w = np.zeros_like(w)
         indptr, indices, data = problem.csr_arrays
-        local_sdca(indptr, indices, data, problem.y, problem.sqnorm, alpha, u, delta_w, order,
-                   int(problem.loss.kind), problem.loss.param, problem.lam_n, sigma_prime, True)
-        return delta_w, order.shape[0]
+        return cocoa_local_update(
+            indptr, indices, data, problem.y, problem.sqnorm, alpha, w,
+            int(problem.partition_offsets[partition]), int(problem.partition_offsets[partition + 1]),
+            loss=problem.loss, lam_n=problem.lam_n,
+            # adding: gamma = 1, sigma' = gamma K (Ma et al. 2015, §3)
+            sigma_prime=float(problem.n_partitions), sampling=self.sampling, shrinking=self.shrinking,
+            local_iters=self.local_iters, random_state=random_state, round_index=round_index,
+            partition=partition)
 
     def update(self, problem, state):
         alpha = state.alpha.copy()

@@ -1,0 +1,510 @@
+"""The Dask engine: CoCoA+ and distributed mini-batch SDCA rounds over store blocks.
+
+Each round submits one graph: one task per partition that reads the round's
+``w`` and its own dual block, runs the local solver (numba, ``nogil``) and
+returns ``(alpha_k', delta_w_k, scalars)``; a fixed-order tree of additions
+reduces the ``delta_w_k`` on the cluster and a last task forms the next
+``w``.  Only the scalars of the duality gap travel to the client each round;
+``alpha`` stays on the workers as the chained output of each partition's
+previous round (spec ``dask-zarr-numba.md`` §2: futures, not actors), and
+``alpha`` and ``w`` come back once, at the end.
+
+Partitions are loaded by tasks that read the store on the worker, so a lost
+partition is recomputed by re-reading it, and every random stream derives
+from ``(random_state, round, partition)``, so a replayed task gives the same
+bits.  Every ``checkpoint_every`` rounds ``alpha`` and ``w`` are written to a
+zarr checkpoint and the chains restart from it (bounded lineage, spec
+Appendix A); ``resume=True`` continues from the last complete checkpoint.
+
+This module is the only one that knows Dask.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+import scipy.sparse as sp
+import zarr
+from distributed.diagnostics.plugin import WorkerPlugin
+
+from daskdca.kernels import eso
+from daskdca.kernels.sampling import minibatch_indices
+from daskdca.kernels.sdca import minibatch_sdca, objective_sums
+from daskdca.rounds import HistoryRecord
+from daskdca.solvers import CoCoAPlus, MinibatchSDCA, cocoa_local_update
+from daskdca.store import CSRStore
+
+logger = logging.getLogger("daskdca")
+
+__all__ = ["ClusterResult", "fit_on_cluster"]
+
+# Chains restart from a checkpoint this often unless told otherwise: between
+# restarts the scheduler keeps every round's task states (spec §2.4).
+DEFAULT_CHECKPOINT_EVERY = 10
+# Fan-in of the delta_w reduction tree (spec §3.1: 8 was fastest).
+SPLIT_EVERY = 8
+CHECKPOINT_FORMAT = 1
+
+
+class Block(NamedTuple):
+    """One partition in worker memory: CSR arrays, signed labels and row norms."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray
+    y: np.ndarray
+    sqnorm: np.ndarray
+    n_features: int
+
+    @property
+    def n_rows(self):
+        return self.indptr.shape[0] - 1
+
+    def csr(self):
+        return sp.csr_matrix((self.data, self.indices, self.indptr), shape=(self.n_rows, self.n_features))
+
+
+def load_block(store: CSRStore, k: int, positive_label) -> Block:
+    """Task: read block ``k`` from the store (checksum verified) and sign its labels."""
+    X, y = store.read_block(k)
+    if positive_label is not None:
+        y = np.where(y == positive_label, 1.0, -1.0)
+    start, stop = store.block_row_offsets[k], store.block_row_offsets[k + 1]
+    sqnorm = store.group["row_sqnorm"][start:stop]
+    return Block(X.indptr.astype(np.int64), X.indices, X.data, np.asarray(y, dtype=np.float64), sqnorm, store.d)
+
+
+@dataclass(frozen=True)
+class _Params:
+    """What every partition task needs besides its data, its alpha and w."""
+
+    solver: object
+    loss: object
+    lam_n: float
+    random_state: int
+    positive_label: object
+    in_memory: bool
+    sigma_prime: float = 1.0
+    tau: int = 0
+    beta: float = 1.0
+
+
+def _get_block(source, k, params):
+    """The partition's Block: held in memory, or read now (out of core)."""
+    return source if params.in_memory else load_block(source, k, params.positive_label)
+
+
+def _stats(block, alpha, w, loss):
+    return objective_sums(block.indptr, block.indices, block.data, block.y, alpha, w, 0, block.n_rows,
+                          int(loss.kind), loss.param)
+
+
+def partition_round(source, alpha, w, round_index, k, params: _Params):
+    """Task: one round on partition ``k``.
+
+    Returns ``(alpha_k', delta_w_k, (loss_sum, conj_sum, n_steps))``.  The
+    sums are taken at the round's start (``w``, ``alpha_k``), which gives the
+    previous round's duality gap without another pass over the data.
+    """
+    block = _get_block(source, k, params)
+    loss = params.loss
+    loss_sum, conj_sum = _stats(block, alpha, w, loss)
+    alpha = alpha.copy()
+    if isinstance(params.solver, CoCoAPlus):
+        s = params.solver
+        delta_w, n_steps = cocoa_local_update(
+            block.indptr, block.indices, block.data, block.y, block.sqnorm, alpha, w, 0, block.n_rows,
+            loss=loss, lam_n=params.lam_n, sigma_prime=params.sigma_prime, sampling=s.sampling,
+            shrinking=s.shrinking, local_iters=s.local_iters, random_state=params.random_state,
+            round_index=round_index, partition=k)
+    else:
+        # (C, b)-distributed sampling: tau rows of this partition from its own
+        # stream (seed 000 §3); every margin reads the round's w (Algorithm 1).
+        batch = minibatch_indices(params.random_state, round_index, k, block.n_rows, params.tau, 0)[None, :]
+        delta_w = np.zeros_like(w)
+        q = params.beta * block.sqnorm / params.lam_n
+        minibatch_sdca(block.indptr, block.indices, block.data, block.y, q, alpha, w, delta_w, batch,
+                       int(loss.kind), loss.param, params.lam_n)
+        n_steps = params.tau
+    return alpha, delta_w, (loss_sum, conj_sum, float(n_steps))
+
+
+def _add(*arrays):
+    out = arrays[0].copy()
+    for a in arrays[1:]:
+        out += a
+    return out
+
+
+def _sum_tuples(*parts):
+    return tuple(float(sum(p[i] for p in parts)) for i in range(len(parts[0])))
+
+
+def _sqnorm(w):
+    return float(w @ w)
+
+
+def _xt_alpha(source, alpha, k, params: _Params):
+    """Task: ``X_k^T alpha_k / lam_n``, to rebuild w from alpha alone."""
+    block = _get_block(source, k, params)
+    return np.asarray(block.csr().T @ alpha).ravel() / params.lam_n
+
+
+def _objective_part(source, alpha, w, k, params: _Params):
+    return _stats(_get_block(source, k, params), alpha, w, params.loss)
+
+
+def _power_part(source, v, k, params: _Params):
+    """Task: ``X~_k^T X~_k v`` with unit-norm rows (power iteration for sigma^2)."""
+    block = _get_block(source, k, params)
+    norms = np.sqrt(block.sqnorm)
+    scale = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
+    Xn = sp.diags(scale) @ block.csr()
+    return np.asarray(Xn.T @ (Xn @ v)).ravel()
+
+
+def _save_array(values, url, name):
+    g = zarr.open_group(url, mode="a")
+    arr = g.create_array(name, shape=values.shape, dtype=np.float64, overwrite=True,
+                         chunks=(max(1, min(values.shape[0], 2**20)),))
+    arr[:] = values
+    return True
+
+
+def _load_array(url, name):
+    return zarr.open_group(url, mode="r")[name][:]
+
+
+class ClusterResult(NamedTuple):
+    """What :func:`fit_on_cluster` returns (certified ``primal``/``dual``/``gap``)."""
+
+    w: np.ndarray
+    alpha: np.ndarray
+    history: list
+    converged: bool
+    primal: float
+    dual: float
+    gap: float
+    n_rounds: int
+    n_epochs: float
+
+
+class _WarmUp(WorkerPlugin):
+    """Worker plugin: compile (or load from cache) the numba kernels once per worker.
+
+    Registered once per fit (idempotent by name); workers that join later
+    (adaptive scaling, jobqueue) run it too.
+    """
+
+    name = "daskdca-warm-up"
+
+    def setup(self, worker):
+        from daskdca.kernels.sdca import local_sdca, movable_rows
+
+        indptr = np.array([0, 1], dtype=np.int64)
+        indices = np.array([0], dtype=np.int32)
+        data = np.array([1.0])
+        one = np.ones(1)
+        for kind in range(5):
+            local_sdca(indptr, indices, data, one, one, np.zeros(1), np.zeros(1), np.zeros(1),
+                       np.zeros(1, dtype=np.int64), kind, 1.0, 1.0, 1.0, True)
+            movable_rows(indptr, indices, data, one, one, np.zeros(1), np.zeros(1), 0, 1, kind, 1.0, 1.0, 1.0)
+            objective_sums(indptr, indices, data, one, np.zeros(1), np.zeros(1), 0, 1, kind, 1.0)
+
+
+def _delayed(func, *args, name):
+    import dask
+
+    return dask.delayed(func, pure=False)(*args, dask_key_name=name)
+
+
+def _tree_sum(items, name, combine=_add):
+    """Fixed-order tree of ``combine`` over delayed items (deterministic sums)."""
+    level = 0
+    while len(items) > 1:
+        items = [_delayed(combine, *items[i:i + SPLIT_EVERY], name=f"{name}-l{level}-{i // SPLIT_EVERY}")
+                 for i in range(0, len(items), SPLIT_EVERY)]
+        level += 1
+    return items[0]
+
+
+@contextlib.contextmanager
+def cluster_client(client):
+    """The given client, the default one, or a LocalCluster started (and closed) here."""
+    if client is not None:
+        yield client
+        return
+    from distributed import Client, LocalCluster, default_client
+
+    with contextlib.suppress(ValueError):
+        yield default_client()
+        return
+    n_workers = max(1, min(os.cpu_count() or 1, 8))
+    logger.info("daskdca: starting a LocalCluster with %d workers", n_workers)
+    with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as new_client:
+        yield new_client
+
+
+def _check_workers(client):
+    workers = client.scheduler_info().get("workers", {})
+    if not workers:
+        try:
+            client.wait_for_workers(1, timeout=10)
+        except Exception as exc:
+            raise ValueError(
+                f"the Dask client {client} has no workers; start some (e.g. LocalCluster(n_workers=2) "
+                "or cluster.scale(...)) before fitting."
+            ) from exc
+    return len(client.scheduler_info().get("workers", {}))
+
+
+def _checkpoint_meta(url):
+    with contextlib.suppress(Exception):
+        meta = zarr.open_group(url, mode="r").attrs.asdict().get("daskdca_checkpoint")
+        if isinstance(meta, dict) and meta.get("complete"):
+            return meta
+    return None
+
+
+def fit_on_cluster(store: CSRStore, *, client, solver, loss, lam, positive_label, tol, max_rounds,
+                   random_state, in_memory, checkpoint, checkpoint_every, resume, verbose, callback):
+    """Run CoCoA+ or distributed mini-batch SDCA over the store's blocks.
+
+    See :func:`daskdca.fit` for the parameters; ``store`` is a complete
+    store, ``positive_label`` the label that maps to +1 (None for the
+    squared loss), ``in_memory`` whether partitions stay in worker memory.
+    """
+    n, d, K = store.n, store.d, store.n_blocks
+    lam_n = lam * n
+    offsets = store.block_row_offsets
+    run = uuid.uuid4().hex[:8]
+    n_workers = _check_workers(client)
+    client.register_plugin(_WarmUp(), name=_WarmUp.name)
+    if in_memory is None:
+        limits = [w.get("memory_limit") or 0 for w in client.scheduler_info()["workers"].values()]
+        raw = store.nnz * (store.group["data"].dtype.itemsize + store.group["indices"].dtype.itemsize) + 24 * n
+        # keep partitions in memory when they take under half the cluster's memory
+        in_memory = not all(limits) or raw < 0.5 * sum(limits)
+    params = _Params(solver=solver, loss=loss, lam_n=lam_n, random_state=random_state,
+                     positive_label=positive_label, in_memory=bool(in_memory))
+    if in_memory:
+        sources = client.compute([_delayed(load_block, store, k, positive_label, name=f"daskdca-{run}-load-{k}")
+                                  for k in range(K)], optimize_graph=False)
+    else:
+        sources = [store] * K
+    logger.info("daskdca: %s on %d partitions, %d workers, %s", solver.name, K, n_workers,
+                "in memory" if in_memory else "out of core (blocks re-read every round)")
+
+    if isinstance(solver, CoCoAPlus):
+        params = _replace(params, sigma_prime=float(K))  # adding: sigma' = gamma K, gamma = 1 (Ma et al. 2015)
+    else:
+        params = _mini_batch_params(client, store, sources, params, solver, run)
+
+    own_checkpoint = checkpoint is None
+    ckpt = tempfile.mkdtemp(prefix="daskdca-ckpt-") if own_checkpoint else os.fspath(checkpoint)
+    signature = {"store": store.url, "n": n, "d": d, "loss": repr(loss), "lam": lam, "solver": repr(solver),
+                 "random_state": random_state, "n_partitions": K}
+    try:
+        return _run(client, store, sources, params, signature, ckpt, own_checkpoint, tol, max_rounds,
+                    checkpoint_every, resume, verbose, callback, run, offsets)
+    finally:
+        if own_checkpoint:
+            shutil.rmtree(ckpt, ignore_errors=True)
+
+
+def _replace(params, **changes):
+    from dataclasses import replace
+
+    return replace(params, **changes)
+
+
+def _mini_batch_params(client, store, sources, params, solver, run):
+    """tau, beta for (C, b)-distributed mini-batch SDCA (seed 000 §3, eq. (12))."""
+    K = store.n_blocks
+    sizes = np.diff(store.block_row_offsets)
+    sigma2 = _cluster_sigma2(client, store, sources, params, run)
+    if solver.batch_size is None:
+        tau = max(1, int(round(1.0 / (sigma2 * K))))
+    else:
+        if solver.batch_size % K:
+            raise ValueError(f"batch_size={solver.batch_size} must be a multiple of the {K} partitions "
+                             f"((C, b)-distributed sampling); use batch_size={K * max(1, round(solver.batch_size / K))}.")
+        tau = solver.batch_size // K
+    tau = min(tau, int(sizes.min()))
+    s_max = int(sizes.max())  # blocks differ only in the last one; the larger size is the safer beta
+    beta = eso.beta_distributed_tight(s_max * K, tau * K, K, sigma2)
+    logger.info("daskdca: minibatch_sdca with b=%d (tau=%d per partition), sigma^2=%.3g, beta=%.3g",
+                tau * K, tau, sigma2, beta)
+    return _replace(params, tau=tau, beta=beta)
+
+
+def _cluster_sigma2(client, store, sources, params, run, max_iter=100, rtol=1e-6):
+    """Power iteration for sigma^2 with the same margin and caps as eso.sigma2_power."""
+    d, n = store.d, store.n
+    v = np.ones(d) + 0.1 * np.random.default_rng(0).standard_normal(d)
+    v /= np.linalg.norm(v)
+    estimate = 0.0
+    for it in range(max_iter):
+        parts = [_delayed(_power_part, sources[k], v, k, params, name=f"daskdca-{run}-power{it}-{k}")
+                 for k in range(store.n_blocks)]
+        Av = client.compute(_tree_sum(parts, f"daskdca-{run}-power{it}-sum"), optimize_graph=False).result()
+        new = float(v @ Av)
+        norm = np.linalg.norm(Av)
+        if norm == 0:
+            break
+        v = Av / norm
+        done = abs(new - estimate) <= rtol * new
+        estimate = new
+        if done:
+            break
+    column_bound = min(1.0, max(1, int(store.group["column_nnz"][:].max(initial=0))) / n)
+    return float(max(1.0 / n, min(eso.SIGMA2_SAFETY_MARGIN * estimate / n, column_bound, 1.0)))
+
+
+def _run(client, store, sources, params, signature, ckpt, own_checkpoint, tol, max_rounds, checkpoint_every,
+         resume, verbose, callback, run, offsets):
+    n, d, K = store.n, store.d, store.n_blocks
+    start_round, n_epochs, history = 0, 0.0, []
+    meta = _checkpoint_meta(ckpt) if resume else None
+    if resume and meta is None:
+        raise ValueError(f"resume=True but {ckpt!r} holds no complete daskdca checkpoint; "
+                         "run once with checkpoint=PATH first.")
+    if meta is not None:
+        if meta["signature"] != signature:
+            raise ValueError(f"checkpoint {ckpt!r} belongs to a different fit ({meta['signature']}); "
+                             "use the same data, loss, lam, solver and random_state, or a new path.")
+        slot = meta["slot"]
+        alphas = [client.submit(_load_array, ckpt, f"{slot}_alpha_{k}", key=f"daskdca-{run}-resume-a{k}")
+                  for k in range(K)]
+        w = client.submit(_load_array, ckpt, f"{slot}_w", key=f"daskdca-{run}-resume-w")
+        start_round, n_epochs = int(meta["round"]), float(meta["n_epochs"])
+        history = [HistoryRecord(*r) for r in meta["history"]]
+        logger.info("daskdca: resuming from %s at round %d", ckpt, start_round)
+    else:
+        alphas = [client.submit(np.zeros, int(offsets[k + 1] - offsets[k]), key=f"daskdca-{run}-a0-{k}")
+                  for k in range(K)]
+        w = client.submit(np.zeros, d, key=f"daskdca-{run}-w0")
+        # a fresh run replaces an old checkpoint at that path; the group is
+        # created here so that writer tasks only ever create their own arrays
+        zarr.open_group(ckpt, mode="w")
+    bar = _progress_bar(verbose, max_rounds, start_round)
+    t0 = time.perf_counter() - (history[-1].seconds if history else 0.0)
+    converged = False
+    rnd = start_round
+    try:
+        while rnd < max_rounds:
+            name = f"daskdca-{run}-r{rnd}"
+            outs = [_delayed(partition_round, sources[k], alphas[k], w, rnd, k, params, name=f"{name}-p{k}")
+                    for k in range(K)]
+            new_alphas = [_delayed(_pick, o, 0, name=f"{name}-alpha{k}") for k, o in enumerate(outs)]
+            deltas = [_delayed(_pick, o, 1, name=f"{name}-dw{k}") for k, o in enumerate(outs)]
+            scalars = [_delayed(_pick, o, 2, name=f"{name}-s{k}") for k, o in enumerate(outs)]
+            new_w = _delayed(_add, w, _tree_sum(deltas, f"{name}-dwsum"), name=f"{name}-w")
+            total = _tree_sum(scalars, f"{name}-ssum", combine=_sum_tuples)
+            w_sq = _delayed(_sqnorm, w, name=f"{name}-wsq")
+            futures = client.compute(new_alphas + [new_w, total, w_sq], optimize_graph=False)
+            alphas, w, total_f, wsq_f = futures[:K], futures[K], futures[K + 1], futures[K + 2]
+            loss_sum, conj_sum, steps = total_f.result()
+            reg = 0.5 * params.lam_n / n * wsq_f.result()
+            # the scalars are those of the round's start: the gap of round rnd - 1
+            primal, dual = loss_sum / n + reg, -conj_sum / n - reg
+            if rnd > 0:  # round 0 measures the starting point
+                record = HistoryRecord(rnd, n_epochs, time.perf_counter() - t0, primal, dual, primal - dual)
+                history.append(record)
+                _report(record, verbose, bar)
+                if callback is not None and callback(record, None) is True:
+                    rnd += 1
+                    n_epochs += steps / n
+                    break
+                if primal - dual <= tol * abs(primal):
+                    # certify the newest state (after this round), from alpha alone
+                    cert = _certify(client, store, sources, params, alphas, run, rnd)
+                    if cert[2] - cert[3] <= tol * abs(cert[2]):
+                        rnd += 1
+                        n_epochs += steps / n
+                        converged = True
+                        w_final, alpha_final, primal, dual = cert
+                        break
+            rnd += 1
+            n_epochs += steps / n
+            if checkpoint_every and rnd % checkpoint_every == 0:
+                alphas, w = _checkpoint(client, ckpt, alphas, w, rnd, n_epochs, history, signature, run)
+        if not converged:
+            w_final, alpha_final, primal, dual = _certify(client, store, sources, params, alphas, run, rnd)
+            converged = primal - dual <= tol * abs(primal)
+    finally:
+        if bar is not None:
+            bar.close()
+    if not own_checkpoint:
+        _checkpoint(client, ckpt, alphas, w, rnd, n_epochs, history, signature, run)
+    return ClusterResult(w_final, alpha_final, history, converged, primal, dual, primal - dual, rnd, n_epochs)
+
+
+def _pick(out, i):
+    return out[i]
+
+
+def _certify(client, store, sources, params, alphas, run, rnd):
+    """``w(alpha)`` rebuilt from alpha on the cluster, then ``P``, ``D`` in one more pass."""
+    K = store.n_blocks
+    name = f"daskdca-{run}-cert{rnd}"
+    parts = [_delayed(_xt_alpha, sources[k], alphas[k], k, params, name=f"{name}-xt{k}") for k in range(K)]
+    w_fut = client.compute(_tree_sum(parts, f"{name}-xtsum"), optimize_graph=False)
+    sums = [_delayed(_objective_part, sources[k], alphas[k], w_fut, k, params, name=f"{name}-obj{k}")
+            for k in range(K)]
+    loss_sum, conj_sum = client.compute(_tree_sum(sums, f"{name}-objsum", combine=_sum_tuples),
+                                        optimize_graph=False).result()
+    w = w_fut.result()
+    alpha = np.concatenate(client.gather(alphas))
+    n = store.n
+    reg = 0.5 * params.lam_n / n * float(w @ w)
+    return w, alpha, loss_sum / n + reg, -conj_sum / n - reg
+
+
+def _checkpoint(client, ckpt, alphas, w, rnd, n_epochs, history, signature, run):
+    """Write alpha and w to the next slot, mark it complete, restart the chains from it."""
+    old = _checkpoint_meta(ckpt)
+    slot = f"slot{(int(old['slot'][-1]) + 1) % 2 if old else 0}"
+    writes = [client.submit(_save_array, alphas[k], ckpt, f"{slot}_alpha_{k}", key=f"daskdca-{run}-ck{rnd}-a{k}")
+              for k in range(len(alphas))]
+    writes.append(client.submit(_save_array, w, ckpt, f"{slot}_w", key=f"daskdca-{run}-ck{rnd}-w"))
+    client.gather(writes)
+    g = zarr.open_group(ckpt, mode="a")
+    g.attrs["daskdca_checkpoint"] = {"format": CHECKPOINT_FORMAT, "complete": True, "slot": slot, "round": rnd,
+                                     "n_epochs": n_epochs, "signature": signature,
+                                     "history": [list(r) for r in history]}
+    # The new chains depend on the checkpoint only (not on the writes), so the
+    # scheduler can forget the lineage before it; a lost partition is re-read.
+    new_alphas = [client.submit(_load_array, ckpt, f"{slot}_alpha_{k}", key=f"daskdca-{run}-ld{rnd}-a{k}")
+                  for k in range(len(alphas))]
+    new_w = client.submit(_load_array, ckpt, f"{slot}_w", key=f"daskdca-{run}-ld{rnd}-w")
+    return new_alphas, new_w
+
+
+def _progress_bar(verbose, max_rounds, start):
+    if not verbose:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=max_rounds, initial=start, desc="daskdca rounds", unit="round")
+
+
+def _report(record, verbose, bar):
+    rel = record.gap / max(abs(record.primal), 1e-300)
+    line = (f"round {record.round:5d}  epochs {record.epochs:8.2f}  time {record.seconds:8.3f}s  "
+            f"primal {record.primal:.10e}  dual {record.dual:.10e}  gap {record.gap:.3e}  rel {rel:.3e}")
+    logger.info(line)
+    if bar is not None:
+        bar.write(line)
+        bar.set_postfix(gap=f"{rel:.2e}")
+        bar.update(record.round - bar.n)
