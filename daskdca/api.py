@@ -242,7 +242,7 @@ def _is_cluster_input(X):
     return type(X).__module__.startswith("dask.") and hasattr(X, "dask")
 
 
-def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="sdca", tol=1e-6, max_rounds=1000,
+def fit(X, y=None, *, loss="hinge", lam=1e-4, solver=None, tol=1e-6, max_rounds=1000,
         batch_size=None, local_iters=1.0, n_partitions=None, random_state=0, verbose=0,
         callback=None, client=None, in_memory=None, checkpoint=None, checkpoint_every=None,
         resume=False, storage_options=None):
@@ -266,10 +266,11 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="sdca", tol=1e-6, max_round
         A name, or an instance such as ``daskdca.losses.SmoothedHinge(gamma=0.5)``.
     lam : float, default=1e-4
         Regularisation strength, ``lam > 0``.
-    solver : {"sdca", "minibatch_sdca", "cocoa+"} or solver object, default="sdca"
+    solver : {"sdca", "minibatch_sdca", "cocoa+"}, solver object or None, default=None
         ``"sdca"``: serial SDCA; ``"minibatch_sdca"``: mini-batch SDCA with
         safe ESO steps; ``"cocoa+"``: CoCoA+ rounds over ``n_partitions``
-        partitions of the rows.
+        partitions of the rows.  None means ``"sdca"`` in memory and
+        ``"cocoa+"`` on a cluster.
     tol : float, default=1e-6
         Relative duality gap at which to stop.
     max_rounds : int, default=1000
@@ -327,7 +328,10 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="sdca", tol=1e-6, max_round
     if callback is not None and not callable(callback):
         raise TypeError(f"callback must be callable or None, got {type(callback).__name__}.")
     seed = _resolve_random_state(random_state)
-    if client is not None or _is_cluster_input(X):
+    on_cluster = client is not None or _is_cluster_input(X)
+    if solver is None:
+        solver = "cocoa+" if on_cluster else "sdca"
+    if on_cluster:
         return _fit_cluster(X, y, loss_obj=loss_obj, lam=lam, solver=solver, tol=tol, max_rounds=max_rounds,
                             batch_size=batch_size, local_iters=local_iters, n_partitions=n_partitions, seed=seed,
                             verbose=verbose, callback=callback, client=client, in_memory=in_memory,

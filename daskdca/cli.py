@@ -36,6 +36,13 @@ def _load(path, n_features):
     return X, y
 
 
+def _looks_like_store(path):
+    """A zarr group (a directory with zarr.json, or a URL) rather than a text file."""
+    import os
+
+    return "://" in path or os.path.isdir(path)
+
+
 def _positive_float(text):
     value = float(text)
     if not value > 0:
@@ -57,13 +64,19 @@ def build_parser():
                     "primal, dual and duality gap after every round.",
     )
     p.add_argument("data", nargs="?", default=None,
-                   help="svmlight/LIBSVM file (.gz/.bz2 ok); default: scikit-learn's breast-cancer set")
+                   help="svmlight/LIBSVM file (.gz/.bz2 ok) or a daskdca store (directory or URL); "
+                        "default: scikit-learn's breast-cancer set")
+    p.add_argument("--workers", type=int, default=None,
+                   help="fit on a LocalCluster with this many worker processes (a store always runs on a "
+                        "cluster: with no --workers, fit starts one sized to the machine); "
+                        "0 fits in memory (default for arrays and files)")
     p.add_argument("--n-features", type=int, default=None,
                    help="number of features of the file (default: largest index seen)")
     p.add_argument("--loss", choices=sorted(LOSSES), default="hinge", help="loss (default: hinge)")
     p.add_argument("--lam", type=_positive_float, default=1e-4,
                    help="regularisation lam > 0; LIBLINEAR's C = 1/(lam n) (default: 1e-4)")
-    p.add_argument("--solver", choices=sorted(SOLVERS), default="sdca", help="solver (default: sdca)")
+    p.add_argument("--solver", choices=sorted(SOLVERS), default=None,
+                   help="solver (default: sdca in memory, cocoa+ on a cluster)")
     p.add_argument("--tol", type=float, default=1e-6,
                    help="stop when (P - D) <= tol |P| (default: 1e-6)")
     p.add_argument("--max-rounds", type=int, default=1000, help="round limit (default: 1000)")
@@ -162,14 +175,34 @@ def main(argv=None):
             return (_convert if args.command == "convert" else _make_data)(args)
         except (ValueError, TypeError, FileNotFoundError) as exc:
             raise SystemExit(f"daskdca {args.command}: {exc}") from exc
-    X, y = _load(args.data, args.n_features)
+    is_store = args.data is not None and _looks_like_store(args.data)
+    if is_store:
+        from daskdca.store import open_store
+
+        X, y = open_store(args.data), None
+        print(f"data: store {args.data} ({X.n} x {X.d}, {X.nnz} non-zeros, {X.n_blocks} blocks)")
+    else:
+        X, y = _load(args.data, args.n_features)
+    if args.workers is not None and args.workers < 0:
+        raise SystemExit("daskdca: --workers must be >= 0")
+    kwargs = dict(loss=args.loss, lam=args.lam, solver=args.solver, tol=args.tol, max_rounds=args.max_rounds,
+                  batch_size=args.batch_size, local_iters=args.local_iters, n_partitions=args.n_partitions,
+                  random_state=args.random_state, verbose=0 if args.quiet else 1)
     try:
-        model = fit(X, y, loss=args.loss, lam=args.lam, solver=args.solver, tol=args.tol,
-                    max_rounds=args.max_rounds, batch_size=args.batch_size, local_iters=args.local_iters,
-                    n_partitions=args.n_partitions, random_state=args.random_state,
-                    verbose=0 if args.quiet else 1)
+        if args.workers:
+            from distributed import Client, LocalCluster
+
+            with LocalCluster(n_workers=args.workers, threads_per_worker=1, dashboard_address=None,
+                              silence_logs=40) as cluster, Client(cluster) as client:
+                print(f"cluster: LocalCluster with {args.workers} workers")
+                model = fit(X, y, client=client, **kwargs)
+        else:
+            model = fit(X, y, **kwargs)
     except (ValueError, TypeError) as exc:
         raise SystemExit(f"daskdca: {exc}") from exc
+    if is_store:
+        X, y = X.read_all()
+        y = model.classes_[(y == model.classes_[1]).astype(int)] if model.classes_ is not None else y
     rel = model.gap_ / abs(model.primal_) if model.primal_ else float("inf")
     print(f"{'converged' if model.converged_ else 'NOT converged'} after {model.n_rounds_} rounds "
           f"({model.n_epochs_:.1f} epochs, {model.history_[-1].seconds:.2f} s): "

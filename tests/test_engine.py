@@ -1,0 +1,229 @@
+"""The Dask engine on LocalCluster: optimum, determinism, faults, resume, out of core."""
+
+import os
+import threading
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+distributed = pytest.importorskip("distributed")
+
+import daskdca  # noqa: E402
+from daskdca.store import StoreError, convert_svmlight, open_store, write_store  # noqa: E402
+
+from conftest import DATA_DIR, load_dataset  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def client():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  silence_logs=40) as cluster, distributed.Client(cluster) as c:
+        yield c
+
+
+def _store(tmp_path_factory, name, block_rows):
+    X, y = load_dataset(name)
+    url = tmp_path_factory.mktemp("stores") / f"{name}-{block_rows}.zarr"
+    return write_store(url, X, y, block_rows=block_rows)
+
+
+def _in_memory_optimum(name, loss, lam):
+    X, y = load_dataset(name)
+    return daskdca.fit(X, y, loss=loss, lam=lam, tol=1e-10, max_rounds=5000).primal_
+
+
+@pytest.mark.parametrize("loss", ["hinge", "logistic"])
+@pytest.mark.parametrize("block_rows", [7770, 3885, 1295], ids=["1-partition", "2-partitions", "6-partitions"])
+def test_cocoa_plus_on_cluster_reaches_the_optimum(client, tmp_path_factory, loss, block_rows):
+    store = _store(tmp_path_factory, "reuters", block_rows)
+    m = daskdca.fit(store, loss=loss, lam=1e-3, solver="cocoa+", tol=1e-7, max_rounds=3000, client=client)
+    assert m.converged_ and m.gap_ <= 1e-7 * m.primal_
+    p_star = _in_memory_optimum("reuters", loss, 1e-3)
+    assert abs(m.primal_ - p_star) <= 1e-6 * p_star
+    X, y = load_dataset("reuters")
+    np.testing.assert_allclose(m.coef_, X.T @ m.dual_coef_ / (1e-3 * X.shape[0]), rtol=1e-9, atol=1e-12)
+    assert m.dual_coef_.shape == (X.shape[0],)
+
+
+@pytest.mark.parametrize("loss, batch_size, block_rows", [
+    ("logistic", None, 1000), ("logistic", None, 500), ("logistic", None, 200),
+    pytest.param("hinge", 200, 500, marks=pytest.mark.slow),
+])
+def test_minibatch_sdca_on_cluster_reaches_the_optimum(client, tmp_path_factory, loss, batch_size, block_rows):
+    store = _store(tmp_path_factory, "rcv1_1k", block_rows)
+    m = daskdca.fit(store, loss=loss, lam=1e-3, solver="minibatch_sdca", batch_size=batch_size, tol=1e-6,
+                    max_rounds=3000, client=client)
+    assert m.converged_
+    p_star = _in_memory_optimum("rcv1_1k", loss, 1e-3)
+    assert abs(m.primal_ - p_star) <= 1e-6 * p_star
+
+
+def test_cluster_runs_are_bit_identical(client, tmp_path_factory):
+    store = _store(tmp_path_factory, "reuters", 2590)
+    runs = [daskdca.fit(store, loss="hinge", lam=1e-3, solver="cocoa+", tol=1e-5, client=client, random_state=7)
+            for _ in range(2)]
+    np.testing.assert_array_equal(runs[0].coef_, runs[1].coef_)
+    np.testing.assert_array_equal(runs[0].dual_coef_, runs[1].dual_coef_)
+
+
+def test_killed_worker_gives_the_undisturbed_result(client, tmp_path_factory):
+    store = _store(tmp_path_factory, "reuters", 1295)
+    kwargs = dict(loss="hinge", lam=1e-3, solver="cocoa+", tol=1e-7, client=client, random_state=3,
+                  checkpoint_every=4)
+    undisturbed = daskdca.fit(store, **kwargs)
+    killed = []
+
+    def kill_one_worker(record, state):
+        if record.round == 6 and not killed:
+            victim = sorted(client.scheduler_info()["workers"])[0]
+            killed.append(victim)
+            try:
+                client.run(os._exit, 1, workers=[victim])
+            except Exception:  # the worker dies while answering
+                pass
+        return False
+
+    disturbed = daskdca.fit(store, callback=kill_one_worker, **kwargs)
+    assert killed
+    client.wait_for_workers(2, timeout=60)
+    assert disturbed.n_rounds_ == undisturbed.n_rounds_
+    np.testing.assert_array_equal(disturbed.dual_coef_, undisturbed.dual_coef_)
+    np.testing.assert_array_equal(disturbed.coef_, undisturbed.coef_)
+
+
+def test_interrupted_fit_resumes_from_checkpoint(client, tmp_path_factory, tmp_path):
+    store = _store(tmp_path_factory, "reuters", 2590)
+    kwargs = dict(loss="hinge", lam=1e-3, solver="cocoa+", tol=1e-7, client=client, random_state=1,
+                  checkpoint_every=5)
+    uninterrupted = daskdca.fit(store, checkpoint=tmp_path / "a", **kwargs)
+
+    class DriverDied(Exception):
+        pass
+
+    def die(record, state):
+        if record.round == 13:
+            raise DriverDied
+
+    with pytest.raises(DriverDied):
+        daskdca.fit(store, checkpoint=tmp_path / "b", callback=die, **kwargs)
+    resumed = daskdca.fit(store, checkpoint=tmp_path / "b", resume=True, **kwargs)
+    assert resumed.n_rounds_ == uninterrupted.n_rounds_
+    np.testing.assert_array_equal(resumed.dual_coef_, uninterrupted.dual_coef_)
+    np.testing.assert_array_equal(resumed.coef_, uninterrupted.coef_)
+    assert [r.round for r in resumed.history_] == [r.round for r in uninterrupted.history_]
+    with pytest.raises(ValueError, match="belongs to a different fit"):
+        daskdca.fit(store, checkpoint=tmp_path / "b", resume=True, **{**kwargs, "random_state": 2})
+    with pytest.raises(ValueError, match="holds no complete daskdca checkpoint"):
+        daskdca.fit(store, checkpoint=tmp_path / "empty", resume=True, **kwargs)
+
+
+@pytest.mark.slow
+def test_out_of_core_with_workers_smaller_than_the_store(tmp_path):
+    from distributed.diagnostics import MemorySampler
+
+    from daskdca import datasets
+
+    store = datasets.make_classification(tmp_path / "big.zarr", 300_000, 50_000, nnz_per_row=120, seed=0,
+                                         block_rows=30_000)
+    raw = store.nnz * 12
+    limit = 400 * 2**20
+    assert raw > limit  # the store does not fit in one worker
+    sampler = MemorySampler()
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  memory_limit=limit, silence_logs=40) as cluster, \
+            distributed.Client(cluster) as c:
+        with sampler.sample("fit", client=c, measure="process"):
+            m = daskdca.fit(store, loss="logistic", lam=1e-3, solver="cocoa+", tol=1e-6, client=c)
+    assert m.converged_
+    peak_total = sampler.to_pandas()["fit"].max()
+    assert peak_total < 2 * limit
+    X, y = store.read_all()
+    ref = daskdca.fit(X, y, loss="logistic", lam=1e-3, tol=1e-9)
+    assert abs(m.primal_ - ref.primal_) <= 1e-6 * ref.primal_
+
+
+def test_dask_array_and_in_memory_inputs(client):
+    da = pytest.importorskip("dask.array")
+    X, y = load_dataset("heart")
+    Xd = da.from_array(X, chunks=(90, 13), asarray=False)
+    m = daskdca.fit(Xd, y, loss="logistic", lam=1e-2, solver="cocoa+", tol=1e-8, client=client)
+    ref = daskdca.fit(X, y, loss="logistic", lam=1e-2, tol=1e-10)
+    assert m.primal_ == pytest.approx(ref.primal_, rel=1e-7)
+    np.testing.assert_array_equal(m.classes_, ref.classes_)
+    m2 = daskdca.fit(X, y, loss="logistic", lam=1e-2, solver="cocoa+", tol=1e-8, client=client, n_partitions=3)
+    assert m2.primal_ == pytest.approx(ref.primal_, rel=1e-7)
+
+
+def test_renumbered_store_returns_coef_in_source_order(client, tmp_path):
+    path = DATA_DIR / "heart_scale"
+    store = convert_svmlight(path, tmp_path / "h.zarr", n_features=13, renumber_features=True, shuffle=True,
+                             block_rows=135)
+    m = daskdca.fit(store, loss="logistic", lam=1e-2, solver="cocoa+", tol=1e-9, client=client)
+    X, y = load_dataset("heart")
+    ref = daskdca.fit(X, y, loss="logistic", lam=1e-2, tol=1e-11)
+    assert np.linalg.norm(m.coef_ - ref.coef_) <= 1e-4 * np.linalg.norm(ref.coef_)
+    # in stored (renumbered) order the vector would be far off: the mapping matters
+    stored_order = m.coef_[store.feature_permutation]
+    assert np.linalg.norm(stored_order - ref.coef_) > 0.1 * np.linalg.norm(ref.coef_)
+
+
+def test_cluster_bad_input(client, tmp_path):
+    X, y = load_dataset("heart")
+    write_store(tmp_path / "h.zarr", X, y, block_rows=100)
+    with pytest.raises(StoreError, match="No daskdca store"):
+        daskdca.fit(tmp_path / "nothing.zarr", client=client)
+    import zarr
+
+    g = zarr.open_group(str(tmp_path / "h.zarr"), mode="a")
+    g.attrs["daskdca"] = {**g.attrs["daskdca"], "complete": False}
+    with pytest.raises(StoreError, match="not a complete daskdca store"):
+        daskdca.fit(tmp_path / "h.zarr", client=client)
+    reg = write_store(tmp_path / "r.zarr", X, np.linspace(0, 1, X.shape[0]), block_rows=100)
+    with pytest.raises(ValueError, match="needs exactly two label values.*more than 64"):
+        daskdca.fit(reg, loss="hinge", client=client)
+    with pytest.raises(ValueError, match="n_partitions=500 is more than the 270 rows"):
+        daskdca.fit(X, y, solver="cocoa+", n_partitions=500, client=client)
+    three_blocks = write_store(tmp_path / "h2.zarr", X, y, block_rows=100)
+    with pytest.raises(ValueError, match="n_partitions=2 but the store has 3 blocks"):
+        daskdca.fit(three_blocks, solver="cocoa+", n_partitions=2, client=client)
+    with pytest.raises(ValueError, match="solver='sdca' is serial"):
+        daskdca.fit(reg, loss="squared", solver="sdca", client=client)
+    with pytest.raises(ValueError, match="y must be None for a store"):
+        daskdca.fit(reg, y, loss="squared", solver="cocoa+", client=client)
+    with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None) as empty, \
+            distributed.Client(empty) as no_workers:
+        with pytest.raises(ValueError, match="has no workers"):
+            daskdca.fit(reg, loss="squared", solver="cocoa+", client=no_workers)
+
+
+def test_cluster_warns_when_not_converged(client, tmp_path):
+    X, y = load_dataset("heart")
+    store = write_store(tmp_path / "h.zarr", X, y, block_rows=100)
+    with pytest.warns(ConvergenceWarning, match="max_rounds=3"):
+        m = daskdca.fit(store, lam=1e-5, solver="cocoa+", tol=1e-12, max_rounds=3, client=client)
+    assert not m.converged_ and m.n_rounds_ == 3 and np.isfinite(m.gap_) and m.gap_ > 0
+
+
+def test_jobqueue_configs_build_their_job_scripts():
+    jobqueue = pytest.importorskip("dask_jobqueue")
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        "jobqueue_cluster", Path(__file__).resolve().parents[1] / "cluster" / "jobqueue_cluster.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for kind in ("slurm", "pbs"):
+        cluster = module.make_cluster(kind, cores=4, memory="16GB", walltime="01:00:00",
+                                      numba_cache_dir="/scratch/$USER/numba")
+        try:
+            script = cluster.job_script()
+        finally:
+            cluster.close()
+        assert "export NUMBA_CACHE_DIR=/scratch/$USER/numba" in script
+        assert ("#SBATCH" in script) if kind == "slurm" else ("#PBS" in script)
+        assert "distributed.cli.dask_worker" in script
+    with pytest.raises(ValueError, match="unknown batch system 'lsf'"):
+        module.make_cluster("lsf")
+    assert jobqueue is not None
