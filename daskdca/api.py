@@ -282,7 +282,8 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver=None, tol=1e-6, max_rounds=
         Passes over each partition's rows per round.
     n_partitions : int or None, default=None
         Contiguous row partitions: 1 for ``"sdca"`` and ``"minibatch_sdca"``,
-        2 for ``"cocoa+"`` when None.
+        2 for ``"cocoa+"`` when None.  On a cluster a partition is a run of
+        whole store blocks (None: one per block).
     random_state : int or None, default=0
         Seed of every random stream ``(random_state, round, partition)``; None
         draws one (kept in ``model.random_state_``).
@@ -442,17 +443,17 @@ def _fit_cluster(X, y, *, loss_obj, lam, solver, tol, max_rounds, batch_size, lo
                                 source="daskdca.fit input")
         if y is not None and isinstance(X, (str, os.PathLike, CSRStore)):
             raise ValueError("y must be None for a store: its labels are stored with the data.")
-        if n_partitions is not None and n_partitions != store.n_blocks:
+        if n_partitions is not None and n_partitions > store.n_blocks:
             raise ValueError(
-                f"n_partitions={n_partitions} but the store has {store.n_blocks} blocks (one partition per "
-                f"block); convert it again with block_rows={-(-store.n // n_partitions)} for {n_partitions}.")
-        if store.n_blocks > store.n:
-            raise ValueError(f"the store has more blocks ({store.n_blocks}) than rows ({store.n}).")
+                f"n_partitions={n_partitions} but the store has only {store.n_blocks} blocks (a partition is a "
+                f"run of whole blocks); use n_partitions <= {store.n_blocks} or convert again with "
+                f"block_rows={-(-store.n // n_partitions)}.")
         classes, positive = _store_labels(store, loss_obj)
         with engine.cluster_client(client) as active:
             result = engine.fit_on_cluster(
                 store, client=active, solver=solver_obj, loss=loss_obj, lam=lam, positive_label=positive, tol=tol,
-                max_rounds=max_rounds, random_state=seed, in_memory=in_memory, checkpoint=checkpoint,
+                max_rounds=max_rounds, random_state=seed, n_partitions=n_partitions if tmpdir is None else None,
+                in_memory=in_memory, checkpoint=checkpoint,
                 checkpoint_every=checkpoint_every, resume=resume, verbose=verbose, callback=callback)
     finally:
         if tmpdir is not None:

@@ -37,7 +37,7 @@ import zarr
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from daskdca.kernels import eso
-from daskdca.kernels.sampling import minibatch_indices
+from daskdca.kernels.sampling import minibatch_indices, permutation_order
 from daskdca.kernels.sdca import minibatch_sdca, objective_sums
 from daskdca.rounds import HistoryRecord
 from daskdca.solvers import CoCoAPlus, MinibatchSDCA, cocoa_local_update
@@ -56,7 +56,11 @@ CHECKPOINT_FORMAT = 1
 
 
 class Block(NamedTuple):
-    """One partition in worker memory: CSR arrays, signed labels and row norms."""
+    """Rows in worker memory: CSR arrays, signed labels and row norms.
+
+    ``block_starts`` are the row offsets, within these rows, of the store
+    blocks they came from (``[0, n_rows]`` for a single block).
+    """
 
     indptr: np.ndarray
     indices: np.ndarray
@@ -64,6 +68,7 @@ class Block(NamedTuple):
     y: np.ndarray
     sqnorm: np.ndarray
     n_features: int
+    block_starts: np.ndarray
 
     @property
     def n_rows(self):
@@ -73,14 +78,53 @@ class Block(NamedTuple):
         return sp.csr_matrix((self.data, self.indices, self.indptr), shape=(self.n_rows, self.n_features))
 
 
+class OutOfCore(NamedTuple):
+    """A partition left in the store: blocks ``[first, stop)`` are read when needed."""
+
+    store: CSRStore
+    first: int
+    stop: int
+
+    def block_starts(self):
+        offsets = self.store.block_row_offsets[self.first:self.stop + 1]
+        return offsets - offsets[0]
+
+
+def _signed(y, positive_label):
+    if positive_label is None:
+        return np.asarray(y, dtype=np.float64)
+    return np.where(y == positive_label, 1.0, -1.0)
+
+
 def load_block(store: CSRStore, k: int, positive_label) -> Block:
-    """Task: read block ``k`` from the store (checksum verified) and sign its labels."""
+    """Read store block ``k`` (checksum verified) and sign its labels."""
     X, y = store.read_block(k)
-    if positive_label is not None:
-        y = np.where(y == positive_label, 1.0, -1.0)
     start, stop = store.block_row_offsets[k], store.block_row_offsets[k + 1]
     sqnorm = store.group["row_sqnorm"][start:stop]
-    return Block(X.indptr.astype(np.int64), X.indices, X.data, np.asarray(y, dtype=np.float64), sqnorm, store.d)
+    return Block(X.indptr.astype(np.int64), X.indices, X.data, _signed(y, positive_label), sqnorm, store.d,
+                 np.array([0, stop - start], dtype=np.int64))
+
+
+def load_partition(store: CSRStore, first: int, stop: int, positive_label) -> Block:
+    """Task: read blocks ``[first, stop)`` into one Block kept in worker memory."""
+    blocks = [load_block(store, k, positive_label) for k in range(first, stop)]
+    if len(blocks) == 1:
+        return blocks[0]
+    X = sp.vstack([b.csr() for b in blocks], format="csr")
+    starts = np.concatenate(([0], np.cumsum([b.n_rows for b in blocks])))
+    return Block(X.indptr.astype(np.int64), X.indices, X.data, np.concatenate([b.y for b in blocks]),
+                 np.concatenate([b.sqnorm for b in blocks]), store.d, starts)
+
+
+def partition_ranges(n_blocks, n_partitions):
+    """Contiguous runs of blocks, as even as possible: ``[(first, stop), ...]``."""
+    bounds = np.linspace(0, n_blocks, n_partitions + 1).round().astype(int)
+    return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def _block_stream(partition, j):
+    """Stream id of block ``j`` of a partition; never equal to a partition id (bit 62 set)."""
+    return (1 << 62) | (partition << 31) | j
 
 
 @dataclass(frozen=True)
@@ -92,20 +136,34 @@ class _Params:
     lam_n: float
     random_state: int
     positive_label: object
-    in_memory: bool
     sigma_prime: float = 1.0
     tau: int = 0
     beta: float = 1.0
 
 
-def _get_block(source, k, params):
-    """The partition's Block: held in memory, or read now (out of core)."""
-    return source if params.in_memory else load_block(source, k, params.positive_label)
+def _pieces(source, alpha, order, params):
+    """Yield ``(block, alpha_part, row_start, row_end, local_start)`` per store block.
+
+    In memory the pieces are row ranges of the partition's arrays; out of
+    core each block is read when its turn comes and dropped after.
+    """
+    starts = source.block_starts if isinstance(source, Block) else source.block_starts()
+    for j in order:
+        lo, hi = int(starts[j]), int(starts[j + 1])
+        if isinstance(source, Block):
+            yield source, alpha, lo, hi, lo
+        else:
+            block = load_block(source.store, source.first + j, params.positive_label)
+            yield block, alpha[lo:hi], 0, hi - lo, lo
 
 
-def _stats(block, alpha, w, loss):
-    return objective_sums(block.indptr, block.indices, block.data, block.y, alpha, w, 0, block.n_rows,
-                          int(loss.kind), loss.param)
+def _n_blocks(source):
+    return (len(source.block_starts) if isinstance(source, Block) else source.stop - source.first + 1) - 1
+
+
+def _rows(source):
+    starts = source.block_starts if isinstance(source, Block) else source.block_starts()
+    return int(starts[-1])
 
 
 def partition_round(source, alpha, w, round_index, k, params: _Params):
@@ -114,26 +172,44 @@ def partition_round(source, alpha, w, round_index, k, params: _Params):
     Returns ``(alpha_k', delta_w_k, (loss_sum, conj_sum, n_steps))``.  The
     sums are taken at the round's start (``w``, ``alpha_k``), which gives the
     previous round's duality gap without another pass over the data.
+    CoCoA+ visits the partition's blocks in a seeded random order (stream
+    ``(random_state, round, k)``) and each block's rows from its own stream,
+    carrying ``u = w + sigma' delta_w`` across blocks; the iterates are the
+    same whether the partition is in memory or read block by block.
     """
-    block = _get_block(source, k, params)
     loss = params.loss
-    loss_sum, conj_sum = _stats(block, alpha, w, loss)
     alpha = alpha.copy()
+    loss_sum = conj_sum = 0.0
+    n_steps = 0
+    delta_w = np.zeros_like(w)
+    nb = _n_blocks(source)
     if isinstance(params.solver, CoCoAPlus):
         s = params.solver
-        delta_w, n_steps = cocoa_local_update(
-            block.indptr, block.indices, block.data, block.y, block.sqnorm, alpha, w, 0, block.n_rows,
-            loss=loss, lam_n=params.lam_n, sigma_prime=params.sigma_prime, sampling=s.sampling,
-            shrinking=s.shrinking, local_iters=s.local_iters, random_state=params.random_state,
-            round_index=round_index, partition=k)
+        u = w.copy()
+        block_order = permutation_order(params.random_state, round_index, k, nb, nb, 0)
+        for j, (blk, a, lo, hi, _) in zip(block_order, _pieces(source, alpha, block_order, params)):
+            ls, cs = objective_sums(blk.indptr, blk.indices, blk.data, blk.y, a, w, lo, hi,
+                                    int(loss.kind), loss.param)
+            loss_sum, conj_sum = loss_sum + ls, conj_sum + cs
+            n_steps += cocoa_local_update(
+                blk.indptr, blk.indices, blk.data, blk.y, blk.sqnorm, a, u, delta_w, lo, hi, loss=loss,
+                lam_n=params.lam_n, sigma_prime=params.sigma_prime, sampling=s.sampling, shrinking=s.shrinking,
+                local_iters=s.local_iters, random_state=params.random_state, round_index=round_index,
+                partition=_block_stream(k, int(j)))
     else:
         # (C, b)-distributed sampling: tau rows of this partition from its own
-        # stream (seed 000 §3); every margin reads the round's w (Algorithm 1).
-        batch = minibatch_indices(params.random_state, round_index, k, block.n_rows, params.tau, 0)[None, :]
-        delta_w = np.zeros_like(w)
-        q = params.beta * block.sqnorm / params.lam_n
-        minibatch_sdca(block.indptr, block.indices, block.data, block.y, q, alpha, w, delta_w, batch,
-                       int(loss.kind), loss.param, params.lam_n)
+        # stream (seed 000 §3); every margin reads the round's w (Algorithm 1),
+        # so splitting the batch over blocks changes nothing.
+        batch = minibatch_indices(params.random_state, round_index, k, _rows(source), params.tau, 0)
+        for blk, a, lo, hi, local in _pieces(source, alpha, range(nb), params):
+            ls, cs = objective_sums(blk.indptr, blk.indices, blk.data, blk.y, a, w, lo, hi,
+                                    int(loss.kind), loss.param)
+            loss_sum, conj_sum = loss_sum + ls, conj_sum + cs
+            rows = batch[(batch >= local) & (batch < local + hi - lo)] - local + lo
+            if rows.size:
+                q = params.beta * blk.sqnorm / params.lam_n
+                minibatch_sdca(blk.indptr, blk.indices, blk.data, blk.y, q, a, w, delta_w, rows[None, :],
+                               int(loss.kind), loss.param, params.lam_n)
         n_steps = params.tau
     return alpha, delta_w, (loss_sum, conj_sum, float(n_steps))
 
@@ -155,21 +231,31 @@ def _sqnorm(w):
 
 def _xt_alpha(source, alpha, k, params: _Params):
     """Task: ``X_k^T alpha_k / lam_n``, to rebuild w from alpha alone."""
-    block = _get_block(source, k, params)
-    return np.asarray(block.csr().T @ alpha).ravel() / params.lam_n
+    out = None
+    for blk, a, lo, hi, _ in _pieces(source, alpha, range(_n_blocks(source)), params):
+        part = np.asarray(blk.csr()[lo:hi].T @ a[lo:hi]).ravel()
+        out = part if out is None else out + part
+    return out / params.lam_n
 
 
 def _objective_part(source, alpha, w, k, params: _Params):
-    return _stats(_get_block(source, k, params), alpha, w, params.loss)
+    total = (0.0, 0.0)
+    for blk, a, lo, hi, _ in _pieces(source, alpha, range(_n_blocks(source)), params):
+        ls, cs = objective_sums(blk.indptr, blk.indices, blk.data, blk.y, a, w, lo, hi,
+                                int(params.loss.kind), params.loss.param)
+        total = (total[0] + ls, total[1] + cs)
+    return total
 
 
 def _power_part(source, v, k, params: _Params):
     """Task: ``X~_k^T X~_k v`` with unit-norm rows (power iteration for sigma^2)."""
-    block = _get_block(source, k, params)
-    norms = np.sqrt(block.sqnorm)
-    scale = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
-    Xn = sp.diags(scale) @ block.csr()
-    return np.asarray(Xn.T @ (Xn @ v)).ravel()
+    out = np.zeros_like(v)
+    for blk, _, lo, hi, _ in _pieces(source, np.zeros(_rows(source)), range(_n_blocks(source)), params):
+        norms = np.sqrt(blk.sqnorm[lo:hi])
+        scale = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
+        Xn = sp.diags(scale) @ blk.csr()[lo:hi]
+        out += np.asarray(Xn.T @ (Xn @ v)).ravel()
+    return out
 
 
 def _save_array(values, url, name):
@@ -277,16 +363,21 @@ def _checkpoint_meta(url):
 
 
 def fit_on_cluster(store: CSRStore, *, client, solver, loss, lam, positive_label, tol, max_rounds,
-                   random_state, in_memory, checkpoint, checkpoint_every, resume, verbose, callback):
-    """Run CoCoA+ or distributed mini-batch SDCA over the store's blocks.
+                   random_state, n_partitions, in_memory, checkpoint, checkpoint_every, resume, verbose, callback):
+    """Run CoCoA+ or distributed mini-batch SDCA over partitions of the store.
 
     See :func:`daskdca.fit` for the parameters; ``store`` is a complete
     store, ``positive_label`` the label that maps to +1 (None for the
-    squared loss), ``in_memory`` whether partitions stay in worker memory.
+    squared loss), ``n_partitions`` the number of contiguous runs of blocks
+    (None: one per block), ``in_memory`` whether partitions stay in worker
+    memory.
     """
-    n, d, K = store.n, store.d, store.n_blocks
+    n, d = store.n, store.d
+    ranges = partition_ranges(store.n_blocks, n_partitions or store.n_blocks)
+    K = len(ranges)
     lam_n = lam * n
-    offsets = store.block_row_offsets
+    block_offsets = store.block_row_offsets
+    offsets = np.array([block_offsets[a] for a, _ in ranges] + [n], dtype=np.int64)
     run = uuid.uuid4().hex[:8]
     n_workers = _check_workers(client)
     client.register_plugin(_WarmUp(), name=_WarmUp.name)
@@ -296,19 +387,20 @@ def fit_on_cluster(store: CSRStore, *, client, solver, loss, lam, positive_label
         # keep partitions in memory when they take under half the cluster's memory
         in_memory = not all(limits) or raw < 0.5 * sum(limits)
     params = _Params(solver=solver, loss=loss, lam_n=lam_n, random_state=random_state,
-                     positive_label=positive_label, in_memory=bool(in_memory))
+                     positive_label=positive_label)
     if in_memory:
-        sources = client.compute([_delayed(load_block, store, k, positive_label, name=f"daskdca-{run}-load-{k}")
-                                  for k in range(K)], optimize_graph=False)
+        sources = client.compute([_delayed(load_partition, store, a, b, positive_label,
+                                           name=f"daskdca-{run}-load-{k}") for k, (a, b) in enumerate(ranges)],
+                                 optimize_graph=False)
     else:
-        sources = [store] * K
+        sources = [OutOfCore(store, a, b) for a, b in ranges]
     logger.info("daskdca: %s on %d partitions, %d workers, %s", solver.name, K, n_workers,
                 "in memory" if in_memory else "out of core (blocks re-read every round)")
 
     if isinstance(solver, CoCoAPlus):
         params = _replace(params, sigma_prime=float(K))  # adding: sigma' = gamma K, gamma = 1 (Ma et al. 2015)
     else:
-        params = _mini_batch_params(client, store, sources, params, solver, run)
+        params = _mini_batch_params(client, store, sources, params, solver, run, np.diff(offsets))
 
     own_checkpoint = checkpoint is None
     ckpt = tempfile.mkdtemp(prefix="daskdca-ckpt-") if own_checkpoint else os.fspath(checkpoint)
@@ -328,10 +420,9 @@ def _replace(params, **changes):
     return replace(params, **changes)
 
 
-def _mini_batch_params(client, store, sources, params, solver, run):
+def _mini_batch_params(client, store, sources, params, solver, run, sizes):
     """tau, beta for (C, b)-distributed mini-batch SDCA (seed 000 §3, eq. (12))."""
-    K = store.n_blocks
-    sizes = np.diff(store.block_row_offsets)
+    K = len(sizes)
     sigma2 = _cluster_sigma2(client, store, sources, params, run)
     if solver.batch_size is None:
         tau = max(1, int(round(1.0 / (sigma2 * K))))
@@ -341,7 +432,7 @@ def _mini_batch_params(client, store, sources, params, solver, run):
                              f"((C, b)-distributed sampling); use batch_size={K * max(1, round(solver.batch_size / K))}.")
         tau = solver.batch_size // K
     tau = min(tau, int(sizes.min()))
-    s_max = int(sizes.max())  # blocks differ only in the last one; the larger size is the safer beta
+    s_max = int(sizes.max())  # partitions differ in size a little; the larger size is the safer beta
     beta = eso.beta_distributed_tight(s_max * K, tau * K, K, sigma2)
     logger.info("daskdca: minibatch_sdca with b=%d (tau=%d per partition), sigma^2=%.3g, beta=%.3g",
                 tau * K, tau, sigma2, beta)
@@ -356,7 +447,7 @@ def _cluster_sigma2(client, store, sources, params, run, max_iter=100, rtol=1e-6
     estimate = 0.0
     for it in range(max_iter):
         parts = [_delayed(_power_part, sources[k], v, k, params, name=f"daskdca-{run}-power{it}-{k}")
-                 for k in range(store.n_blocks)]
+                 for k in range(len(sources))]
         Av = client.compute(_tree_sum(parts, f"daskdca-{run}-power{it}-sum"), optimize_graph=False).result()
         new = float(v @ Av)
         norm = np.linalg.norm(Av)
@@ -373,7 +464,7 @@ def _cluster_sigma2(client, store, sources, params, run, max_iter=100, rtol=1e-6
 
 def _run(client, store, sources, params, signature, ckpt, own_checkpoint, tol, max_rounds, checkpoint_every,
          resume, verbose, callback, run, offsets):
-    n, d, K = store.n, store.d, store.n_blocks
+    n, d, K = store.n, store.d, len(sources)
     start_round, n_epochs, history = 0, 0.0, []
     meta = _checkpoint_meta(ckpt) if resume else None
     if resume and meta is None:
@@ -456,7 +547,7 @@ def _pick(out, i):
 
 def _certify(client, store, sources, params, alphas, run, rnd):
     """``w(alpha)`` rebuilt from alpha on the cluster, then ``P``, ``D`` in one more pass."""
-    K = store.n_blocks
+    K = len(sources)
     name = f"daskdca-{run}-cert{rnd}"
     parts = [_delayed(_xt_alpha, sources[k], alphas[k], k, params, name=f"{name}-xt{k}") for k in range(K)]
     w_fut = client.compute(_tree_sum(parts, f"{name}-xtsum"), optimize_graph=False)

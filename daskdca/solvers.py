@@ -158,25 +158,25 @@ def round_order(indptr, indices, data, y, sqnorm, alpha, w, row_start, row_end, 
     return rows[draw(random_state, round_index, partition, rows.size, n_steps, 0)]
 
 
-def cocoa_local_update(indptr, indices, data, y, sqnorm, alpha, w, row_start, row_end, *, loss, lam_n,
-                       sigma_prime, sampling, shrinking, local_iters, random_state, round_index, partition):
+def cocoa_local_update(indptr, indices, data, y, sqnorm, alpha, u, delta_w, row_start, row_end, *, loss,
+                       lam_n, sigma_prime, sampling, shrinking, local_iters, random_state, round_index,
+                       partition):
     """CoCoA+ LocalSDCA on rows ``[row_start, row_end)``; updates their ``alpha`` in place.
 
     Runs the round's sequential steps on the local subproblem
-    ``G_k^{sigma'}`` (margins from ``w + sigma' delta_w``, curvature
-    ``sigma' ||x_i||^2 / lam_n``) and returns ``(delta_w_k, n_steps)`` with
-    ``delta_w_k = X_k^T delta_alpha_k / lam_n``.  The in-process solver and
-    the Dask engine both call this.
+    ``G_k^{sigma'}``: margins from ``u = w + sigma' delta_w``, curvature
+    ``sigma' ||x_i||^2 / lam_n``; ``u`` and ``delta_w`` are updated in place
+    (``delta_w += X_k^T delta_alpha_k / lam_n``), so a partition read block
+    by block can carry them from one block to the next.  Returns the number
+    of steps.  The in-process solver and the Dask engine both call this.
     """
-    order = round_order(indptr, indices, data, y, sqnorm, alpha, w, row_start, row_end, loss=loss,
+    order = round_order(indptr, indices, data, y, sqnorm, alpha, u, row_start, row_end, loss=loss,
                         lam_n=lam_n, sigma=sigma_prime, sampling=sampling, shrinking=shrinking,
                         local_iters=local_iters, random_state=random_state, round_index=round_index,
                         partition=partition)
-    u = w.copy()
-    delta_w = np.zeros_like(w)
     local_sdca(indptr, indices, data, y, sqnorm, alpha, u, delta_w, order,
                int(loss.kind), loss.param, lam_n, sigma_prime, True)
-    return delta_w, order.shape[0]
+    return order.shape[0]
 
 
 @dataclass(frozen=True)
@@ -269,14 +269,16 @@ class CoCoAPlus:
         Returns ``(delta_w_k, n_steps)`` with ``delta_w_k = X_k^T delta_alpha_k / (lam n)``.
         """
         indptr, indices, data = problem.csr_arrays
-        return cocoa_local_update(
-            indptr, indices, data, problem.y, problem.sqnorm, alpha, w,
+        delta_w = np.zeros_like(w)
+        n_steps = cocoa_local_update(
+            indptr, indices, data, problem.y, problem.sqnorm, alpha, w.copy(), delta_w,
             int(problem.partition_offsets[partition]), int(problem.partition_offsets[partition + 1]),
             loss=problem.loss, lam_n=problem.lam_n,
             # adding: gamma = 1, sigma' = gamma K (Ma et al. 2015, §3)
             sigma_prime=float(problem.n_partitions), sampling=self.sampling, shrinking=self.shrinking,
             local_iters=self.local_iters, random_state=random_state, round_index=round_index,
             partition=partition)
+        return delta_w, n_steps
 
     def update(self, problem, state):
         alpha = state.alpha.copy()

@@ -59,6 +59,22 @@ def test_minibatch_sdca_on_cluster_reaches_the_optimum(client, tmp_path_factory,
     assert abs(m.primal_ - p_star) <= 1e-6 * p_star
 
 
+@pytest.mark.parametrize("solver, loss, batch_size", [("cocoa+", "hinge", None), ("minibatch_sdca", "logistic", 100)])
+def test_out_of_core_gives_the_in_memory_bits(client, tmp_path_factory, solver, loss, batch_size):
+    """Partitions of 3 blocks each: read block by block every round, or held in memory."""
+    store = _store(tmp_path_factory, "rcv1_1k", 167)  # 6 blocks
+    kwargs = dict(loss=loss, lam=1e-3, solver=solver, batch_size=batch_size, n_partitions=2, tol=1e-5,
+                  max_rounds=400, client=client)
+    held = daskdca.fit(store, in_memory=True, **kwargs)
+    streamed = daskdca.fit(store, in_memory=False, **kwargs)
+    assert held.n_rounds_ == streamed.n_rounds_
+    np.testing.assert_array_equal(held.dual_coef_, streamed.dual_coef_)
+    np.testing.assert_allclose(held.coef_, streamed.coef_, rtol=0, atol=1e-15)
+    assert held.converged_
+    p_star = _in_memory_optimum("rcv1_1k", loss, 1e-3)
+    assert abs(held.primal_ - p_star) <= 1e-5 * p_star
+
+
 def test_cluster_runs_are_bit_identical(client, tmp_path_factory):
     store = _store(tmp_path_factory, "reuters", 2590)
     runs = [daskdca.fit(store, loss="hinge", lam=1e-3, solver="cocoa+", tol=1e-5, client=client, random_state=7)
@@ -185,8 +201,8 @@ def test_cluster_bad_input(client, tmp_path):
     with pytest.raises(ValueError, match="n_partitions=500 is more than the 270 rows"):
         daskdca.fit(X, y, solver="cocoa+", n_partitions=500, client=client)
     three_blocks = write_store(tmp_path / "h2.zarr", X, y, block_rows=100)
-    with pytest.raises(ValueError, match="n_partitions=2 but the store has 3 blocks"):
-        daskdca.fit(three_blocks, solver="cocoa+", n_partitions=2, client=client)
+    with pytest.raises(ValueError, match="n_partitions=4 but the store has only 3 blocks"):
+        daskdca.fit(three_blocks, solver="cocoa+", n_partitions=4, client=client)
     with pytest.raises(ValueError, match="solver='sdca' is serial"):
         daskdca.fit(reg, loss="squared", solver="sdca", client=client)
     with pytest.raises(ValueError, match="y must be None for a store"):
