@@ -97,8 +97,8 @@ def _signed(y, positive_label):
 
 
 def load_block(store: CSRStore, k: int, positive_label) -> Block:
-    """Read store block ``k`` (checksum verified) and sign its labels."""
-    X, y = store.read_block(k)
+    """Read store block ``k`` (checksum verified once per worker process) and sign its labels."""
+    X, y = store.read_block(k, verify="once")
     start, stop = store.block_row_offsets[k], store.block_row_offsets[k + 1]
     sqnorm = store.group["row_sqnorm"][start:stop]
     return Block(X.indptr.astype(np.int64), X.indices, X.data, _signed(y, positive_label), sqnorm, store.d,
@@ -153,7 +153,7 @@ def _pieces(source, alpha, order, params):
         if isinstance(source, Block):
             yield source, alpha, lo, hi, lo
         else:
-            block = load_block(source.store, source.first + j, params.positive_label)
+            block = load_block(source.store, source.first + int(j), params.positive_label)
             yield block, alpha[lo:hi], 0, hi - lo, lo
 
 

@@ -66,6 +66,10 @@ MAX_LABEL_VALUES = 64
 INT32_LIMIT = 2**31 - 1
 
 
+# (url, block, checksum) of blocks this process has verified (read_block(verify="once"))
+_VERIFIED_BLOCKS = set()
+
+
 class StoreError(ValueError):
     """A store is missing, incomplete, inconsistent or corrupted."""
 
@@ -188,17 +192,26 @@ class CSRStore:
         X = sp.csr_matrix((g["data"][lo:hi], g["indices"][lo:hi], indptr - lo), shape=(stop - start, self.d))
         return X, g["y"][start:stop]
 
-    def read_block(self, k):
-        """Block ``k`` as ``(csr_matrix, y)``, verified against its checksum."""
+    def read_block(self, k, *, verify=True):
+        """Block ``k`` as ``(csr_matrix, y)``.
+
+        ``verify=True`` checks the block against its checksum; ``"once"``
+        checks it the first time this process reads it (the engine's
+        out-of-core rounds re-read every block every round).
+        """
         if not 0 <= k < self.n_blocks:
             raise IndexError(f"block {k} out of range: the store has {self.n_blocks} blocks.")
         start, stop = self._meta.block_row_offsets[k], self._meta.block_row_offsets[k + 1]
         X, y = self.read_rows(start, stop)
+        token = (self.url, k, self._meta.block_checksums[k])
+        if verify == "once" and token in _VERIFIED_BLOCKS:
+            return X, y
         if _block_checksum(X.indptr, X.indices, X.data, y) != self._meta.block_checksums[k]:
             raise StoreError(
                 f"block {k} of {self.url} (rows {start}..{stop - 1}) does not match its checksum: "
                 "the store was modified or a chunk is missing. Convert the data again."
             )
+        _VERIFIED_BLOCKS.add(token)
         return X, y
 
     def iter_blocks(self):
