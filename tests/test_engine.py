@@ -140,8 +140,8 @@ def test_out_of_core_with_workers_smaller_than_the_store(tmp_path):
 
     from daskdca import datasets
 
-    store = datasets.make_classification(tmp_path / "big.zarr", 300_000, 50_000, nnz_per_row=120, seed=0,
-                                         block_rows=30_000)
+    store = datasets.make_classification(tmp_path / "big.zarr", 400_000, 1_000_000, nnz_per_row=120, seed=0,
+                                         zipf_exponent=0.8, block_rows=25_000)
     raw = store.nnz * 12
     limit = 400 * 2**20
     assert raw > limit  # the store does not fit in one worker
