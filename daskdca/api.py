@@ -413,7 +413,10 @@ def _fit_cluster(X, y, *, loss_obj, lam, solver, tol, max_rounds, batch_size, lo
     checkpoint_every = _check_int("checkpoint_every", checkpoint_every, low=1, hint="use e.g. 10")
     if resume and checkpoint is None:
         raise ValueError("resume=True needs checkpoint=PATH (the checkpoint of the interrupted fit).")
+    if y is not None and isinstance(X, (str, os.PathLike, CSRStore)):
+        raise ValueError("y must be None for a store: its labels are stored with the data.")
     tmpdir = None
+    array_classes = None
     try:
         if isinstance(X, CSRStore):
             store = X
@@ -428,7 +431,9 @@ def _fit_cluster(X, y, *, loss_obj, lam, solver, tol, max_rounds, batch_size, lo
                 rows = int(max(X.chunks[0]))  # one partition per dask chunk (regular chunks)
             else:
                 X = _check_X(X)
-                _check_y(y, X.shape[0], loss_obj)
+                # labels are mapped here (any two values, sorted, the second is +1) and
+                # the store gets -1/+1; the original classes are restored on the model
+                y, array_classes = _check_y(y, X.shape[0], loss_obj)
                 if n_partitions is not None:
                     parts = n_partitions
                 elif client is not None:
@@ -441,14 +446,14 @@ def _fit_cluster(X, y, *, loss_obj, lam, solver, tol, max_rounds, batch_size, lo
                 rows = -(-X.shape[0] // parts)
             store = write_store(os.path.join(tmpdir, "data.zarr"), X, y, block_rows=rows, compression="none",
                                 source="daskdca.fit input")
-        if y is not None and isinstance(X, (str, os.PathLike, CSRStore)):
-            raise ValueError("y must be None for a store: its labels are stored with the data.")
         if n_partitions is not None and n_partitions > store.n_blocks:
             raise ValueError(
                 f"n_partitions={n_partitions} but the store has only {store.n_blocks} blocks (a partition is a "
                 f"run of whole blocks); use n_partitions <= {store.n_blocks} or convert again with "
                 f"block_rows={-(-store.n // n_partitions)}.")
         classes, positive = _store_labels(store, loss_obj)
+        if array_classes is not None:
+            classes = array_classes
         with engine.cluster_client(client) as active:
             result = engine.fit_on_cluster(
                 store, client=active, solver=solver_obj, loss=loss_obj, lam=lam, positive_label=positive, tol=tol,

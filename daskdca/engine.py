@@ -22,13 +22,14 @@ This module is the only one that knows Dask.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import os
 import shutil
 import tempfile
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -52,6 +53,10 @@ __all__ = ["ClusterResult", "fit_on_cluster"]
 DEFAULT_CHECKPOINT_EVERY = 10
 # Fan-in of the delta_w reduction tree (spec §3.1: 8 was fastest).
 SPLIT_EVERY = 8
+# A partition sends delta_w as (index, value) pairs below this density: at
+# 12 bytes per pair against 8 per dense entry, and with the merge cost,
+# sparse pays below about 20-30% (spec §3.3).
+SPARSE_DENSITY = 0.25
 CHECKPOINT_FORMAT = 1
 
 
@@ -211,13 +216,42 @@ def partition_round(source, alpha, w, round_index, k, params: _Params):
                 minibatch_sdca(blk.indptr, blk.indices, blk.data, blk.y, q, a, w, delta_w, rows[None, :],
                                int(loss.kind), loss.param, params.lam_n)
         n_steps = params.tau
-    return alpha, delta_w, (loss_sum, conj_sum, float(n_steps))
+    return alpha, _compress(delta_w), (loss_sum, conj_sum, float(n_steps))
 
 
-def _add(*arrays):
-    out = arrays[0].copy()
-    for a in arrays[1:]:
-        out += a
+class SparseDelta(NamedTuple):
+    """A partition's ``delta_w`` as (index, value) pairs, when few coordinates moved."""
+
+    indices: np.ndarray
+    values: np.ndarray
+    size: int
+
+
+def _compress(delta_w):
+    """Sparse pairs below ``SPARSE_DENSITY`` non-zeros, else the dense vector (spec §3.3)."""
+    nz = np.flatnonzero(delta_w)
+    if nz.size > SPARSE_DENSITY * delta_w.shape[0]:
+        return delta_w
+    index_dtype = np.int32 if delta_w.shape[0] <= np.iinfo(np.int32).max else np.int64
+    return SparseDelta(nz.astype(index_dtype), delta_w[nz], delta_w.shape[0])
+
+
+def _add(*items):
+    """Sum dense vectors and SparseDeltas in the given order, into a dense buffer.
+
+    A sparse item is scatter-added (its indices are unique); adding the
+    zeros it leaves out would change no bit, so the result equals the dense sum.
+    """
+    out = None
+    for item in items:
+        if isinstance(item, SparseDelta):
+            if out is None:
+                out = np.zeros(item.size)
+            out[item.indices] += item.values
+        elif out is None:
+            out = np.array(item, dtype=np.float64, copy=True)
+        else:
+            out += item
     return out
 
 
@@ -307,10 +341,53 @@ class _WarmUp(WorkerPlugin):
             objective_sums(indptr, indices, data, one, np.zeros(1), np.zeros(1), 0, 1, kind, 1.0)
 
 
-def _delayed(func, *args, name):
+def _delayed(func, *args, name, worker=None):
+    """A delayed call, soft-pinned to ``worker`` when given (allow_other_workers=True).
+
+    Hard pins hang after a nanny restart gives the worker a new address
+    (spec §2.3); soft pins let the scheduler move the task instead.
+    """
     import dask
 
-    return dask.delayed(func, pure=False)(*args, dask_key_name=name)
+    if worker is None:
+        return dask.delayed(func, pure=False)(*args, dask_key_name=name)
+    with dask.annotate(workers=[worker], allow_other_workers=True):
+        return dask.delayed(func, pure=False)(*args, dask_key_name=name)
+
+
+class _Placement:
+    """Which worker group each partition belongs to, fixed for the whole fit.
+
+    Partition ``k`` is in group ``k * W // K`` (W workers at the start, K
+    partitions): contiguous runs of partitions per worker.  The reduction
+    first sums each group's ``delta_w`` (on its worker), then the groups in
+    a fixed-order tree, so the summation order, and hence every bit of the
+    result, does not depend on where tasks actually ran.  Each round the
+    groups are mapped onto the workers alive then (sorted addresses).
+    """
+
+    def __init__(self, n_partitions, n_workers):
+        self.groups = [k * n_workers // n_partitions for k in range(n_partitions)]
+        self.n_groups = n_workers
+
+    def homes(self, client):
+        alive = sorted(client.scheduler_info().get("workers", {}))
+        if not alive:
+            return [None] * len(self.groups)
+        return [alive[g % len(alive)] for g in self.groups]
+
+    def members(self):
+        return [[k for k, g in enumerate(self.groups) if g == group] for group in range(self.n_groups)]
+
+
+def _reduce_deltas(deltas, placement, homes, name):
+    """Per-worker pre-sum, then a fixed-order tree over the groups (spec §3.1)."""
+    group_sums = []
+    for group, members in enumerate(placement.members()):
+        if members:
+            group_sums.append(_delayed(_add, *[deltas[k] for k in members], name=f"{name}-g{group}",
+                                       worker=homes[members[0]]))
+    return _tree_sum(group_sums, f"{name}-tree")
 
 
 def _tree_sum(items, name, combine=_add):
@@ -388,17 +465,19 @@ def fit_on_cluster(store: CSRStore, *, client, solver, loss, lam, positive_label
         in_memory = not all(limits) or raw < 0.5 * sum(limits)
     params = _Params(solver=solver, loss=loss, lam_n=lam_n, random_state=random_state,
                      positive_label=positive_label)
+    placement = _Placement(K, n_workers)
     if in_memory:
+        homes = placement.homes(client)
         sources = client.compute([_delayed(load_partition, store, a, b, positive_label,
-                                           name=f"daskdca-{run}-load-{k}") for k, (a, b) in enumerate(ranges)],
-                                 optimize_graph=False)
+                                           name=f"daskdca-{run}-load-{k}", worker=homes[k])
+                                  for k, (a, b) in enumerate(ranges)], optimize_graph=False)
     else:
         sources = [OutOfCore(store, a, b) for a, b in ranges]
     logger.info("daskdca: %s on %d partitions, %d workers, %s", solver.name, K, n_workers,
                 "in memory" if in_memory else "out of core (blocks re-read every round)")
 
     if isinstance(solver, CoCoAPlus):
-        params = _replace(params, sigma_prime=float(K))  # adding: sigma' = gamma K, gamma = 1 (Ma et al. 2015)
+        params = replace(params, sigma_prime=float(K))  # adding: sigma' = gamma K, gamma = 1 (Ma et al. 2015)
     else:
         params = _mini_batch_params(client, store, sources, params, solver, run, np.diff(offsets))
 
@@ -408,16 +487,10 @@ def fit_on_cluster(store: CSRStore, *, client, solver, loss, lam, positive_label
                  "random_state": random_state, "n_partitions": K}
     try:
         return _run(client, store, sources, params, signature, ckpt, own_checkpoint, tol, max_rounds,
-                    checkpoint_every, resume, verbose, callback, run, offsets)
+                    checkpoint_every, resume, verbose, callback, run, offsets, placement)
     finally:
         if own_checkpoint:
             shutil.rmtree(ckpt, ignore_errors=True)
-
-
-def _replace(params, **changes):
-    from dataclasses import replace
-
-    return replace(params, **changes)
 
 
 def _mini_batch_params(client, store, sources, params, solver, run, sizes):
@@ -436,34 +509,29 @@ def _mini_batch_params(client, store, sources, params, solver, run, sizes):
     beta = eso.beta_distributed_tight(s_max * K, tau * K, K, sigma2)
     logger.info("daskdca: minibatch_sdca with b=%d (tau=%d per partition), sigma^2=%.3g, beta=%.3g",
                 tau * K, tau, sigma2, beta)
-    return _replace(params, tau=tau, beta=beta)
+    return replace(params, tau=tau, beta=beta)
 
 
-def _cluster_sigma2(client, store, sources, params, run, max_iter=100, rtol=1e-6):
-    """Power iteration for sigma^2 with the same margin and caps as eso.sigma2_power."""
-    d, n = store.d, store.n
-    v = np.ones(d) + 0.1 * np.random.default_rng(0).standard_normal(d)
-    v /= np.linalg.norm(v)
-    estimate = 0.0
-    for it in range(max_iter):
+def _cluster_sigma2(client, store, sources, params, run):
+    """``sigma^2`` by power iteration, each product a reduction over the partitions.
+
+    Fewer, looser iterations than in memory (each one is a pass over the
+    data); the margin and the rigorous column-nnz cap are the same.
+    """
+    step = itertools.count()
+
+    def gram_matvec(v):
+        it = next(step)
         parts = [_delayed(_power_part, sources[k], v, k, params, name=f"daskdca-{run}-power{it}-{k}")
                  for k in range(len(sources))]
-        Av = client.compute(_tree_sum(parts, f"daskdca-{run}-power{it}-sum"), optimize_graph=False).result()
-        new = float(v @ Av)
-        norm = np.linalg.norm(Av)
-        if norm == 0:
-            break
-        v = Av / norm
-        done = abs(new - estimate) <= rtol * new
-        estimate = new
-        if done:
-            break
-    column_bound = min(1.0, max(1, int(store.group["column_nnz"][:].max(initial=0))) / n)
-    return float(max(1.0 / n, min(eso.SIGMA2_SAFETY_MARGIN * estimate / n, column_bound, 1.0)))
+        return client.compute(_tree_sum(parts, f"daskdca-{run}-power{it}-sum"), optimize_graph=False).result()
+
+    column_bound = min(1.0, max(1, int(store.group["column_nnz"][:].max(initial=0))) / store.n)
+    return eso.sigma2_power_iteration(gram_matvec, store.d, store.n, column_bound, max_iter=100, rtol=1e-6)
 
 
 def _run(client, store, sources, params, signature, ckpt, own_checkpoint, tol, max_rounds, checkpoint_every,
-         resume, verbose, callback, run, offsets):
+         resume, verbose, callback, run, offsets, placement):
     n, d, K = store.n, store.d, len(sources)
     start_round, n_epochs, history = 0, 0.0, []
     meta = _checkpoint_meta(ckpt) if resume else None
@@ -495,12 +563,14 @@ def _run(client, store, sources, params, signature, ckpt, own_checkpoint, tol, m
     try:
         while rnd < max_rounds:
             name = f"daskdca-{run}-r{rnd}"
-            outs = [_delayed(partition_round, sources[k], alphas[k], w, rnd, k, params, name=f"{name}-p{k}")
-                    for k in range(K)]
-            new_alphas = [_delayed(_pick, o, 0, name=f"{name}-alpha{k}") for k, o in enumerate(outs)]
-            deltas = [_delayed(_pick, o, 1, name=f"{name}-dw{k}") for k, o in enumerate(outs)]
+            homes = placement.homes(client)
+            outs = [_delayed(partition_round, sources[k], alphas[k], w, rnd, k, params, name=f"{name}-p{k}",
+                             worker=homes[k]) for k in range(K)]
+            new_alphas = [_delayed(_pick, o, 0, name=f"{name}-alpha{k}", worker=homes[k])
+                          for k, o in enumerate(outs)]
+            deltas = [_delayed(_pick, o, 1, name=f"{name}-dw{k}", worker=homes[k]) for k, o in enumerate(outs)]
             scalars = [_delayed(_pick, o, 2, name=f"{name}-s{k}") for k, o in enumerate(outs)]
-            new_w = _delayed(_add, w, _tree_sum(deltas, f"{name}-dwsum"), name=f"{name}-w")
+            new_w = _delayed(_add, w, _reduce_deltas(deltas, placement, homes, f"{name}-dwsum"), name=f"{name}-w")
             total = _tree_sum(scalars, f"{name}-ssum", combine=_sum_tuples)
             w_sq = _delayed(_sqnorm, w, name=f"{name}-wsq")
             futures = client.compute(new_alphas + [new_w, total, w_sq], optimize_graph=False)

@@ -184,13 +184,17 @@ class CSRStore:
         out[perm] = w
         return out
 
-    def read_rows(self, start, stop):
-        """Rows ``[start, stop)`` as ``(csr_matrix, y)`` (no checksum check)."""
+    def _read_raw(self, start, stop):
+        """``(indptr - indptr[0], indices, data, y)`` of rows ``[start, stop)``, as stored."""
         g = self.group
         indptr = g["indptr"][start:stop + 1].astype(np.int64)
         lo, hi = int(indptr[0]), int(indptr[-1])
-        X = sp.csr_matrix((g["data"][lo:hi], g["indices"][lo:hi], indptr - lo), shape=(stop - start, self.d))
-        return X, g["y"][start:stop]
+        return indptr - lo, g["indices"][lo:hi], g["data"][lo:hi], g["y"][start:stop]
+
+    def read_rows(self, start, stop):
+        """Rows ``[start, stop)`` as ``(csr_matrix, y)`` (no checksum check)."""
+        indptr, indices, data, y = self._read_raw(start, stop)
+        return sp.csr_matrix((data, indices, indptr), shape=(stop - start, self.d)), y
 
     def read_block(self, k, *, verify=True):
         """Block ``k`` as ``(csr_matrix, y)``.
@@ -202,11 +206,13 @@ class CSRStore:
         if not 0 <= k < self.n_blocks:
             raise IndexError(f"block {k} out of range: the store has {self.n_blocks} blocks.")
         start, stop = self._meta.block_row_offsets[k], self._meta.block_row_offsets[k + 1]
-        X, y = self.read_rows(start, stop)
+        indptr, indices, data, y = self._read_raw(start, stop)
+        X = sp.csr_matrix((data, indices, indptr), shape=(stop - start, self.d))
         token = (self.url, k, self._meta.block_checksums[k])
         if verify == "once" and token in _VERIFIED_BLOCKS:
             return X, y
-        if _block_checksum(X.indptr, X.indices, X.data, y) != self._meta.block_checksums[k]:
+        # the checksum covers the arrays as stored (scipy may change index dtypes)
+        if _block_checksum(indptr, indices, data, y) != self._meta.block_checksums[k]:
             raise StoreError(
                 f"block {k} of {self.url} (rows {start}..{stop - 1}) does not match its checksum: "
                 "the store was modified or a chunk is missing. Convert the data again."

@@ -24,6 +24,7 @@ import scipy.sparse as sp
 __all__ = [
     "sigma2_upper_bound_column_nnz",
     "sigma2_power",
+    "sigma2_power_iteration",
     "beta_standard",
     "v_sparse_standard",
     "beta_distributed",
@@ -56,34 +57,41 @@ def sigma2_upper_bound_column_nnz(X):
     return min(1.0, max(1, int(omega.max(initial=0))) / n)
 
 
-def sigma2_power(X, *, max_iter=300, rtol=1e-7, seed=0):
-    """``sigma^2`` by power iteration on ``X~^T X~ / n`` with a safety margin.
+def sigma2_power_iteration(gram_matvec, d, n, column_bound, *, max_iter=300, rtol=1e-7, seed=0):
+    """``sigma^2`` by power iteration on ``A = X~^T X~`` given ``v -> A v``, with the safety margin.
 
-    ``X~`` has the rows of X scaled to unit norm (zero rows contribute
-    nothing).  Returns ``min(margin * estimate, column-nnz bound, 1)``, never
-    below ``1/n``; see ``SIGMA2_SAFETY_MARGIN``.
+    ``X~`` has the rows of X scaled to unit norm.  Returns
+    ``min(margin * lambda_est / n, column_bound, 1)``, never below ``1/n``;
+    see ``SIGMA2_SAFETY_MARGIN``.  ``gram_matvec`` may be a distributed
+    reduction (the Dask engine passes one).
     """
-    Xn, n_nonzero = _row_normalised(X)
-    n, d = Xn.shape
-    if n_nonzero == 0:
-        return 1.0 / n
     rng = np.random.default_rng(seed)
     v = np.ones(d) + 0.1 * rng.standard_normal(d)
     v /= np.linalg.norm(v)
     estimate = 0.0
     for _ in range(max_iter):
-        Av = Xn.T @ (Xn @ v)
+        Av = gram_matvec(v)
         new_estimate = float(v @ Av)
         norm = np.linalg.norm(Av)
         if norm == 0.0:
             break
         v = Av / norm
-        if abs(new_estimate - estimate) <= rtol * new_estimate:
-            estimate = new_estimate
-            break
+        done = abs(new_estimate - estimate) <= rtol * new_estimate
         estimate = new_estimate
+        if done:
+            break
     sigma2 = SIGMA2_SAFETY_MARGIN * estimate / n
-    return float(max(1.0 / n, min(sigma2, sigma2_upper_bound_column_nnz(X), 1.0)))
+    return float(max(1.0 / n, min(sigma2, column_bound, 1.0)))
+
+
+def sigma2_power(X, *, max_iter=300, rtol=1e-7, seed=0):
+    """``sigma^2`` of an in-memory matrix (see :func:`sigma2_power_iteration`)."""
+    Xn, n_nonzero = _row_normalised(X)
+    n, d = Xn.shape
+    if n_nonzero == 0:
+        return 1.0 / n
+    return sigma2_power_iteration(lambda v: Xn.T @ (Xn @ v), d, n, sigma2_upper_bound_column_nnz(X),
+                                  max_iter=max_iter, rtol=rtol, seed=seed)
 
 
 def beta_standard(n, batch_size, sigma2):
