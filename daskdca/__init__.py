@@ -4,14 +4,17 @@ Solves ``min_w P(w) = 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2`` and certifies
 the answer with the duality gap ``P(w) - D(alpha)``.
 """
 
+from daskdca import datasets
 from daskdca.api import LinearModel, fit
 from daskdca.losses import Hinge, Logistic, Loss, SmoothedHinge, Squared, SquaredHinge
 from daskdca.rounds import HistoryRecord
 from daskdca.solvers import SDCA, CoCoAPlus, MinibatchSDCA, SDCAState
+from daskdca.store import CSRStore, StoreError, convert_svmlight, open_store, rewrite_store, write_store
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "CSRStore",
     "CoCoAPlus",
     "Hinge",
     "HistoryRecord",
@@ -24,5 +27,11 @@ __all__ = [
     "SmoothedHinge",
     "Squared",
     "SquaredHinge",
+    "StoreError",
+    "convert_svmlight",
+    "datasets",
     "fit",
+    "open_store",
+    "rewrite_store",
+    "write_store",
 ]

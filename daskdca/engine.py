@@ -41,7 +41,7 @@ from daskdca.kernels import eso
 from daskdca.kernels.sampling import minibatch_indices, permutation_order
 from daskdca.kernels.sdca import minibatch_sdca, objective_sums
 from daskdca.rounds import HistoryRecord
-from daskdca.solvers import CoCoAPlus, MinibatchSDCA, cocoa_local_update
+from daskdca.solvers import CoCoAPlus, cocoa_local_update
 from daskdca.store import CSRStore
 
 logger = logging.getLogger("daskdca")

@@ -35,7 +35,6 @@ import os
 import uuid
 import zlib
 from dataclasses import dataclass
-from typing import Iterable, Iterator
 
 import numpy as np
 import scipy.sparse as sp

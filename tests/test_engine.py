@@ -1,7 +1,6 @@
 """The Dask engine on LocalCluster: optimum, determinism, faults, resume, out of core."""
 
 import os
-import threading
 
 import numpy as np
 import pytest
@@ -10,7 +9,7 @@ from sklearn.exceptions import ConvergenceWarning
 distributed = pytest.importorskip("distributed")
 
 import daskdca  # noqa: E402
-from daskdca.store import StoreError, convert_svmlight, open_store, write_store  # noqa: E402
+from daskdca.store import StoreError, convert_svmlight, write_store  # noqa: E402
 
 from conftest import DATA_DIR, load_dataset  # noqa: E402
 

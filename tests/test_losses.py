@@ -154,7 +154,7 @@ def test_conjugate_is_the_fenchel_conjugate(loss):
     for i in range(len(y)):
         u = -alpha[i]
         res = scipy.optimize.minimize_scalar(
-            lambda z: -(z * u - ref.loss_value(loss.name, y[i], z, _gamma(loss))),
+            lambda z, u=u, yi=y[i]: -(z * u - ref.loss_value(loss.name, yi, z, _gamma(loss))),
             bounds=(-60.0, 60.0), method="bounded", options={"xatol": 1e-12})
         numeric = -res.fun
         # hinge-type conjugates at interior points are attained at finite z

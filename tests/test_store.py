@@ -193,6 +193,14 @@ def test_anndata_opens_the_store(tmp_path):
     _assert_same_csr(backed[100:200], X[100:200])
 
 
+def test_public_names():
+    import daskdca
+
+    assert daskdca.open_store is open_store
+    assert daskdca.convert_svmlight is convert_svmlight and daskdca.write_store is write_store
+    assert daskdca.datasets.make_classification is datasets.make_classification
+
+
 def test_handle_pickles_cheaply_and_reads_on_the_other_side(tmp_path):
     X, y = load_svmlight_file(str(_shared("heart_scale")), n_features=13)
     store = write_store(tmp_path / "h.zarr", X, y, block_rows=64)
