@@ -577,32 +577,31 @@ def _run(client, store, sources, params, signature, ckpt, own_checkpoint, tol, m
             alphas, w, total_f, wsq_f = futures[:K], futures[K], futures[K + 1], futures[K + 2]
             loss_sum, conj_sum, steps = total_f.result()
             reg = 0.5 * params.lam_n / n * wsq_f.result()
-            # the scalars are those of the round's start: the gap of round rnd - 1
+            # the scalars are those of the round's start, i.e. of the state
+            # after `measured` rounds; round 0 measures the starting point
+            measured, measured_epochs = rnd, n_epochs
             primal, dual = loss_sum / n + reg, -conj_sum / n - reg
-            if rnd > 0:  # round 0 measures the starting point
-                record = HistoryRecord(rnd, n_epochs, time.perf_counter() - t0, primal, dual, primal - dual)
+            rnd += 1
+            n_epochs += steps / n
+            if measured > 0:
+                record = HistoryRecord(measured, measured_epochs, time.perf_counter() - t0, primal, dual,
+                                       primal - dual)
                 history.append(record)
                 _report(record, verbose, bar)
                 if callback is not None and callback(record, None) is True:
-                    rnd += 1
-                    n_epochs += steps / n
                     break
                 if primal - dual <= tol * abs(primal):
                     # certify the newest state (after this round), from alpha alone
-                    cert = _certify(client, store, sources, params, alphas, run, rnd)
-                    if cert[2] - cert[3] <= tol * abs(cert[2]):
-                        rnd += 1
-                        n_epochs += steps / n
+                    w_final, primal, dual = _certify(client, store, sources, params, alphas, run, rnd)
+                    if primal - dual <= tol * abs(primal):
                         converged = True
-                        w_final, alpha_final, primal, dual = cert
                         break
-            rnd += 1
-            n_epochs += steps / n
             if checkpoint_every and rnd % checkpoint_every == 0:
                 alphas, w = _checkpoint(client, ckpt, alphas, w, rnd, n_epochs, history, signature, run)
         if not converged:
-            w_final, alpha_final, primal, dual = _certify(client, store, sources, params, alphas, run, rnd)
+            w_final, primal, dual = _certify(client, store, sources, params, alphas, run, rnd)
             converged = primal - dual <= tol * abs(primal)
+        alpha_final = np.concatenate(client.gather(alphas))  # alpha leaves the workers once, here
     finally:
         if bar is not None:
             bar.close()
@@ -626,10 +625,9 @@ def _certify(client, store, sources, params, alphas, run, rnd):
     loss_sum, conj_sum = client.compute(_tree_sum(sums, f"{name}-objsum", combine=_sum_tuples),
                                         optimize_graph=False).result()
     w = w_fut.result()
-    alpha = np.concatenate(client.gather(alphas))
     n = store.n
     reg = 0.5 * params.lam_n / n * float(w @ w)
-    return w, alpha, loss_sum / n + reg, -conj_sum / n - reg
+    return w, loss_sum / n + reg, -conj_sum / n - reg
 
 
 def _checkpoint(client, ckpt, alphas, w, rnd, n_epochs, history, signature, run):

@@ -6,7 +6,7 @@ API layer does) and it knows nothing of Dask.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
@@ -46,10 +46,11 @@ class Problem:
     loss: Loss
     lam: float
     partition_offsets: np.ndarray
+    sqnorm: np.ndarray = field(init=False)  # ||x_i||^2, derived from X
 
     def __post_init__(self):
         sqnorm = np.asarray(self.X.multiply(self.X).sum(axis=1), dtype=np.float64).ravel()
-        object.__setattr__(self, "sqnorm", sqnorm)
+        object.__setattr__(self, "sqnorm", sqnorm)  # frozen dataclass: set once here
 
     @property
     def n(self) -> int:
