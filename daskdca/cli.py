@@ -50,6 +50,15 @@ def _positive_float(text):
     return value
 
 
+def _add_store_options(parser):
+    """Options shared by the subcommands that write a store."""
+    parser.add_argument("--block-rows", type=int, default=DEFAULT_BLOCK_ROWS,
+                        help=f"rows per block, i.e. per partition (default: {DEFAULT_BLOCK_ROWS})")
+    parser.add_argument("--float32", action="store_true", help="store values as float32")
+    parser.add_argument("--compression", default="zstd", help="'zstd' (level 3), 'zstd:LEVEL' or 'none'")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
 def build_parser():
     parser = argparse.ArgumentParser(
         prog="daskdca",
@@ -99,17 +108,13 @@ def build_parser():
                    help="number of features (default: the largest index in the file)")
     c.add_argument("--zero-based", choices=["auto", "true", "false"], default="auto",
                    help="index base, as scikit-learn's loader: 'auto' is one-based unless an index 0 occurs")
-    c.add_argument("--block-rows", type=int, default=DEFAULT_BLOCK_ROWS,
-                   help=f"rows per block, i.e. per partition (default: {DEFAULT_BLOCK_ROWS})")
     c.add_argument("--chunk-mb", type=float, default=DEFAULT_CHUNK_BYTES / 2**20,
                    help="text parsed per call, in MiB (default: %(default)s)")
     c.add_argument("--shuffle", action="store_true", help="shuffle rows uniformly (seeded, out of core)")
     c.add_argument("--seed", type=int, default=0, help="seed of --shuffle (default: 0)")
     c.add_argument("--renumber-features", action="store_true",
                    help="number features by decreasing frequency (the permutation is stored)")
-    c.add_argument("--float32", action="store_true", help="store values as float32")
-    c.add_argument("--compression", default="zstd", help="'zstd' (level 3), 'zstd:LEVEL' or 'none'")
-    c.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_store_options(c)
 
     m = sub.add_parser(
         "make-data",
@@ -131,10 +136,7 @@ def build_parser():
     m.add_argument("--label-noise", type=float, default=0.05, help="flipped labels (classification)")
     m.add_argument("--noise", type=float, default=0.1, help="target noise std (regression)")
     m.add_argument("--seed", type=int, default=0, help="seed (default: 0)")
-    m.add_argument("--block-rows", type=int, default=DEFAULT_BLOCK_ROWS, help="rows per block")
-    m.add_argument("--float32", action="store_true", help="store values as float32")
-    m.add_argument("--compression", default="zstd", help="'zstd' (level 3), 'zstd:LEVEL' or 'none'")
-    m.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_store_options(m)
     return parser
 
 
