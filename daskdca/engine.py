@@ -177,10 +177,14 @@ def partition_round(source, alpha, w, round_index, k, params: _Params):
     Returns ``(alpha_k', delta_w_k, (loss_sum, conj_sum, n_steps))``.  The
     sums are taken at the round's start (``w``, ``alpha_k``), which gives the
     previous round's duality gap without another pass over the data.
-    CoCoA+ visits the partition's blocks in a seeded random order (stream
-    ``(random_state, round, k)``) and each block's rows from its own stream,
-    carrying ``u = w + sigma' delta_w`` across blocks; the iterates are the
-    same whether the partition is in memory or read block by block.
+    CoCoA+ on a partition held in memory draws one permutation of all its
+    rows from the stream ``(random_state, round, k)``, as the in-process
+    solver does, so a cluster fit repeats an in-process fit with the same
+    partitions.  Out of core it visits the partition's blocks in a seeded
+    random order and each block's rows from its own stream, carrying
+    ``u = w + sigma' delta_w`` across blocks; that converges more slowly when
+    a partition has several blocks (see the comment below).  Mini-batch SDCA
+    draws the same rows either way.
     """
     loss = params.loss
     alpha = alpha.copy()
@@ -188,7 +192,24 @@ def partition_round(source, alpha, w, round_index, k, params: _Params):
     n_steps = 0
     delta_w = np.zeros_like(w)
     nb = _n_blocks(source)
-    if isinstance(params.solver, CoCoAPlus):
+    if isinstance(params.solver, CoCoAPlus) and isinstance(source, Block):
+        # Held in memory: one permutation over all the partition's rows, stream
+        # (random_state, round, k), exactly as the in-process CoCoAPlus does.
+        # Sweeping block after block instead converges far slower: a9a, logistic,
+        # lam 1e-3, one partition of 2 blocks: relative gap 5e-4 after 6 epochs
+        # against 2e-8 with one permutation (benchmarks/RESULTS.md, engine section).
+        s = params.solver
+        n_rows = _rows(source)
+        loss_sum, conj_sum = objective_sums(source.indptr, source.indices, source.data, source.y, alpha, w, 0,
+                                            n_rows, int(loss.kind), loss.param)
+        n_steps = cocoa_local_update(
+            source.indptr, source.indices, source.data, source.y, source.sqnorm, alpha, w.copy(), delta_w, 0,
+            n_rows, loss=loss, lam_n=params.lam_n, sigma_prime=params.sigma_prime, sampling=s.sampling,
+            shrinking=s.shrinking, local_iters=s.local_iters, random_state=params.random_state,
+            round_index=round_index, partition=k)
+    elif isinstance(params.solver, CoCoAPlus):
+        # Out of core a block is read when its turn comes, so the round sweeps
+        # whole blocks in a seeded random order, each with its own permutation.
         s = params.solver
         u = w.copy()
         block_order = permutation_order(params.random_state, round_index, k, nb, nb, 0)
@@ -200,7 +221,8 @@ def partition_round(source, alpha, w, round_index, k, params: _Params):
                 blk.indptr, blk.indices, blk.data, blk.y, blk.sqnorm, a, u, delta_w, lo, hi, loss=loss,
                 lam_n=params.lam_n, sigma_prime=params.sigma_prime, sampling=s.sampling, shrinking=s.shrinking,
                 local_iters=s.local_iters, random_state=params.random_state, round_index=round_index,
-                partition=_block_stream(k, int(j)))
+                # a one-block partition uses the partition's stream, as in memory
+                partition=k if nb == 1 else _block_stream(k, int(j)))
     else:
         # (C, b)-distributed sampling: tau rows of this partition from its own
         # stream (seed 000 §3); every margin reads the round's w (Algorithm 1),

@@ -58,12 +58,19 @@ def test_minibatch_sdca_on_cluster_reaches_the_optimum(client, tmp_path_factory,
     assert abs(m.primal_ - p_star) <= 1e-6 * p_star
 
 
-@pytest.mark.parametrize("solver, loss, batch_size", [("cocoa+", "hinge", None), ("minibatch_sdca", "logistic", 100)])
-def test_out_of_core_gives_the_in_memory_bits(client, tmp_path_factory, solver, loss, batch_size):
-    """Partitions of 3 blocks each: read block by block every round, or held in memory."""
+@pytest.mark.parametrize("solver, loss, batch_size, n_partitions", [
+    ("cocoa+", "hinge", None, 6), ("minibatch_sdca", "logistic", 100, 2)])
+def test_out_of_core_gives_the_in_memory_bits(client, tmp_path_factory, solver, loss, batch_size, n_partitions):
+    """Read block by block every round, or held in memory.
+
+    Mini-batch SDCA draws the same rows either way (partitions of 3 blocks
+    here).  CoCoA+ sweeps a partition held in memory with one permutation and
+    one read block by block a block at a time, so the two agree bit for bit
+    when each partition is one block.
+    """
     store = _store(tmp_path_factory, "rcv1_1k", 167)  # 6 blocks
-    kwargs = dict(loss=loss, lam=1e-3, solver=solver, batch_size=batch_size, n_partitions=2, tol=1e-5,
-                  max_rounds=400, client=client)
+    kwargs = dict(loss=loss, lam=1e-3, solver=solver, batch_size=batch_size, n_partitions=n_partitions,
+                  tol=1e-5, max_rounds=400, client=client)
     held = daskdca.fit(store, in_memory=True, **kwargs)
     streamed = daskdca.fit(store, in_memory=False, **kwargs)
     assert held.n_rounds_ == streamed.n_rounds_
@@ -72,6 +79,26 @@ def test_out_of_core_gives_the_in_memory_bits(client, tmp_path_factory, solver, 
     assert held.converged_
     p_star = _in_memory_optimum("rcv1_1k", loss, 1e-3)
     assert abs(held.primal_ - p_star) <= 1e-5 * p_star
+
+
+@pytest.mark.parametrize("loss", ["hinge", "logistic"])
+def test_cocoa_plus_in_memory_on_cluster_repeats_the_in_process_solver(client, tmp_path_factory, loss):
+    """Two partitions of 3 blocks each give the in-process CoCoA+ iterates, bit for bit.
+
+    A regression test: the engine once swept such partitions block after block,
+    which took 30 rounds and more where the in-process solver takes 7.
+    """
+    store = _store(tmp_path_factory, "reuters", 1295)  # 6 blocks, partitions of 3885 rows
+    X, y = load_dataset("reuters")
+    kwargs = dict(loss=loss, lam=1e-4, solver="cocoa+", n_partitions=2, tol=1e-12, max_rounds=5, random_state=3)
+    with pytest.warns(ConvergenceWarning):
+        local = daskdca.fit(X, y, **kwargs)
+    with pytest.warns(ConvergenceWarning):
+        remote = daskdca.fit(store, client=client, in_memory=True, **kwargs)
+    np.testing.assert_array_equal(remote.dual_coef_, local.dual_coef_)
+    # the gap sums are added per partition on the cluster, so they agree to rounding only
+    np.testing.assert_allclose([r.primal for r in remote.history_],
+                               [r.primal for r in local.history_[:len(remote.history_)]], rtol=1e-12)
 
 
 def test_cluster_runs_are_bit_identical(client, tmp_path_factory):
