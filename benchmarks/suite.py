@@ -42,10 +42,13 @@ machine hits all of them alike):
   standardises X, which changes the problem).  Logistic only, and only where
   the dense copy is at most ``--dense-limit`` MB.
 * ``daskdca-<solver>``: ``daskdca.fit`` in memory (sdca, minibatch_sdca,
-  cocoa+); ``daskdca-<solver>@<k>w``: on a LocalCluster with k = 1 or 2 worker
-  processes (one thread each), from a zarr store on local disk with
-  ``in_memory=True``.  Cluster start-up is not timed; everything inside
-  ``fit`` is.
+  cocoa+ on its default 2 partitions); ``daskdca-cocoa+@<k>w``: on a
+  LocalCluster with k = 1 or 2 worker processes (one thread each, k
+  partitions), from a zarr store of 2 blocks on local disk with
+  ``in_memory=True``; ``daskdca-minibatch_sdca@2w`` likewise on 2 workers (it
+  runs one mini-batch per round, so on one worker it would be the same
+  algorithm at half the speed).  Cluster start-up is not timed; everything
+  inside ``fit`` is.
 
 Peers that stop on their own tolerance run a ladder (tolerances 1e-1 .. 1e-9,
 or epochs / iterations doubling) and a suboptimality counts at the first rung

@@ -88,6 +88,10 @@ class Problem:
             indptr, indices, data, self.y, alpha, w, 0, self.n,
             int(self.loss.kind), self.loss.param,
         )
+        return self.objectives_from_sums(loss_sum, conj_sum, w)
+
+    def objectives_from_sums(self, loss_sum, conj_sum, w):
+        """``(P(w), D(alpha))`` from the two sums of :func:`~daskdca.kernels.sdca.objective_sums`."""
         reg = 0.5 * self.lam * float(w @ w)
         return loss_sum / self.n + reg, -conj_sum / self.n - reg
 

@@ -67,12 +67,16 @@ def run_rounds(
     start = time.perf_counter()
     converged = False
     stop_requested = False
+    measure = getattr(solver, "measure", None)
     for _ in range(max_rounds):
         state = solver.update(problem, state)
-        primal, dual = problem.objectives(state.w, state.alpha)
+        if measure is not None:
+            primal, dual, state = measure(problem, state)
+        else:
+            primal, dual = problem.objectives(state.w, state.alpha)
         if _reached(primal, dual, tol):
             w, primal, dual = problem.certified_objectives(state.alpha)
-            state = state._replace(w=w)
+            state = _with_w(state, w)
             converged = _reached(primal, dual, tol)
         record = HistoryRecord(state.round, state.n_epochs, time.perf_counter() - start,
                                primal, dual, primal - dual)
@@ -84,9 +88,16 @@ def run_rounds(
             break
     if not converged:
         w, primal, dual = problem.certified_objectives(state.alpha)
-        state = state._replace(w=w)
+        state = _with_w(state, w)
         converged = _reached(primal, dual, tol)
     return RunResult(state, history, converged, primal, dual, primal - dual)
+
+
+def _with_w(state, w):
+    """``state`` with ``w`` rebuilt from alpha; rows found at the old ``w`` are dropped."""
+    if getattr(state, "movable", None) is not None:
+        state = state._replace(movable=None)
+    return state._replace(w=w)
 
 
 def _report(record, verbose):

@@ -26,7 +26,7 @@ import numpy as np
 
 from daskdca.kernels import eso
 from daskdca.kernels.sampling import iid_order, minibatch_schedule, permutation_order
-from daskdca.kernels.sdca import local_sdca, minibatch_sdca, movable_rows
+from daskdca.kernels.sdca import local_sdca, minibatch_sdca, movable_rows, objective_sums_movable
 from daskdca.problem import Problem
 
 __all__ = [
@@ -57,6 +57,11 @@ class SDCAState(NamedTuple):
         Coordinate steps taken divided by n (evaluation passes not counted).
     random_state : int
         Root of every random stream ``(random_state, round, partition)``.
+    movable : ndarray or None
+        Rows whose dual step at this ``(w, alpha)`` is non-zero, when the
+        round loop's gap pass found them (:meth:`SDCA.measure`); the next
+        round's shrinking uses them instead of a pass of its own.  None when
+        not known.
     """
 
     w: np.ndarray
@@ -64,6 +69,7 @@ class SDCAState(NamedTuple):
     round: int
     n_epochs: float
     random_state: int
+    movable: np.ndarray | None = None
 
 
 class MinibatchSDCAState(NamedTuple):
@@ -102,6 +108,11 @@ class Solver(Protocol):
 
     def update(self, problem: Problem, state): ...
 
+    # Optional: ``measure(problem, state) -> (primal, dual, state)``, the
+    # objectives of ``state`` plus whatever the next ``update`` can reuse from
+    # the same pass (:meth:`SDCA.measure`); without it the round loop calls
+    # ``problem.objectives``.
+
 
 def _check_common(local_iters, sampling, shrinking):
     if isinstance(local_iters, bool) or not (
@@ -139,20 +150,24 @@ def _n_steps(local_iters, n_rows):
 
 
 def round_order(indptr, indices, data, y, sqnorm, alpha, w, row_start, row_end, *, loss, lam_n, sigma,
-                sampling, shrinking, local_iters, random_state, round_index, partition):
+                sampling, shrinking, local_iters, random_state, round_index, partition, movable=None):
     """Rows visited by one round's sequential steps on rows ``[row_start, row_end)``.
 
     ``local_iters * n_k`` steps drawn from those rows, or, with shrinking (and
     a loss with active bounds), from those of them whose step at ``w`` is
     non-zero (:func:`daskdca.kernels.sdca.movable_rows`).  The draws come
-    from the stream ``(random_state, round_index, partition)``.
+    from the stream ``(random_state, round_index, partition)``.  ``movable``:
+    those rows when a pass at the same ``(w, alpha)`` already found them.
     """
     n_steps = _n_steps(local_iters, row_end - row_start)
     draw = permutation_order if sampling == "permutation" else iid_order
     if not (shrinking and loss.has_active_bounds):
         return draw(random_state, round_index, partition, row_end - row_start, n_steps, row_start)
-    rows = movable_rows(indptr, indices, data, y, sqnorm, alpha, w, row_start, row_end,
-                        int(loss.kind), loss.param, lam_n, sigma)
+    if movable is not None:
+        rows = movable
+    else:
+        rows = movable_rows(indptr, indices, data, y, sqnorm, alpha, w, row_start, row_end,
+                            int(loss.kind), loss.param, lam_n, sigma)
     if rows.size == 0:
         return rows
     return rows[draw(random_state, round_index, partition, rows.size, n_steps, 0)]
@@ -224,11 +239,31 @@ class SDCA:
         order = round_order(indptr, indices, data, problem.y, problem.sqnorm, alpha, w, 0, problem.n,
                             loss=problem.loss, lam_n=problem.lam_n, sigma=1.0, sampling=self.sampling,
                             shrinking=self.shrinking, local_iters=self.local_iters,
-                            random_state=state.random_state, round_index=state.round, partition=0)
+                            random_state=state.random_state, round_index=state.round, partition=0,
+                            movable=state.movable)
         local_sdca(indptr, indices, data, problem.y, problem.sqnorm, alpha, w, np.empty(0), order,
                    int(problem.loss.kind), problem.loss.param, problem.lam_n, 1.0, False)
         return state._replace(w=w, alpha=alpha, round=state.round + 1,
-                              n_epochs=state.n_epochs + order.shape[0] / problem.n)
+                              n_epochs=state.n_epochs + order.shape[0] / problem.n, movable=None)
+
+    def measure(self, problem, state):
+        """``(P(w), D(alpha), state)``; with shrinking, the same pass finds the next round's rows.
+
+        The gap sums and the shrinking test both need every margin
+        ``x_i.w`` of this state, so one pass gives both
+        (:func:`~daskdca.kernels.sdca.objective_sums_movable`) and the state
+        carries the rows to the next :meth:`update`, which then takes two
+        passes over the data instead of three.  The rows are the ones
+        :meth:`update` would find itself, so the iterates do not change.
+        """
+        if not (self.shrinking and problem.loss.has_active_bounds):
+            return (*problem.objectives(state.w, state.alpha), state)
+        indptr, indices, data = problem.csr_arrays
+        loss_sum, conj_sum, rows = objective_sums_movable(
+            indptr, indices, data, problem.y, problem.sqnorm, state.alpha, state.w, 0, problem.n,
+            int(problem.loss.kind), problem.loss.param, problem.lam_n, 1.0)
+        primal, dual = problem.objectives_from_sums(loss_sum, conj_sum, state.w)
+        return primal, dual, state._replace(movable=rows)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,13 @@ from daskdca.kernels.sampling import (
     minibatch_schedule,
     permutation_order,
 )
-from daskdca.kernels.sdca import local_sdca, minibatch_sdca, movable_rows, objective_sums
+from daskdca.kernels.sdca import (
+    local_sdca,
+    minibatch_sdca,
+    movable_rows,
+    objective_sums,
+    objective_sums_movable,
+)
 from daskdca.losses import get_loss
 
 import reference_kernels as ref
@@ -131,6 +137,26 @@ def test_movable_rows_are_exactly_the_rows_whose_step_is_nonzero(loss_name):
                 if ref.dual_update(loss_name, y[i], alpha[i], sqnorm[i] / lam_n, margins[i]) != alpha[i]]
     assert 0 < len(expected) < 200  # after 5 passes some rows are pinned at a bound
     np.testing.assert_array_equal(rows, expected)
+
+
+@pytest.mark.parametrize("loss_name", LOSS_NAMES)
+def test_objective_sums_movable_is_the_two_kernels_in_one_pass(loss_name):
+    X, y = _problem("a9a", loss_name)
+    loss = get_loss(loss_name)
+    n, d = X.shape
+    lam_n = 0.01 * n
+    sqnorm = np.asarray(X.multiply(X).sum(axis=1)).ravel()
+    alpha, w = np.zeros(n), np.zeros(d)
+    local_sdca(X.indptr, X.indices, X.data, y, sqnorm, alpha, w, np.empty(0),
+               permutation_order(0, 0, 0, n, 3 * n, 0), int(loss.kind), loss.param, lam_n, 1.0, False)
+    args = (X.indptr, X.indices, X.data, y)
+    loss_sum, conj_sum, rows = objective_sums_movable(*args, sqnorm, alpha, w, 30, 300, int(loss.kind),
+                                                      loss.param, lam_n, 1.0)
+    assert (loss_sum, conj_sum) == objective_sums(*args, alpha, w, 30, 300, int(loss.kind), loss.param)
+    np.testing.assert_array_equal(rows, movable_rows(*args, sqnorm, alpha, w, 30, 300, int(loss.kind),
+                                                     loss.param, lam_n, 1.0))
+    if loss.has_active_bounds:
+        assert 0 < rows.size < 270  # some rows pinned at a bound, some not
 
 
 def test_permutation_order_blocks_are_permutations_and_deterministic():
