@@ -86,7 +86,8 @@ def test_cocoa_plus_in_memory_on_cluster_repeats_the_in_process_solver(client, t
     """Two partitions of 3 blocks each give the in-process CoCoA+ iterates, bit for bit.
 
     A regression test: the engine once swept such partitions block after block,
-    which took 30 rounds and more where the in-process solver takes 7.
+    which took 705 rounds where the in-process solver takes 6 (a9a, logistic,
+    lam 1e-3, one partition of 2 blocks; benchmarks/RESULTS.md).
     """
     store = _store(tmp_path_factory, "reuters", 1295)  # 6 blocks, partitions of 3885 rows
     X, y = load_dataset("reuters")
