@@ -83,7 +83,7 @@ import daskdca
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
-from epoch_throughput import bench_daskdca, bench_liblinear  # noqa: E402
+from epoch_throughput import DATASETS, bench_daskdca, bench_liblinear  # noqa: E402
 from references import lbfgs, liblinear, primal_objective, ridge_closed_form  # noqa: E402
 
 TARGETS = (1e-2, 1e-3, 1e-4, 1e-6)
@@ -91,13 +91,8 @@ TOL_LADDER = tuple(10.0 ** -k for k in range(1, 10))
 MARK_BEGIN = "<!-- suite:begin (written by benchmarks/suite.py; edits here are overwritten) -->"
 MARK_END = "<!-- suite:end -->"
 
-REAL = {
-    "a9a": ("a9a.gz", 123),
-    "w8a": ("w8a.gz", 300),
-    "ijcnn1": ("ijcnn1.bz2", 22),
-    "reuters": ("reuters_lasvm.trn.bz2", 8315),
-    "rcv1_1k": ("rcv1_sample1000.svm.gz", 47236),
-}
+# The LIBSVM sets of ../shared/data: name -> (file, n_features)
+REAL = DATASETS
 # Generated sets: (task, n_rows, n_features, nnz_per_row), written with daskdca.datasets.
 GENERATED = {
     "gen100k": ("classification", 100_000, 20_000, 40.0),
