@@ -10,6 +10,8 @@ from daskdca.losses import Hinge, Logistic, Loss, SmoothedHinge, Squared, Square
 from daskdca.rounds import HistoryRecord
 from daskdca.solvers import SDCA, CoCoAPlus, MinibatchSDCA, SDCAState
 from daskdca.store import CSRStore, StoreError, convert_svmlight, open_store, rewrite_store, write_store
+from daskdca import plot
+from daskdca.estimators import SDCAClassifier, SDCARegressor
 
 __version__ = "0.1.0"
 
@@ -23,6 +25,8 @@ __all__ = [
     "Loss",
     "MinibatchSDCA",
     "SDCA",
+    "SDCAClassifier",
+    "SDCARegressor",
     "SDCAState",
     "SmoothedHinge",
     "Squared",
@@ -32,6 +36,7 @@ __all__ = [
     "datasets",
     "fit",
     "open_store",
+    "plot",
     "rewrite_store",
     "write_store",
 ]

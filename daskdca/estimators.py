@@ -1,0 +1,665 @@
+"""scikit-learn estimators on top of :func:`daskdca.fit`.
+
+:class:`SDCAClassifier` and :class:`SDCARegressor` own the parameters and the
+fitted attributes; every optimisation goes through the public
+``daskdca.fit(X, y, loss=..., lam=..., ...)``, one call per binary problem.
+``C`` has LIBLINEAR's meaning, ``lam = 1 / (C n)``, so grids written for
+:class:`~sklearn.svm.LinearSVC` and :class:`~sklearn.linear_model.LogisticRegression`
+carry over unchanged.
+"""
+
+from __future__ import annotations
+
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.special import expit
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context, clone
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils.extmath import safe_sparse_dot
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+import daskdca
+
+__all__ = ["SDCAClassifier", "SDCARegressor"]
+
+_SOLVERS = ("sdca", "minibatch_sdca", "cocoa+")
+
+# daskdca.fit warns on its own when it runs out of rounds; the estimators
+# warn once per fit instead, in terms of max_iter and the gap per class.
+_FIT_WARNING = r"daskdca\.fit reached max_rounds"
+
+
+def _seed(random_state):
+    """The integer seed (or None) that ``daskdca.fit`` takes, from sklearn's ``random_state``."""
+    if random_state is None or isinstance(random_state, Integral):
+        return random_state
+    # a RandomState instance: draw one seed from it, as sklearn's estimators do
+    return int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
+
+
+def _canonical(X):
+    """CSR with sorted, duplicate-free indices, without touching the caller's matrix.
+
+    ``daskdca.fit`` sorts the indices of a CSR matrix in place; the estimators
+    hand it a canonical matrix so the user's X is never modified, and convert
+    dense X once rather than once per binary problem.
+    """
+    if sp.issparse(X):
+        X = sp.csr_matrix(X)
+        if not X.has_canonical_format:
+            X = X.copy()
+            X.sum_duplicates()
+        return X
+    return sp.csr_matrix(X)
+
+
+def _relative_gap(gap, primal):
+    return np.asarray(gap, dtype=np.float64) / np.maximum(np.abs(np.asarray(primal, dtype=np.float64)), 1e-300)
+
+
+class _SDCAMixin:
+    """What both estimators share: parameters, the call to ``daskdca.fit``, pickling."""
+
+    _common_constraints: dict = {
+        "C": [Interval(Real, 0, None, closed="neither")],
+        "solver": [StrOptions(set(_SOLVERS)), None],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "fit_intercept": ["boolean"],
+        "intercept_scaling": [Interval(Real, 0, None, closed="neither")],
+        "random_state": ["random_state"],
+        "warm_start": ["boolean"],
+        "n_partitions": [Interval(Integral, 1, None, closed="left"), None],
+        "client": [None, HasMethods(["submit", "scheduler_info"])],
+        "verbose": ["verbose"],
+        "keep_dual": ["boolean"],
+    }
+
+    def _reject_unsupported(self):
+        name = type(self).__name__
+        if self.fit_intercept:
+            raise ValueError(
+                f"{name}(fit_intercept=True) is not supported yet: daskdca.fit has no intercept. "
+                "Use fit_intercept=False and add a constant column to X yourself (e.g. "
+                "np.hstack([X, np.full((n, 1), intercept_scaling)])), which is LIBLINEAR's "
+                "regularised intercept."
+            )
+        if self.warm_start:
+            raise ValueError(
+                f"{name}(warm_start=True) is not supported yet: daskdca.fit cannot start from "
+                "given dual variables. Use warm_start=False (every fit starts from alpha = 0)."
+            )
+
+    def _dca_fit(self, X, y, loss, lam, seed):
+        """One ``daskdca.fit`` call with this estimator's parameters (the fit's own warning muted)."""
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=_FIT_WARNING, category=ConvergenceWarning)
+            return daskdca.fit(
+                X, y, loss=loss, lam=lam, solver=self.solver, tol=self.tol, max_rounds=self.max_iter,
+                n_partitions=self.n_partitions, random_state=seed, client=self.client,
+                verbose=int(self.verbose),
+            )
+
+    def _warn_unconverged(self, labels):
+        """One ConvergenceWarning naming the gap reached and the tol asked, per unfinished problem."""
+        converged = np.atleast_1d(self.converged_)
+        if converged.all():
+            return
+        rel = np.atleast_1d(_relative_gap(self.gap_, self.primal_))
+        parts = [f"{label}: {r:.3e}" for label, r, ok in zip(labels, rel, converged) if not ok]
+        warnings.warn(
+            f"{type(self).__name__} reached max_iter={self.max_iter} rounds before the relative "
+            f"duality gap fell to tol={self.tol:g} ({'; '.join(parts)}); increase max_iter or tol.",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+
+    def _validate_X_predict(self, X):
+        check_is_fitted(self)
+        return validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32], reset=False)
+
+    def history_frame(self):
+        """``history_`` as a pandas DataFrame (needs pandas); see :func:`daskdca.plot.history_frame`."""
+        from daskdca.plot import history_frame
+
+        return history_frame(self)
+
+    def __sklearn_clone__(self):
+        # A distributed.Client is a connection, not a parameter value: it
+        # cannot be deep-copied, so a clone (GridSearchCV, cross_validate)
+        # shares it and copies everything else.
+        if self.client is None:
+            return super().__sklearn_clone__()
+        params = self.get_params(deep=False)
+        client = params.pop("client")
+        return type(self)(**{k: clone(v, safe=False) for k, v in params.items()}, client=client)
+
+    def __getstate__(self):
+        if self.client is not None:
+            raise TypeError(
+                f"This {type(self).__name__} holds client={self.client!r}, which cannot be pickled; call "
+                "set_params(client=None) before pickling (the fitted model does not need the client)."
+            )
+        return super().__getstate__()
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
+def _check_logistic(estimator):
+    if estimator.loss != "logistic":
+        raise AttributeError(
+            f"predict_proba and predict_log_proba need loss='logistic'; this SDCAClassifier has "
+            f"loss={estimator.loss!r}, whose decision_function is not a log-odds."
+        )
+    return True
+
+
+class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
+    """Linear classifier trained by stochastic dual coordinate ascent, with a duality-gap certificate.
+
+    For labels ``y_i`` in {-1, +1} it solves
+
+    ``min_w  P(w) = 1/n sum_i phi(y_i x_i.w) + lam/2 ||w||^2``  with  ``lam = 1 / (C n)``,
+
+    which is LIBLINEAR's ``min_w 1/2 ||w||^2 + C sum_i phi(y_i x_i.w)`` divided
+    by ``C n``: ``C`` means what it means in :class:`~sklearn.svm.LinearSVC`
+    and :class:`~sklearn.linear_model.LogisticRegression`, so their grids carry
+    over.  The dual is ``D(alpha) = -1/n sum_i phi*(-y_i alpha_i) - lam/2
+    ||w(alpha)||^2`` with ``w(alpha) = X^T alpha / (lam n) = C X^T alpha``.
+    Each fit stops when the duality gap, recomputed from the dual variables
+    alone, satisfies ``P - D <= tol * |P|``; ``gap_`` then bounds
+    ``P(coef_) - min P``.
+
+    With two classes, ``classes_[1]`` is the positive class (+1).  With
+    ``K > 2`` classes it fits ``K`` one-vs-rest problems (class ``k`` against
+    the rest, each with the same ``C``, exactly as ``LinearSVC`` does).  For
+    now the ``K`` problems are fitted one after another, each by its own
+    :func:`daskdca.fit` call.
+
+    Parameters
+    ----------
+    loss : {"hinge", "squared_hinge", "smoothed_hinge", "logistic"}, default="hinge"
+        ``phi(a)`` with ``a = y x.w``: ``max(0, 1 - a)``; ``max(0, 1 - a)^2``
+        (LIBLINEAR's L2-loss SVM); the smoothed hinge with ``gamma = 1``
+        (``0`` for ``a >= 1``, ``1/2 - a`` for ``a <= 0``, ``(1 - a)^2 / 2``
+        between); ``log(1 + exp(-a))``.
+    C : float, default=1.0
+        Inverse regularisation strength as in LIBLINEAR: ``lam = 1 / (C n)``
+        with ``n`` the number of training rows.  Must be > 0.
+    solver : {"sdca", "minibatch_sdca", "cocoa+"} or None, default=None
+        Passed to :func:`daskdca.fit`; None means ``"sdca"`` in memory and
+        ``"cocoa+"`` on a cluster.
+    tol : float, default=1e-6
+        Relative duality gap at which each fit stops: ``P - D <= tol * |P|``.
+    max_iter : int, default=1000
+        Maximum number of rounds per binary problem (an SDCA round is one
+        pass over the data); reaching it warns with ``ConvergenceWarning``,
+        naming the gap reached.
+    fit_intercept : bool, default=False
+        Must be False for now: :func:`daskdca.fit` has no intercept, and True
+        raises ``ValueError``.  Add a constant column to X for LIBLINEAR's
+        (regularised) intercept.
+    intercept_scaling : float, default=1.0
+        The value of LIBLINEAR's constant feature; it will take effect with
+        ``fit_intercept=True`` (not supported yet).  Must be > 0.
+    random_state : int, RandomState instance or None, default=0
+        Seed of every random stream of the fit (the same seed for each of the
+        ``K`` problems).  None draws one.
+    warm_start : bool, default=False
+        Must be False for now: :func:`daskdca.fit` cannot start from given
+        dual variables, and True raises ``ValueError``.
+    n_partitions : int or None, default=None
+        Row partitions for ``"cocoa+"`` and ``"minibatch_sdca"``; see
+        :func:`daskdca.fit`.
+    client : distributed.Client or None, default=None
+        Fit on this Dask cluster (X is written to a temporary store per
+        problem).  A clone shares the client; an estimator holding one cannot
+        be pickled (set ``client=None`` first).
+    verbose : int, default=0
+        Print one line per round when > 0.
+    keep_dual : bool, default=False
+        Keep the dual variables as ``dual_coef_``.  They take ``8 n K``
+        bytes, so by default they are dropped and the fitted estimator
+        pickles in ``O(K d)`` bytes.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The sorted class labels.
+    coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
+        ``w`` of each problem: one row for two classes (for ``classes_[1]``),
+        one row per class otherwise.
+    intercept_ : ndarray of shape (1,) or (n_classes,)
+        Zeros (there is no intercept yet).
+    dual_coef_ : ndarray of shape (1, n_samples) or (n_classes, n_samples)
+        Only with ``keep_dual=True``: ``alpha`` of each problem, labels
+        inside the loss (for hinge ``y_i alpha_i`` lies in [0, 1]), with
+        ``coef_[k] = C * X.T @ dual_coef_[k]``.
+    primal_, dual_, gap_ : ndarray of shape (1,) or (n_classes,)
+        ``P(coef_[k])``, ``D(dual_coef_[k])`` and their difference per
+        problem, certified from the dual variables alone; multiply by
+        ``C n`` for LIBLINEAR's objective values.
+    converged_ : ndarray of bool of shape (1,) or (n_classes,)
+        Whether each problem reached ``gap <= tol * |primal|``.
+    n_iter_ : ndarray of int of shape (1,) or (n_classes,)
+        Rounds taken per problem.
+    history_ : list of list of HistoryRecord
+        Per problem, one ``(round, epochs, seconds, primal, dual, gap)``
+        record per gap evaluation; see :func:`daskdca.plot.convergence`.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Only when X has string column names (a DataFrame).
+
+    See Also
+    --------
+    daskdca.fit : the function every fit goes through.
+    sklearn.svm.LinearSVC, sklearn.linear_model.LogisticRegression :
+        the LIBLINEAR models with the same objectives; :meth:`to_sklearn`
+        returns one.
+
+    References
+    ----------
+    Shalev-Shwartz, Zhang, "Stochastic dual coordinate ascent methods for
+    regularized loss minimization", JMLR 2013.  Hsieh et al., "A dual
+    coordinate descent method for large-scale linear SVM", ICML 2008.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from daskdca import SDCAClassifier
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> clf = SDCAClassifier(loss="logistic", C=1.0).fit(X, y)
+    >>> bool(clf.converged_.all()), clf.coef_.shape
+    (True, (1, 30))
+    """
+
+    _parameter_constraints: dict = {
+        "loss": [StrOptions({"hinge", "squared_hinge", "smoothed_hinge", "logistic"})],
+        **_SDCAMixin._common_constraints,
+    }
+
+    def __init__(self, loss="hinge", C=1.0, *, solver=None, tol=1e-6, max_iter=1000, fit_intercept=False,
+                 intercept_scaling=1.0, random_state=0, warm_start=False, n_partitions=None, client=None,
+                 verbose=0, keep_dual=False):
+        self.loss = loss
+        self.C = C
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
+        self.random_state = random_state
+        self.warm_start = warm_start
+        self.n_partitions = n_partitions
+        self.client = client
+        self.verbose = verbose
+        self.keep_dual = keep_dual
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Fit one binary problem (two classes) or one per class (one-vs-rest).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training data; sparse input is used as CSR, float32 stays float32.
+        y : array-like of shape (n_samples,)
+            Class labels, at least two distinct values.
+
+        Returns
+        -------
+        self : SDCAClassifier
+            The fitted estimator.
+        """
+        self._reject_unsupported()
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32])
+        check_classification_targets(y)
+        classes = np.unique(y)
+        if classes.shape[0] < 2:
+            raise ValueError(
+                f"{type(self).__name__} needs samples of at least 2 classes in y, but y contains only "
+                f"one class: {classes[0]!r}."
+            )
+        n = X.shape[0]
+        lam = 1.0 / (self.C * n)
+        X = _canonical(X)
+        seed = _seed(self.random_state)
+        positives = classes[1:] if classes.shape[0] == 2 else classes
+        models = [self._dca_fit(X, np.where(y == label, 1.0, -1.0), self.loss, lam, seed) for label in positives]
+
+        self.classes_ = classes
+        self.coef_ = np.stack([np.asarray(m.coef_, dtype=np.float64) for m in models])
+        self.intercept_ = np.zeros(len(models))
+        self.primal_ = np.array([m.primal_ for m in models], dtype=np.float64)
+        self.dual_ = np.array([m.dual_ for m in models], dtype=np.float64)
+        self.gap_ = np.array([m.gap_ for m in models], dtype=np.float64)
+        self.converged_ = np.array([bool(m.converged_) for m in models])
+        self.n_iter_ = np.array([int(m.n_rounds_) for m in models])
+        self.history_ = [list(m.history_) for m in models]
+        if self.keep_dual:
+            self.dual_coef_ = np.stack([np.asarray(m.dual_coef_, dtype=np.float64) for m in models])
+        elif hasattr(self, "dual_coef_"):
+            del self.dual_coef_  # from an earlier fit with keep_dual=True
+        self._warn_unconverged([f"class {label!r}" for label in positives])
+        return self
+
+    def decision_function(self, X):
+        """Signed scores ``X @ coef_.T``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
+            For two classes, positive scores mean ``classes_[1]``.
+        """
+        X = self._validate_X_predict(X)
+        scores = safe_sparse_dot(X, self.coef_.T, dense_output=True) + self.intercept_
+        return scores.ravel() if scores.shape[1] == 1 else scores
+
+    def predict(self, X):
+        """Class labels: the sign of the score for two classes, its argmax for more.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+        """
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            return self.classes_[(scores > 0).astype(np.intp)]
+        return self.classes_[np.argmax(scores, axis=1)]
+
+    @available_if(_check_logistic)
+    def predict_proba(self, X):
+        """Class probabilities (``loss="logistic"`` only).
+
+        Two classes: ``P(classes_[1]) = 1 / (1 + exp(-score))``.  More: the
+        one-vs-rest probabilities of each class, normalised to sum to one per
+        row, as scikit-learn's one-vs-rest logistic regression does.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+        """
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            positive = expit(scores)
+            return np.column_stack([1.0 - positive, positive])
+        proba = expit(scores)
+        return proba / proba.sum(axis=1, keepdims=True)
+
+    @available_if(_check_logistic)
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba` (``loss="logistic"`` only).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        log_proba : ndarray of shape (n_samples, n_classes)
+        """
+        return np.log(self.predict_proba(X))
+
+    def to_sklearn(self):
+        """The equivalent fitted scikit-learn estimator.
+
+        ``LinearSVC`` for hinge and squared hinge, ``LogisticRegression``
+        (liblinear) for logistic with two classes, and for more classes a
+        ``OneVsRestClassifier`` of binary ``LogisticRegression`` (scikit-learn's
+        own multi-class logistic regression is multinomial, a different
+        model).  The hyperparameters are those that fit the same objective;
+        ``coef_``, ``intercept_`` and ``classes_`` are copied, so predictions
+        are identical.
+
+        Returns
+        -------
+        estimator : LinearSVC, LogisticRegression or OneVsRestClassifier
+
+        Raises
+        ------
+        ValueError
+            For ``loss="smoothed_hinge"``, which no scikit-learn estimator fits.
+        """
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.multiclass import OneVsRestClassifier
+        from sklearn.preprocessing import LabelBinarizer
+        from sklearn.svm import LinearSVC
+
+        check_is_fitted(self)
+        seed = self.random_state if isinstance(self.random_state, Integral) else None
+        if self.loss in ("hinge", "squared_hinge"):
+            est = LinearSVC(loss=self.loss, C=self.C, fit_intercept=False, tol=self.tol, max_iter=self.max_iter,
+                            random_state=seed)
+            est.n_iter_ = int(self.n_iter_.max())
+            return self._copy_fitted(est, self.classes_, self.coef_, self.intercept_)
+        if self.loss != "logistic":
+            raise ValueError(
+                f"No scikit-learn estimator fits loss={self.loss!r}; to_sklearn supports 'hinge', "
+                "'squared_hinge' (LinearSVC) and 'logistic' (LogisticRegression)."
+            )
+
+        def logistic(classes, coef, n_iter):
+            est = LogisticRegression(C=self.C, fit_intercept=False, solver="liblinear", tol=self.tol,
+                                     max_iter=self.max_iter, random_state=seed)
+            est.n_iter_ = np.array([n_iter])
+            return self._copy_fitted(est, classes, coef, np.zeros(1))
+
+        if self.classes_.shape[0] == 2:
+            return logistic(self.classes_, self.coef_, self.n_iter_[0])
+        ovr = OneVsRestClassifier(LogisticRegression(C=self.C, fit_intercept=False, solver="liblinear",
+                                                     tol=self.tol, max_iter=self.max_iter, random_state=seed))
+        ovr.estimators_ = [logistic(np.array([0, 1]), self.coef_[k:k + 1], self.n_iter_[k])
+                           for k in range(self.classes_.shape[0])]
+        ovr.label_binarizer_ = LabelBinarizer(sparse_output=True).fit(self.classes_)
+        ovr.classes_ = ovr.label_binarizer_.classes_
+        self._copy_fitted(ovr, None, None, None)
+        return ovr
+
+    def _copy_fitted(self, est, classes, coef, intercept):
+        if classes is not None:
+            est.classes_ = np.array(classes, copy=True)
+            est.coef_ = np.array(coef, dtype=np.float64, copy=True)
+            est.intercept_ = np.array(intercept, dtype=np.float64, copy=True)
+        est.n_features_in_ = self.n_features_in_
+        if hasattr(self, "feature_names_in_"):
+            est.feature_names_in_ = self.feature_names_in_.copy()
+        return est
+
+
+class SDCARegressor(_SDCAMixin, RegressorMixin, BaseEstimator):
+    """Ridge regression trained by stochastic dual coordinate ascent, with a duality-gap certificate.
+
+    It solves
+
+    ``min_w  P(w) = 1/n sum_i (x_i.w - y_i)^2 / 2 + lam/2 ||w||^2``  with  ``lam = 1 / (C n)``,
+
+    LIBLINEAR's convention for ``C``; it is scikit-learn's
+    :class:`~sklearn.linear_model.Ridge` objective ``||y - X w||^2 + alpha
+    ||w||^2`` with ``alpha = 1 / C``, divided by ``2 n``.  The dual is
+    ``D(alpha) = -1/n sum_i (alpha_i^2 / 2 - alpha_i y_i) - lam/2
+    ||w(alpha)||^2`` with ``w(alpha) = C X^T alpha``.  The fit stops when the
+    duality gap, recomputed from the dual variables alone, satisfies
+    ``P - D <= tol * |P|``.
+
+    Parameters
+    ----------
+    loss : {"squared"}, default="squared"
+        The only regression loss so far.
+    C : float, default=1.0
+        Inverse regularisation strength, ``lam = 1 / (C n)`` (Ridge's
+        ``alpha = 1 / C``).  Must be > 0.
+    solver : {"sdca", "minibatch_sdca", "cocoa+"} or None, default=None
+        Passed to :func:`daskdca.fit`; None means ``"sdca"`` in memory and
+        ``"cocoa+"`` on a cluster.
+    tol : float, default=1e-6
+        Relative duality gap at which the fit stops.
+    max_iter : int, default=1000
+        Maximum number of rounds; reaching it warns with ``ConvergenceWarning``.
+    fit_intercept : bool, default=False
+        Must be False for now (True raises ``ValueError``): there is no
+        intercept yet.  Center y and X, or add a constant column.
+    intercept_scaling : float, default=1.0
+        The constant feature's value once ``fit_intercept=True`` is supported.
+    random_state : int, RandomState instance or None, default=0
+        Seed of every random stream of the fit; None draws one.
+    warm_start : bool, default=False
+        Must be False for now (True raises ``ValueError``).
+    n_partitions : int or None, default=None
+        Row partitions for ``"cocoa+"`` and ``"minibatch_sdca"``.
+    client : distributed.Client or None, default=None
+        Fit on this Dask cluster.  A clone shares the client; an estimator
+        holding one cannot be pickled (set ``client=None`` first).
+    verbose : int, default=0
+        Print one line per round when > 0.
+    keep_dual : bool, default=False
+        Keep the ``n`` dual variables as ``dual_coef_`` (dropped by default
+        so the fitted estimator pickles in ``O(d)`` bytes).
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+    intercept_ : float
+        0.0 (no intercept yet).
+    dual_coef_ : ndarray of shape (n_samples,)
+        Only with ``keep_dual=True``; ``coef_ = C * X.T @ dual_coef_``.
+    primal_, dual_, gap_ : float
+        Certified ``P(coef_)``, ``D(dual_coef_)`` and ``P - D``.
+    converged_ : bool
+    n_iter_ : int
+        Rounds taken.
+    history_ : list of HistoryRecord
+        One ``(round, epochs, seconds, primal, dual, gap)`` record per gap
+        evaluation.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Only when X has string column names.
+
+    See Also
+    --------
+    daskdca.fit, sklearn.linear_model.Ridge
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_diabetes
+    >>> from daskdca import SDCARegressor
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> reg = SDCARegressor(C=10.0).fit(X, y - y.mean())
+    >>> bool(reg.converged_), reg.coef_.shape
+    (True, (10,))
+    """
+
+    _parameter_constraints: dict = {
+        "loss": [StrOptions({"squared"})],
+        **_SDCAMixin._common_constraints,
+    }
+
+    def __init__(self, loss="squared", C=1.0, *, solver=None, tol=1e-6, max_iter=1000, fit_intercept=False,
+                 intercept_scaling=1.0, random_state=0, warm_start=False, n_partitions=None, client=None,
+                 verbose=0, keep_dual=False):
+        self.loss = loss
+        self.C = C
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
+        self.random_state = random_state
+        self.warm_start = warm_start
+        self.n_partitions = n_partitions
+        self.client = client
+        self.verbose = verbose
+        self.keep_dual = keep_dual
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Fit the ridge problem.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Real targets.
+
+        Returns
+        -------
+        self : SDCARegressor
+            The fitted estimator.
+        """
+        self._reject_unsupported()
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], y_numeric=True)
+        lam = 1.0 / (self.C * X.shape[0])
+        model = self._dca_fit(_canonical(X), np.asarray(y, dtype=np.float64), self.loss, lam,
+                              _seed(self.random_state))
+        self.coef_ = np.asarray(model.coef_, dtype=np.float64).copy()
+        self.intercept_ = 0.0
+        self.primal_ = float(model.primal_)
+        self.dual_ = float(model.dual_)
+        self.gap_ = float(model.gap_)
+        self.converged_ = bool(model.converged_)
+        self.n_iter_ = int(model.n_rounds_)
+        self.history_ = list(model.history_)
+        if self.keep_dual:
+            self.dual_coef_ = np.asarray(model.dual_coef_, dtype=np.float64).copy()
+        elif hasattr(self, "dual_coef_"):
+            del self.dual_coef_
+        self._warn_unconverged(["gap"])
+        return self
+
+    def predict(self, X):
+        """``X @ coef_``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+        """
+        X = self._validate_X_predict(X)
+        return np.asarray(safe_sparse_dot(X, self.coef_, dense_output=True)).ravel() + self.intercept_
+
+    def to_sklearn(self):
+        """The equivalent fitted :class:`~sklearn.linear_model.Ridge` (``alpha = 1 / C``, no intercept).
+
+        Returns
+        -------
+        estimator : Ridge
+            With ``coef_`` and ``intercept_`` copied, so predictions are identical.
+        """
+        from sklearn.linear_model import Ridge
+
+        check_is_fitted(self)
+        est = Ridge(alpha=1.0 / self.C, fit_intercept=False, tol=self.tol, max_iter=self.max_iter)
+        est.coef_ = self.coef_.copy()
+        est.intercept_ = self.intercept_
+        est.n_iter_ = None
+        est.solver_ = "auto"
+        est.n_features_in_ = self.n_features_in_
+        if hasattr(self, "feature_names_in_"):
+            est.feature_names_in_ = self.feature_names_in_.copy()
+        return est
