@@ -102,7 +102,7 @@ class _Generator:
 
 def _make(url, task, n_rows, n_features, nnz_per_row, zipf_exponent, row_norm_spread, correlation,
           n_prototypes, label_noise, noise, binary_values, seed, block_rows, compression, float32,
-          storage_options, progress):
+          storage_options, progress, overwrite):
     n_rows = _check_positive_int("n_rows", n_rows)
     n_features = _check_positive_int("n_features", n_features)
     block_rows = _check_positive_int("block_rows", block_rows)
@@ -124,7 +124,8 @@ def _make(url, task, n_rows, n_features, nnz_per_row, zipf_exponent, row_norm_sp
         from tqdm.auto import tqdm
 
         bar = tqdm(total=n_rows, desc="generating", unit="row", unit_scale=True)
-    with _writing(url, storage_options, block_rows=block_rows, compression=compression, float32=float32,
+    with _writing(url, storage_options, overwrite=overwrite, block_rows=block_rows, compression=compression,
+                  float32=float32,
                   source=f"daskdca.datasets.make_{task}",
                   index_dtype=np.int64 if n_features > INT32_LIMIT else np.int32) as w:
         for k, start in enumerate(range(0, n_rows, block_rows)):
@@ -147,25 +148,28 @@ def _make(url, task, n_rows, n_features, nnz_per_row, zipf_exponent, row_norm_sp
 def make_classification(url, n_rows, n_features, *, nnz_per_row=50.0, zipf_exponent=1.1, row_norm_spread=0.0,
                         correlation=0.0, n_prototypes=16, label_noise=0.05, binary_values=True, seed=0,
                         block_rows=DEFAULT_BLOCK_ROWS, compression="zstd", float32=False, storage_options=None,
-                        progress=False):
+                        progress=False, overwrite=False):
     """Write a binary classification store of ``n_rows x n_features`` block by block.
 
     Labels are in {-1, +1}; see the module docstring for the generator.
+    The store is published only once complete; ``overwrite=True`` replaces
+    an existing daskdca store at ``url`` (see :func:`daskdca.store.write_store`).
     Returns the :class:`~daskdca.store.CSRStore`.
     """
     return _make(url, "classification", n_rows, n_features, nnz_per_row, zipf_exponent, row_norm_spread,
                  correlation, n_prototypes, label_noise, 0.0, binary_values, seed, block_rows, compression,
-                 float32, storage_options, progress)
+                 float32, storage_options, progress, overwrite)
 
 
 def make_regression(url, n_rows, n_features, *, nnz_per_row=50.0, zipf_exponent=1.1, row_norm_spread=0.0,
                     correlation=0.0, n_prototypes=16, noise=0.1, binary_values=True, seed=0,
                     block_rows=DEFAULT_BLOCK_ROWS, compression="zstd", float32=False, storage_options=None,
-                    progress=False):
+                    progress=False, overwrite=False):
     """Write a regression store: ``y = x . w_true + noise * N(0, 1)``.
 
+    ``overwrite=True`` replaces an existing daskdca store at ``url``.
     Returns the :class:`~daskdca.store.CSRStore`.
     """
     return _make(url, "regression", n_rows, n_features, nnz_per_row, zipf_exponent, row_norm_spread,
                  correlation, n_prototypes, 0.0, noise, binary_values, seed, block_rows, compression,
-                 float32, storage_options, progress)
+                 float32, storage_options, progress, overwrite)

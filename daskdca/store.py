@@ -4,9 +4,10 @@ Layout (one zarr v3 group, anndata-compatible CSR, spec ``dask-zarr-numba.md`` ย
 
     store.zarr/
       zarr.json      attrs: encoding-type="csr_matrix", encoding-version="0.1.0", shape=[n, d],
-                            daskdca={format_version, complete, nnz, block_row_offsets,
-                                     block_checksums, label_values, label_mapping, value_dtype,
-                                     index_dtype, source, max_row_norm, mean_row_norm, ...}
+                            daskdca={format_version, complete, writer, nnz, block_row_offsets,
+                                     block_nnz_offsets, block_checksums, checksum,
+                                     column_nnz_checksum, label_values, label_mapping,
+                                     value_dtype, index_dtype, source, max_row_norm, ...}
       data        (nnz,)  float64 | float32   chunks 2**20
       indices     (nnz,)  int32 (int64 when d >= 2**31)
       indptr      (n+1,)  int64               chunks 2**16
@@ -16,26 +17,47 @@ Layout (one zarr v3 group, anndata-compatible CSR, spec ``dask-zarr-numba.md`` ย
       feature_permutation (d,) int64          only when features were renumbered:
                                               stored column j is source feature [j]
 
-A store is valid only once complete: the writer fills the arrays, reads every
-block back to compute its CRC32, and only then writes the attributes above in
-one update (the ``encoding-type`` and ``complete`` keys included), so an
-interrupted write leaves nothing that :func:`open_store` or anndata accepts.
-:meth:`CSRStore.read_block` verifies the block's checksum, so a deleted or
-altered chunk (which zarr would silently read as fill values) raises.
+Writes lose nothing (``docs/reliability.md``):
+
+* On a local or POSIX file system a store is built in a temporary sibling
+  folder ``<target>.tmp-<16 hex>`` (with a marker file holding an exclusive
+  ``flock`` while its writer lives) and published only once complete and
+  verified, by one atomic rename (``renameat2(RENAME_NOREPLACE)``), or, to
+  replace an existing store with ``overwrite=True``, by one atomic exchange
+  (``renameat2(RENAME_EXCHANGE)``; elsewhere two renames, undone on failure).
+* On other fsspec URLs (object stores) the store is written in place and the
+  ``complete`` attribute, written last, is the commit marker that
+  :func:`open_store` requires.
+* A folder that is not a daskdca store is never written into; replacing a
+  store needs ``overwrite=True``; the output may not be or contain the input.
+
+Reads are verified every time: :meth:`CSRStore.read_block` checks the block's
+CRC-32C over every per-block array (indptr, indices, data, labels, row norms)
+and the block's row and non-zero counts, recorded from the data in memory as
+it was written, so a deleted chunk (read by zarr as fill values), an altered
+chunk, or a consistent rewrite through zarr all raise :class:`StoreError`.
 """
 
 from __future__ import annotations
 
 import bz2
 import contextlib
+import ctypes
+import errno
 import gzip
 import io
+import json
 import math
 import os
+import re
+import shutil
+import socket
+import time
 import uuid
 import zlib
 from dataclasses import dataclass
 
+import google_crc32c
 import numpy as np
 import scipy.sparse as sp
 import zarr
@@ -51,7 +73,9 @@ __all__ = [
     "rewrite_store",
 ]
 
-FORMAT_VERSION = 1
+# 2: CRC-32C block checksums over all per-block arrays, recorded from memory,
+# block nnz offsets, checksummed column counts (format 1 covered no row norms).
+FORMAT_VERSION = 2
 DEFAULT_BLOCK_ROWS = 2**15
 # Chunk sizes measured in spec dask-zarr-numba.md ยง4.2 (1 Mi elements for the
 # nnz arrays: 12-32 ms per 2.3 M-nnz block; 64 Ki for per-row arrays).
@@ -63,14 +87,50 @@ DEFAULT_CHUNK_BYTES = 32 * 2**20
 # Label values recorded in the attributes (regression targets have many).
 MAX_LABEL_VALUES = 64
 INT32_LIMIT = 2**31 - 1
-
-
-# (url, block, checksum) of blocks this process has verified (read_block(verify="once"))
-_VERIFIED_BLOCKS = set()
+CHECKSUM = "crc32c-v2"
+# Temporary folders of a write: "<target>.tmp-<16 hex>" holding this marker file.
+TMP_MARKER = ".daskdca-write"
+_TMP_SUFFIX = re.compile(r"\.tmp-[0-9a-f]{16}")
+_PER_BLOCK_ARRAYS = ("indptr", "indices", "data", "y", "row_sqnorm")
 
 
 class StoreError(ValueError):
     """A store is missing, incomplete, inconsistent or corrupted."""
+
+
+# ----------------------------------------------------------------- checks
+
+
+def _check_int(name, value, *, low, hint=""):
+    """An int (numpy ints too, not bool) >= low, or a ValueError naming it."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {value!r} ({type(value).__name__}).{hint}")
+    if value < low:
+        raise ValueError(f"{name} must be >= {low}, got {value!r}.{hint}")
+    return int(value)
+
+
+def _check_bool(name, value):
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r}.")
+    return bool(value)
+
+
+def _check_storage_options(storage_options):
+    if storage_options is not None and not isinstance(storage_options, dict):
+        raise TypeError(f"storage_options must be a dict or None, got {type(storage_options).__name__}.")
+    return dict(storage_options or {})
+
+
+def _check_url(url, name="url"):
+    if not isinstance(url, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a path or URL string, got {type(url).__name__}.")
+    url = os.fspath(url)
+    if isinstance(url, bytes):
+        raise TypeError(f"{name} must be a str path, got bytes.")
+    if not url.strip():
+        raise ValueError(f"{name} is empty; give the path of the store, e.g. 'data.zarr'.")
+    return url
 
 
 def _compressors(compression):
@@ -89,21 +149,30 @@ def _compressors(compression):
     raise ValueError(f"Unknown compression {compression!r}; use 'zstd' (level 3), 'zstd:LEVEL' or 'none'.")
 
 
-def _block_checksum(indptr_local, indices, data, y):
-    crc = zlib.crc32(np.ascontiguousarray(indptr_local, dtype=np.int64).tobytes())
-    crc = zlib.crc32(np.ascontiguousarray(indices).tobytes(), crc)
-    crc = zlib.crc32(np.ascontiguousarray(data).tobytes(), crc)
-    return zlib.crc32(np.ascontiguousarray(y, dtype=np.float64).tobytes(), crc)
+# ----------------------------------------------------------------- checksums
 
 
-def _remove(url, storage_options):
-    """Best-effort removal of a (partial) store."""
-    with contextlib.suppress(Exception):
-        import fsspec
+def _crc(values, crc=0):
+    """CRC-32C (hardware accelerated by google-crc32c, a zarr dependency) of an array's bytes."""
+    return google_crc32c.extend(crc, np.ascontiguousarray(values))
 
-        fs, path = fsspec.core.url_to_fs(url, **(storage_options or {}))
-        if fs.exists(path):
-            fs.rm(path, recursive=True)
+
+_ZERO_INDPTR_CRC = _crc(np.zeros(1, dtype=np.int64))
+
+
+def _combine(n_rows, nnz, crcs):
+    """A block's checksum from its row and nnz counts and the CRCs of its five arrays."""
+    return _crc(np.array([n_rows, nnz, *crcs], dtype=np.int64))
+
+
+def _block_checksum(indptr_local, indices, data, y, row_sqnorm):
+    """Checksum of one block's arrays as stored (``indptr_local`` starts at 0)."""
+    crcs = [_crc(np.asarray(indptr_local, dtype=np.int64)), _crc(indices), _crc(data),
+            _crc(np.asarray(y, dtype=np.float64)), _crc(np.asarray(row_sqnorm, dtype=np.float64))]
+    return _combine(len(indptr_local) - 1, len(indices), crcs)
+
+
+# ----------------------------------------------------------------- reading
 
 
 @dataclass(frozen=True)
@@ -112,6 +181,7 @@ class _Meta:
     d: int
     nnz: int
     block_row_offsets: tuple
+    block_nnz_offsets: tuple
     block_checksums: tuple
     attrs: dict
 
@@ -136,6 +206,7 @@ class CSRStore:
         self.storage_options = dict(storage_options or {})
         self._meta = meta
         self._group = None
+        self._arrays = {}
 
     # pickling: the zarr group is reopened lazily on the other side
     def __getstate__(self):
@@ -144,12 +215,32 @@ class CSRStore:
     def __setstate__(self, state):
         self.__dict__.update(state)
         self._group = None
+        self._arrays = {}
 
     @property
     def group(self):
+        """The zarr group (opened on first use)."""
         if self._group is None:
-            self._group = zarr.open_group(self.url, mode="r", storage_options=self.storage_options or None)
+            try:
+                self._group = zarr.open_group(self.url, mode="r", storage_options=self.storage_options or None)
+            except Exception as exc:  # zarr raises many types for a vanished or damaged store
+                raise StoreError(f"cannot open the store {self.url!r} ({type(exc).__name__}: {exc}); "
+                                 "it was moved, deleted or damaged after it was opened.") from exc
         return self._group
+
+    def _array(self, name):
+        """A zarr array of the store, its metadata read once per handle."""
+        arr = self._arrays.get(name)
+        if arr is None:
+            try:
+                arr = self.group[name]
+            except StoreError:
+                raise
+            except Exception as exc:
+                raise StoreError(f"array {name!r} of the store {self.url!r} cannot be opened "
+                                 f"({type(exc).__name__}: {exc}); convert the data again.") from exc
+            self._arrays[name] = arr
+        return arr
 
     n = property(lambda self: self._meta.n)
     d = property(lambda self: self._meta.d)
@@ -167,12 +258,25 @@ class CSRStore:
         values = self.attrs.get("label_values")
         return None if values is None else np.asarray(values)
 
+    def _read_checked(self, name, expected):
+        """A whole d-length array, checked against its recorded CRC-32C."""
+        values = self._array(name)[:]
+        if expected is None or _crc(values) != int(expected):
+            raise StoreError(f"array {name!r} of {self.url!r} does not match its checksum: the store was "
+                             "modified or a chunk is missing. Convert the data again.")
+        return values
+
+    @property
+    def column_nnz(self):
+        """Rows containing each stored column (verified against its checksum on every read)."""
+        return self._read_checked("column_nnz", self.attrs.get("column_nnz_checksum"))
+
     @property
     def feature_permutation(self):
-        """``perm`` with stored column ``j`` = source feature ``perm[j]``, or None."""
+        """``perm`` with stored column ``j`` = source feature ``perm[j]``, or None (verified)."""
         if not self.attrs.get("renumbered_features"):
             return None
-        return self.group["feature_permutation"][:]
+        return self._read_checked("feature_permutation", self.attrs.get("feature_permutation_checksum"))
 
     def to_source_features(self, w):
         """A weight vector in stored column order, returned in the source's feature order."""
@@ -183,48 +287,86 @@ class CSRStore:
         out[perm] = w
         return out
 
-    def _read_raw(self, start, stop):
-        """``(indptr - indptr[0], indices, data, y)`` of rows ``[start, stop)``, as stored."""
-        g = self.group
-        indptr = g["indptr"][start:stop + 1].astype(np.int64)
-        lo, hi = int(indptr[0]), int(indptr[-1])
-        return indptr - lo, g["indices"][lo:hi], g["data"][lo:hi], g["y"][start:stop]
+    def _read_raw(self, start, stop, lo=None, hi=None):
+        """``(indptr - indptr[0], indices, data, y, row_sqnorm)`` of rows ``[start, stop)``, as stored."""
+        indptr = self._array("indptr")[start:stop + 1].astype(np.int64, copy=False)
+        if lo is None:
+            lo, hi = int(indptr[0]), int(indptr[-1])
+        elif int(indptr[0]) != lo or int(indptr[-1]) != hi:
+            return None
+        return (indptr - lo, self._array("indices")[lo:hi], self._array("data")[lo:hi],
+                self._array("y")[start:stop], self._array("row_sqnorm")[start:stop])
 
     def read_rows(self, start, stop):
-        """Rows ``[start, stop)`` as ``(csr_matrix, y)`` (no checksum check)."""
-        indptr, indices, data, y = self._read_raw(start, stop)
+        """Rows ``[start, stop)`` as ``(csr_matrix, y)``, NOT verified (use :meth:`read_block`)."""
+        indptr, indices, data, y, _ = self._read_raw(start, stop)
         return sp.csr_matrix((data, indices, indptr), shape=(stop - start, self.d)), y
 
-    def read_block(self, k, *, verify=True):
-        """Block ``k`` as ``(csr_matrix, y)``.
+    def _fail(self, k, start, stop, what):
+        raise StoreError(f"block {k} of {self.url!r} (rows {start}..{stop - 1}) {what}: the store was modified "
+                         "or a chunk is missing or damaged. Convert the data again.")
 
-        ``verify=True`` checks the block against its checksum; ``"once"``
-        checks it the first time this process reads it (the engine's
-        out-of-core rounds re-read every block every round).
+    def read_block(self, k, *, verify=True, with_sqnorm=False):
+        """Block ``k`` as ``(csr_matrix, y)``, verified on every call.
+
+        Parameters
+        ----------
+        k : int
+            Block index, ``0 <= k < n_blocks``.
+        verify : bool, default True
+            Check the block's CRC-32C over indptr, indices, data, labels and
+            row norms, and its row and non-zero counts (see
+            ``docs/reliability.md`` for the cost: about 2% of an
+            out-of-core epoch).  ``"once"`` (the former per-process cache)
+            is accepted and verifies every time too.  ``False`` skips only
+            the checksum; the block's bounds are always checked.
+        with_sqnorm : bool, default False
+            Also return the stored squared row norms.
+
+        Returns
+        -------
+        X : scipy.sparse.csr_matrix
+        y : ndarray of float64
+        row_sqnorm : ndarray of float64
+            Only with ``with_sqnorm=True``.
+
+        Raises
+        ------
+        StoreError
+            The block does not match its checksum or cannot be read; the
+            message names the block and the store.
         """
+        if verify not in (True, False, "once"):
+            raise ValueError(f"verify must be True or False, got {verify!r}.")
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+            raise TypeError(f"block index must be an int, got {k!r}.")
         if not 0 <= k < self.n_blocks:
             raise IndexError(f"block {k} out of range: the store has {self.n_blocks} blocks.")
         start, stop = self._meta.block_row_offsets[k], self._meta.block_row_offsets[k + 1]
-        indptr, indices, data, y = self._read_raw(start, stop)
+        lo, hi = self._meta.block_nnz_offsets[k], self._meta.block_nnz_offsets[k + 1]
+        try:
+            raw = self._read_raw(start, stop, lo, hi)
+        except StoreError:
+            raise
+        except Exception as exc:  # a damaged chunk fails in the codec with the codec's error
+            raise StoreError(f"block {k} of {self.url!r} (rows {start}..{stop - 1}) cannot be read "
+                             f"({type(exc).__name__}: {exc}); a chunk is damaged. Convert the data again.") \
+                from exc
+        if raw is None:
+            self._fail(k, start, stop, f"has indptr ends other than its non-zeros [{lo}, {hi})")
+        indptr, indices, data, y, sqnorm = raw
+        if verify and _block_checksum(indptr, indices, data, y, sqnorm) != self._meta.block_checksums[k]:
+            self._fail(k, start, stop, "does not match its checksum")
         X = sp.csr_matrix((data, indices, indptr), shape=(stop - start, self.d))
-        token = (self.url, k, self._meta.block_checksums[k])
-        if verify == "once" and token in _VERIFIED_BLOCKS:
-            return X, y
-        # the checksum covers the arrays as stored (scipy may change index dtypes)
-        if _block_checksum(indptr, indices, data, y) != self._meta.block_checksums[k]:
-            raise StoreError(
-                f"block {k} of {self.url} (rows {start}..{stop - 1}) does not match its checksum: "
-                "the store was modified or a chunk is missing. Convert the data again."
-            )
-        _VERIFIED_BLOCKS.add(token)
-        return X, y
+        return (X, y, sqnorm) if with_sqnorm else (X, y)
 
     def iter_blocks(self):
+        """Yield ``(X, y)`` of every block in order (each verified)."""
         for k in range(self.n_blocks):
             yield self.read_block(k)
 
     def read_all(self):
-        """The whole store in memory as ``(csr_matrix, y)``."""
+        """The whole store in memory as ``(csr_matrix, y)`` (every block verified)."""
         blocks = [self.read_block(k) for k in range(self.n_blocks)]
         return sp.vstack([b[0] for b in blocks], format="csr"), np.concatenate([b[1] for b in blocks])
 
@@ -232,77 +374,487 @@ class CSRStore:
         return f"CSRStore({self.url!r}, n={self.n}, d={self.d}, nnz={self.nnz}, n_blocks={self.n_blocks})"
 
 
-def open_store(url, storage_options=None):
-    """Open a complete daskdca store (local path or fsspec URL) for reading.
-
-    Raises
-    ------
-    StoreError
-        If there is no store at ``url``, it is incomplete (an interrupted
-        conversion), or its attributes and arrays disagree.
-    """
-    url = os.fspath(url)
+def _read_group_attrs(url, storage_options):
+    """The group attributes at ``url``, or StoreError with the reason."""
     try:
         group = zarr.open_group(url, mode="r", storage_options=storage_options or None)
     except (FileNotFoundError, zarr.errors.GroupNotFoundError) as exc:
         raise StoreError(f"No daskdca store at {url!r}: {exc}. Create one with `daskdca convert`.") from exc
-    attrs = group.attrs.asdict()
+    except NotADirectoryError as exc:
+        raise StoreError(f"No daskdca store at {url!r}: it is a file, not a store folder.") from exc
+    except Exception as exc:  # a damaged zarr.json: JSONDecodeError, ValueError, KeyError, ...
+        raise StoreError(f"{url!r} is not a readable daskdca store: its zarr.json is damaged "
+                         f"({type(exc).__name__}: {exc}). Convert the data again.") from exc
+    try:
+        return group, group.attrs.asdict()
+    except Exception as exc:
+        raise StoreError(f"{url!r} has unreadable attributes ({type(exc).__name__}: {exc}).") from exc
+
+
+def open_store(url, storage_options=None):
+    """Open a complete daskdca store (local path or fsspec URL) for reading.
+
+    Parameters
+    ----------
+    url : str or path
+        Local path or fsspec URL of the store.
+    storage_options : dict, optional
+        fsspec options for a URL.
+
+    Returns
+    -------
+    CSRStore
+
+    Raises
+    ------
+    StoreError
+        If there is no store at ``url``, it is damaged, incomplete (an
+        interrupted write on an object store), of another format version, or
+        its attributes and arrays disagree.
+    """
+    url = _check_url(url)
+    storage_options = _check_storage_options(storage_options)
+    group, attrs = _read_group_attrs(url, storage_options)
     meta = attrs.get("daskdca")
     if not isinstance(meta, dict) or meta.get("complete") is not True:
         raise StoreError(
             f"{url!r} is not a complete daskdca store (no completion marker): an interrupted or "
-            "failed conversion left it. Run the conversion again; it overwrites the partial store."
+            "failed write left it, or it is not a daskdca store. Write it again with overwrite=True "
+            "(CLI: --overwrite)."
         )
     if meta.get("format_version") != FORMAT_VERSION:
-        raise StoreError(f"{url!r} has store format {meta.get('format_version')!r}; "
-                         f"this daskdca reads format {FORMAT_VERSION}.")
+        raise StoreError(f"{url!r} has store format {meta.get('format_version')!r}; this daskdca reads format "
+                         f"{FORMAT_VERSION} (block checksums that cover row norms and detect missing chunks). "
+                         "Convert the data again (daskdca convert IN OUT --overwrite, or write_store).")
     try:
         n, d = (int(v) for v in attrs["shape"])
         nnz = int(meta["nnz"])
         offsets = tuple(int(v) for v in meta["block_row_offsets"])
+        nnz_offsets = tuple(int(v) for v in meta["block_nnz_offsets"])
         checksums = tuple(int(v) for v in meta["block_checksums"])
     except (KeyError, TypeError, ValueError) as exc:
-        raise StoreError(f"{url!r} has malformed daskdca attributes ({exc!r}).") from exc
+        raise StoreError(f"{url!r} has malformed daskdca attributes ({exc!r}); convert the data again.") from exc
     problems = []
+    if n < 1 or d < 1:
+        problems.append(f"shape is {n} x {d} (a store has at least one row and one feature)")
     expected = {"data": (nnz,), "indices": (nnz,), "indptr": (n + 1,), "y": (n,), "row_sqnorm": (n,),
                 "column_nnz": (d,)}
     for name, shape in expected.items():
-        if name not in group:
+        try:
+            present = name in group
+            got = group[name].shape if present else None
+        except Exception as exc:  # a damaged array zarr.json
+            problems.append(f"array {name!r} cannot be opened ({type(exc).__name__}: {exc})")
+            continue
+        if not present:
             problems.append(f"array {name!r} is missing")
-        elif group[name].shape != shape:
-            problems.append(f"array {name!r} has shape {group[name].shape}, expected {shape}")
+        elif got != shape:
+            problems.append(f"array {name!r} has shape {got}, expected {shape}")
     if attrs.get("encoding-type") != "csr_matrix":
         problems.append(f"encoding-type is {attrs.get('encoding-type')!r}")
     if not offsets or offsets[0] != 0 or offsets[-1] != n or any(b <= a for a, b in zip(offsets, offsets[1:])):
         problems.append("block_row_offsets do not split [0, n) into non-empty blocks")
+    if len(nnz_offsets) != len(offsets) or (nnz_offsets and (nnz_offsets[0] != 0 or nnz_offsets[-1] != nnz)) \
+            or any(b < a for a, b in zip(nnz_offsets, nnz_offsets[1:])):
+        problems.append("block_nnz_offsets do not split [0, nnz) into blocks")
     if len(checksums) != len(offsets) - 1:
         problems.append("there is not one checksum per block")
-    if not problems:
-        ends = group["indptr"][[0, n]] if n else np.zeros(2)
-        if int(ends[0]) != 0 or int(ends[-1]) != nnz:
-            problems.append(f"indptr runs from {int(ends[0])} to {int(ends[-1])}, expected 0 to nnz={nnz}")
+    if meta.get("checksum") != CHECKSUM:
+        problems.append(f"checksum kind is {meta.get('checksum')!r}, expected {CHECKSUM!r}")
     if problems:
         raise StoreError(f"{url!r} is inconsistent ({'; '.join(problems)}); convert the data again.")
-    return CSRStore(url, storage_options, _Meta(n, d, nnz, offsets, checksums, meta))
+    return CSRStore(url, storage_options, _Meta(n, d, nnz, offsets, nnz_offsets, checksums, meta))
+
+
+# ----------------------------------------------------------------- publishing
+
+try:  # POSIX advisory locks: a temporary folder's writer holds one while it lives
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None
+
+_AT_FDCWD = -100
+_RENAME_NOREPLACE = 1
+_RENAME_EXCHANGE = 2
+
+
+def _load_renameat2():
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):  # pragma: no cover - not glibc >= 2.28
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+_RENAMEAT2 = _load_renameat2()
+
+
+def _renameat2(src, dst, flags):
+    """Linux ``renameat2``; False where the system or file system does not support the flag."""
+    if _RENAMEAT2 is None:
+        return False
+    if _RENAMEAT2(_AT_FDCWD, os.fsencode(src), _AT_FDCWD, os.fsencode(dst), flags) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), src, None, dst)
+
+
+def _local_path(url):
+    """The local file-system path of ``url``, or None for another fsspec protocol."""
+    if url.startswith("file://"):
+        return url[len("file://"):]
+    if "://" in url or "::" in url:
+        return None
+    return url
+
+
+def _is_daskdca_store_json(text):
+    try:
+        doc = json.loads(text)
+    except (ValueError, UnicodeDecodeError):
+        return False
+    meta = doc.get("attributes", {}).get("daskdca") if isinstance(doc, dict) else None
+    return isinstance(doc.get("attributes"), dict) and isinstance(meta, dict) and "format_version" in meta
+
+
+def _local_state(path):
+    """'missing', 'empty', 'store' (a daskdca store, complete or not), 'file' or 'other'."""
+    if not os.path.lexists(path):
+        return "missing"
+    if not os.path.isdir(path):
+        return "file"
+    if not os.listdir(path):
+        return "empty"
+    try:
+        with open(os.path.join(path, "zarr.json"), "rb") as f:
+            return "store" if _is_daskdca_store_json(f.read()) else "other"
+    except OSError:
+        return "other"
+
+
+def _remote_state(url, storage_options):
+    import fsspec
+
+    fs, path = fsspec.core.url_to_fs(url, **storage_options)
+    path = path.rstrip("/")
+    try:
+        if _is_daskdca_store_json(fs.cat_file(f"{path}/zarr.json")):
+            return "store"
+    except (FileNotFoundError, OSError):
+        pass
+    if fs.isfile(path):
+        return "file"
+    try:
+        return "other" if fs.ls(path) else "missing"
+    except FileNotFoundError:
+        return "missing"
+
+
+def _lock_nowait(fd):
+    """Take the marker's exclusive lock without waiting: True if taken."""
+    if fcntl is None:  # pragma: no cover - Windows: liveness from the pid only
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    except OSError:  # a file system without locks
+        return None
+    return True
+
+
+def _pid_alive(pid):
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, ValueError, TypeError, OverflowError):
+        return True
+    return True
+
+
+def _remove_marked(path):
+    """Remove one of our temporary folders, its marker last (so a killed removal is found again)."""
+    for entry in os.scandir(path):
+        if entry.name == TMP_MARKER:
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path, ignore_errors=True)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(entry.path)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(os.path.join(path, TMP_MARKER))
+    with contextlib.suppress(OSError):
+        os.rmdir(path)
+
+
+def _clean_leftovers(target):
+    """Remove temporary folders of killed writes to ``target``; returns their names.
+
+    Only folders named ``<target name>.tmp-<16 hex>`` that hold our marker
+    naming this target, whose writer is gone (its lock can be taken, or,
+    without locks, its pid on this host has exited), are touched.  A store
+    that a killed replacement had moved aside (``old`` inside the folder)
+    goes back to ``target`` if nothing is there.
+    """
+    parent, name = os.path.split(target)
+    removed = []
+    try:
+        entries = list(os.scandir(parent or "."))
+    except OSError:
+        return removed
+    for entry in entries:
+        if not (entry.name.startswith(name) and _TMP_SUFFIX.fullmatch(entry.name[len(name):])):
+            continue
+        if not entry.is_dir(follow_symlinks=False):
+            continue
+        try:
+            fd = os.open(os.path.join(entry.path, TMP_MARKER), os.O_RDWR)
+        except OSError:
+            continue  # no marker: not ours
+        try:
+            try:
+                info = json.loads(os.read(fd, 4096) or b"{}")
+            except ValueError:
+                continue
+            if not isinstance(info, dict) or info.get("daskdca_temp") != 1 or info.get("target") != name:
+                continue
+            locked = _lock_nowait(fd)
+            if locked is False:
+                continue  # its writer is alive
+            if locked is None and (info.get("host") != socket.gethostname() or _pid_alive(info.get("pid"))):
+                continue
+            old = os.path.join(entry.path, "old")
+            if os.path.isdir(old) and not os.path.lexists(target):
+                os.rename(old, target)  # a replacement killed between its two renames
+            _remove_marked(entry.path)
+            removed.append(entry.name)
+        finally:
+            os.close(fd)
+    return removed
+
+
+def _same_or_inside(a, b):
+    """True if path ``a`` is ``b`` or lies inside it."""
+    return a == b or a.startswith(b.rstrip(os.sep) + os.sep)
+
+
+class _Destination:
+    """Where a store is written and how it is published (see the module docstring).
+
+    ``work_url`` is where the new store is built: ``<tmp>/store`` for a local
+    target, the target itself for another fsspec URL.  ``scratch(name)``
+    gives room for temporary stores (staging, shuffle buckets) removed at the
+    end.  Nothing that this object did not create is ever removed.
+    """
+
+    def __init__(self, url, storage_options, *, overwrite, inputs=()):
+        self.url = url
+        self.storage_options = storage_options
+        self.overwrite = _check_bool("overwrite", overwrite)
+        self.local = _local_path(url)
+        self.inputs = [os.fspath(p) for p in inputs if p is not None]
+        self.tmp = None
+        self._fd = None
+        self._scratch = []
+        self._wrote_in_place = False
+        self.writer_id = uuid.uuid4().hex
+
+    # -- checks before anything is written
+    def _check_inputs(self):
+        for inp in self.inputs:
+            inp_local = _local_path(inp)
+            if self.local is not None and inp_local is not None:
+                a, b = os.path.realpath(inp_local), os.path.realpath(self.local)
+            else:
+                a, b = inp.rstrip("/"), self.url.rstrip("/")
+            if _same_or_inside(a, b):
+                raise ValueError(f"the output {self.url!r} is or contains the input {inp!r}; a write there could "
+                                 "destroy its own input. Write the store to another path.")
+            if _same_or_inside(b, a):
+                raise ValueError(f"the output {self.url!r} lies inside the input {inp!r}. Write the store to "
+                                 "another path.")
+
+    def _refuse(self, state, where):
+        if state == "file":
+            raise FileExistsError(f"{where!r} exists and is a file, not a daskdca store; daskdca will not "
+                                  "replace it. Pick another path for the store.")
+        if state == "other":
+            raise FileExistsError(f"{where!r} exists and is not a daskdca store; daskdca never writes into "
+                                  "other folders (nothing was changed). Pick another path, e.g. a new "
+                                  "folder name ending in .zarr.")
+        if state == "store" and not self.overwrite:
+            raise FileExistsError(f"{where!r} is an existing daskdca store; pass overwrite=True (CLI: "
+                                  "--overwrite) to replace it, or pick another path.")
+
+    def begin(self):
+        """Check the target, clean leftovers of killed writes, create the temporary folder."""
+        self._check_inputs()
+        if self.local is None:
+            self._refuse(_remote_state(self.url, self.storage_options), self.url)
+            self.work_url = self.url
+            return self
+        target = os.path.abspath(self.local)
+        self.target = target
+        self._refuse(_local_state(target), self.url)
+        parent = os.path.dirname(target)
+        os.makedirs(parent, exist_ok=True)
+        self.cleaned = _clean_leftovers(target)
+        tmp = f"{target}.tmp-{uuid.uuid4().hex[:16]}"
+        os.mkdir(tmp)
+        self.tmp = tmp
+        fd = os.open(os.path.join(tmp, TMP_MARKER), os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o644)
+        self._fd = fd
+        _lock_nowait(fd)
+        os.write(fd, json.dumps({"daskdca_temp": 1, "target": os.path.basename(target), "pid": os.getpid(),
+                                 "host": socket.gethostname(), "started": time.time()}).encode())
+        self.work_url = os.path.join(tmp, "store")
+        return self
+
+    def scratch(self, name):
+        """URL of a temporary location for ``name``, removed when the write ends."""
+        if self.tmp is not None:
+            return os.path.join(self.tmp, name)
+        url = f"{self.url.rstrip('/')}.tmp-{uuid.uuid4().hex[:16]}"
+        self._scratch.append(url)
+        return url
+
+    def note_in_place_write(self):
+        self._wrote_in_place = self.local is None
+
+    def check_before_commit(self, group):
+        """Object stores: the attributes still name this writer (else another one started)."""
+        if self.local is not None:
+            return
+        current = group.attrs.asdict().get("daskdca", {})
+        if current.get("writer") != self.writer_id:
+            raise StoreError(f"another writer started writing {self.url!r} while this one ran; this write is "
+                             "abandoned. Write again, one writer per path.")
+
+    def publish(self, checksums):
+        """Move the finished store to the target (local) and check what is there now."""
+        if self.local is not None:
+            self._publish_local()
+        store = open_store(self.url, self.storage_options)
+        if list(store._meta.block_checksums) != list(checksums):
+            raise StoreError(f"another writer replaced {self.url!r} at the same time; the store there now is "
+                             "complete but holds the other writer's data.")
+        self.close()
+        return store
+
+    def _publish_local(self):
+        src, target = self.work_url, self.target
+        state = _local_state(target)
+        if state == "store" and self.overwrite:
+            if not _renameat2(src, target, _RENAME_EXCHANGE):
+                aside = os.path.join(self.tmp, "old")
+                os.rename(target, aside)
+                try:
+                    os.rename(src, target)
+                except BaseException:
+                    os.rename(aside, target)
+                    raise
+            return  # the old store is inside self.tmp now and goes with it
+        if state in ("file", "other", "store"):
+            raise FileExistsError(f"{self.url!r} was created by another writer while this one ran; nothing was "
+                                  "replaced and this write was discarded.")
+        if state == "empty":
+            with contextlib.suppress(OSError):
+                os.rmdir(target)
+        try:
+            if not _renameat2(src, target, _RENAME_NOREPLACE):
+                os.rename(src, target)
+        except OSError as exc:
+            if exc.errno in (errno.EEXIST, errno.ENOTEMPTY, errno.EISDIR, errno.ENOTDIR):
+                raise FileExistsError(f"{self.url!r} was created by another writer while this one ran; nothing "
+                                      "was replaced and this write was discarded.") from exc
+            raise
+
+    def close(self):
+        """Remove what this write created besides the published store."""
+        if self.tmp is not None:
+            _remove_marked(self.tmp)
+            self.tmp = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        for url in self._scratch:
+            _remove(url, self.storage_options)
+        self._scratch = []
+
+    def abandon(self):
+        """After a failure: remove the temporary folder (local) or the partial in-place write."""
+        if self._wrote_in_place:
+            _remove(self.url, self.storage_options)
+        self.close()
+
+
+def _remove(url, storage_options):
+    """Best-effort removal of a store this module created (remote URLs, scratch)."""
+    with contextlib.suppress(Exception):
+        import fsspec
+
+        fs, path = fsspec.core.url_to_fs(url, **(storage_options or {}))
+        if fs.exists(path):
+            fs.rm(path, recursive=True)
+
+
+@contextlib.contextmanager
+def _destination(url, storage_options, *, overwrite, inputs=()):
+    """A checked destination; its temporary files are removed whatever happens."""
+    dest = _Destination(url, storage_options, overwrite=overwrite, inputs=inputs)
+    try:
+        yield dest.begin()
+    except BaseException:
+        dest.abandon()
+        raise
+    else:
+        dest.close()
+
+
+# ----------------------------------------------------------------- writing
+
+
+class _Block:
+    """Running row and nnz counts and CRCs of the block being written."""
+
+    def __init__(self, lo):
+        self.lo = lo
+        self.rows = 0
+        self.nnz = 0
+        self.crcs = [_ZERO_INDPTR_CRC, 0, 0, 0, 0]  # indptr (from its leading 0), indices, data, y, row_sqnorm
 
 
 class _Writer:
-    """Append rows, re-cut them into blocks of ``block_rows``, finalize atomically."""
+    """Append rows, cut them into blocks of ``block_rows``, checksum them from memory, publish.
+
+    The checksums are computed from the rows as they are appended (not read
+    back), and :meth:`finish` reads every block back and compares before it
+    writes the completion marker: what is published is what was written.
+    """
 
     def __init__(self, url, storage_options, *, block_rows, compression, float32, source,
-                 index_dtype=np.int32):
-        if isinstance(block_rows, bool) or not isinstance(block_rows, (int, np.integer)) or block_rows < 1:
-            raise ValueError(f"block_rows must be a positive int, got {block_rows!r}.")
+                 index_dtype=np.int32, dest=None):
+        self.block_rows = _check_int("block_rows", block_rows, low=1)
         self.url = os.fspath(url)
         self.storage_options = storage_options
-        self.block_rows = int(block_rows)
         self.value_dtype = np.dtype(np.float32 if float32 else np.float64)
         self.index_dtype = np.dtype(index_dtype)
         self.source = source
+        self.dest = dest
         compressors = _compressors(compression)
         self.compression = compression or "none"
+        if dest is not None:
+            dest.note_in_place_write()
         self.group = zarr.open_group(self.url, mode="w", storage_options=storage_options or None)
-        self.group.attrs.update({"daskdca": {"format_version": FORMAT_VERSION, "complete": False}})
+        self.writer_id = dest.writer_id if dest is not None else uuid.uuid4().hex
+        self.group.attrs.update({"daskdca": {"format_version": FORMAT_VERSION, "complete": False,
+                                             "writer": self.writer_id}})
 
         def array(name, dtype, chunk):
             return self.group.create_array(name, shape=(0,), chunks=(chunk,), dtype=dtype,
@@ -320,11 +872,14 @@ class _Writer:
         self.n = 0
         self.nnz = 0
         self.d = 0
-        self.block_row_offsets = [0]
+        self.blocks = []
+        self.current = _Block(0)
         self.column_nnz = np.zeros(0, dtype=np.int64)
         self.labels = set()
         self.too_many_labels = False
         self.min_index = None
+        self.norm_sum = 0.0
+        self.max_sq = 0.0
 
     def _append_arrays(self, name, values):
         """Append in slices that end on chunk boundaries (bounds zarr's buffers)."""
@@ -348,12 +903,14 @@ class _Writer:
             return
         X = sp.csr_matrix(X)
         X.sort_indices()
-        data = X.data.astype(self.value_dtype, copy=False)
+        data = np.ascontiguousarray(X.data.astype(self.value_dtype, copy=False))
         if not np.all(np.isfinite(data)):
             raise ValueError("non-finite value in the data (checked by the caller first)")
         indices = X.indices
         if indices.size:
             low, top = int(indices.min()), int(indices.max())
+            if low < 0:
+                raise ValueError(f"negative feature index {low}; feature indices start at 0.")
             if self.index_dtype == np.int32 and top > INT32_LIMIT:
                 raise ValueError(f"feature index {top} needs int64 indices; pass n_features >= 2**31.")
             self.min_index = low if self.min_index is None else min(self.min_index, low)
@@ -366,11 +923,17 @@ class _Writer:
         nonempty = np.flatnonzero(np.diff(X.indptr) > 0)
         if nonempty.size:  # segments between non-empty row starts are exactly those rows
             row_sqnorm[nonempty] = np.add.reduceat(data.astype(np.float64) ** 2, X.indptr[nonempty])
+        indices = np.ascontiguousarray(indices.astype(self.index_dtype, copy=False))
+        ends = X.indptr[1:].astype(np.int64) + self.nnz
+        y = np.ascontiguousarray(np.asarray(y, dtype=np.float64))
         self._append_arrays("data", data)
-        self._append_arrays("indices", indices.astype(self.index_dtype, copy=False))
-        self._append_arrays("indptr", X.indptr[1:].astype(np.int64) + self.nnz)
-        self._append_arrays("y", np.asarray(y, dtype=np.float64))
+        self._append_arrays("indices", indices)
+        self._append_arrays("indptr", ends)
+        self._append_arrays("y", y)
         self._append_arrays("row_sqnorm", row_sqnorm)
+        self._checksum_rows(X.indptr, ends, indices, data, y, row_sqnorm)
+        self.norm_sum += float(np.sqrt(row_sqnorm).sum())
+        self.max_sq = max(self.max_sq, float(row_sqnorm.max(initial=0.0)))
         if not self.too_many_labels:
             self.labels.update(np.unique(y).tolist())
             if len(self.labels) > MAX_LABEL_VALUES:
@@ -378,54 +941,71 @@ class _Writer:
                 self.labels = set()
         self.n += X.shape[0]
         self.nnz += data.size
-        while self.n - self.block_row_offsets[-1] >= self.block_rows:
-            self.block_row_offsets.append(self.block_row_offsets[-1] + self.block_rows)
 
-    def _block_checksum_streamed(self, start, stop):
-        """CRC32 of a block, read back in chunk-sized slices (zlib.crc32 is incremental)."""
-        g = self.group
-        indptr = g["indptr"][start:stop + 1]
-        lo, hi = int(indptr[0]), int(indptr[-1])
-        crc = zlib.crc32(np.ascontiguousarray(indptr - lo, dtype=np.int64).tobytes())
-        for name in ("indices", "data"):
-            for a in range(lo, hi, NNZ_CHUNK):
-                crc = zlib.crc32(np.ascontiguousarray(g[name][a:min(hi, a + NNZ_CHUNK)]).tobytes(), crc)
-        return zlib.crc32(np.ascontiguousarray(g["y"][start:stop], dtype=np.float64).tobytes(), crc)
+    def _checksum_rows(self, indptr, ends, indices, data, y, row_sqnorm):
+        """Feed appended rows to the running block CRCs, closing full blocks."""
+        m, pos = len(y), 0
+        while pos < m:
+            block = self.current
+            take = min(self.block_rows - block.rows, m - pos)
+            a, b = int(indptr[pos]), int(indptr[pos + take])
+            c = block.crcs
+            c[0] = _crc(ends[pos:pos + take] - block.lo, c[0])
+            c[1] = _crc(indices[a:b], c[1])
+            c[2] = _crc(data[a:b], c[2])
+            c[3] = _crc(y[pos:pos + take], c[3])
+            c[4] = _crc(row_sqnorm[pos:pos + take], c[4])
+            block.rows += take
+            block.nnz += b - a
+            pos += take
+            if block.rows == self.block_rows:
+                self.blocks.append(block)
+                self.current = _Block(block.lo + block.nnz)
 
     def finish(self, *, n_features=None, shift_indices=0, extra_attrs=None, feature_permutation=None):
-        """Write the last block, the statistics, the checksums and then the marker."""
-        if self.block_row_offsets[-1] < self.n:
-            self.block_row_offsets.append(self.n)
+        """Write the statistics and checksums, verify every block, write the marker, publish."""
+        if self.current.rows:
+            self.blocks.append(self.current)
+            self.current = _Block(self.nnz)
+        if self.n == 0:
+            raise ValueError(f"no rows to write from {self.source}; a store needs at least one row.")
         if shift_indices:
             self._shift_indices(shift_indices)
         d = self.d if n_features is None else int(n_features)
         if d < self.d:
             raise ValueError(f"feature index {self.d - 1} is beyond n_features={n_features}; "
                              f"pass n_features >= {self.d}.")
+        if d < 1:
+            raise ValueError(f"no features (d = 0) in {self.source}: every row is empty. Pass n_features to "
+                             "keep empty rows.")
         column_nnz = np.zeros(d, dtype=np.int64)
         column_nnz[: self.column_nnz.shape[0]] = self.column_nnz
         cn = self.group.create_array("column_nnz", shape=(d,), chunks=(NNZ_CHUNK,), dtype=np.int64,
                                      compressors=_compressors(self.compression), fill_value=0)
-        if d:
-            cn[:] = column_nnz
+        cn[:] = column_nnz
+        perm_checksum = None
         if feature_permutation is not None:
+            feature_permutation = np.ascontiguousarray(feature_permutation, dtype=np.int64)
             fp = self.group.create_array("feature_permutation", shape=(d,), chunks=(NNZ_CHUNK,),
                                          dtype=np.int64, compressors=_compressors(self.compression))
             fp[:] = feature_permutation
-        checksums, sqsum, max_sq = [], 0.0, 0.0
-        g = self.group
-        for k in range(len(self.block_row_offsets) - 1):
-            start, stop = self.block_row_offsets[k], self.block_row_offsets[k + 1]
-            checksums.append(self._block_checksum_streamed(start, stop))
-            sq = g["row_sqnorm"][start:stop]
-            sqsum += float(np.sqrt(sq).sum())
-            max_sq = max(max_sq, float(sq.max(initial=0.0)))
+            perm_checksum = _crc(feature_permutation)
+        row_offsets, nnz_offsets = [0], [0]
+        for block in self.blocks:
+            row_offsets.append(row_offsets[-1] + block.rows)
+            nnz_offsets.append(nnz_offsets[-1] + block.nnz)
+        checksums = [_combine(b.rows, b.nnz, b.crcs) for b in self.blocks]
         labels = None if self.too_many_labels else sorted(self.labels)
         meta = {
             "format_version": FORMAT_VERSION,
+            "writer": self.writer_id,
             "nnz": int(self.nnz),
-            "block_row_offsets": [int(v) for v in self.block_row_offsets],
+            "block_row_offsets": row_offsets,
+            "block_nnz_offsets": nnz_offsets,
+            "checksum": CHECKSUM,
             "block_checksums": checksums,
+            "column_nnz_checksum": _crc(column_nnz),
+            "feature_permutation_checksum": perm_checksum,
             "block_rows": self.block_rows,
             "label_values": labels,
             "label_mapping": ({"-1": labels[0], "+1": labels[1]} if labels is not None and len(labels) == 2
@@ -434,36 +1014,74 @@ class _Writer:
             "index_dtype": self.index_dtype.name,
             "compression": str(self.compression),
             "source": self.source,
-            "max_row_norm": math.sqrt(max_sq),
-            "mean_row_norm": sqsum / self.n if self.n else 0.0,
+            "max_row_norm": math.sqrt(self.max_sq),
+            "mean_row_norm": self.norm_sum / self.n,
             "renumbered_features": feature_permutation is not None,
         }
         meta.update(extra_attrs or {})
-        meta["complete"] = True  # written last, with the anndata keys, in one update
+        self._verify_written(d, meta)
+        if self.dest is not None:
+            self.dest.check_before_commit(self.group)
+        meta["complete"] = True  # written last, with the anndata keys, in one update: the commit marker
         self.group.attrs.update({"encoding-type": "csr_matrix", "encoding-version": "0.1.0",
                                  "shape": [int(self.n), int(d)], "daskdca": meta})
+        if self.dest is not None:
+            return self.dest.publish(checksums)
         return open_store(self.url, self.storage_options)
 
+    def _verify_written(self, d, meta):
+        """Read every block back and compare with the checksums computed in memory."""
+        handle = CSRStore(self.url, self.storage_options,
+                          _Meta(self.n, d, self.nnz, tuple(meta["block_row_offsets"]),
+                                tuple(meta["block_nnz_offsets"]), tuple(meta["block_checksums"]), meta))
+        for k in range(len(self.blocks)):
+            try:
+                handle.read_block(k)
+            except StoreError as exc:
+                raise StoreError(f"the data written to {self.url!r} did not read back intact ({exc}); "
+                                 "nothing was published. Check the disk and write again.") from exc
+        if _crc(handle._array("column_nnz")[:]) != meta["column_nnz_checksum"]:
+            raise StoreError(f"column_nnz written to {self.url!r} did not read back intact; nothing was published.")
+
     def _shift_indices(self, shift):
+        """Subtract ``shift`` from every stored index (one-based files) and redo the index CRCs."""
         arr = self.arrays["indices"]
+        bounds = np.cumsum([0] + [b.nnz for b in self.blocks])
+        for block in self.blocks:
+            block.crcs[1] = 0
+        j = 0
         for lo in range(0, arr.shape[0], NNZ_CHUNK):
             hi = min(lo + NNZ_CHUNK, arr.shape[0])
-            arr[lo:hi] = arr[lo:hi] - shift
+            values = np.ascontiguousarray(arr[lo:hi] - np.asarray(shift, dtype=arr.dtype))
+            arr[lo:hi] = values
+            a = lo
+            while a < hi:
+                while bounds[j + 1] <= a:
+                    j += 1
+                b = min(hi, int(bounds[j + 1]))
+                self.blocks[j].crcs[1] = _crc(values[a - lo:b - lo], self.blocks[j].crcs[1])
+                a = b
         self.column_nnz = self.column_nnz[shift:]
         self.d = max(0, self.d - shift)
         if self.min_index is not None:
             self.min_index -= shift
 
 
+def _check_writer_args(block_rows, compression, float32):
+    _check_int("block_rows", block_rows, low=1, hint=" Rows per block, e.g. 32768.")
+    _compressors(compression)
+    _check_bool("float32", float32)
+
+
 @contextlib.contextmanager
-def _writing(url, storage_options, **kwargs):
-    """A writer whose partial store is removed if anything fails."""
-    writer = _Writer(url, storage_options, **kwargs)
-    try:
-        yield writer
-    except BaseException:
-        _remove(writer.url, storage_options)
-        raise
+def _writing(url, storage_options, *, overwrite=False, inputs=(), **writer_kwargs):
+    """A writer into a checked destination: nothing is published unless ``finish`` returns."""
+    url = _check_url(url)
+    storage_options = _check_storage_options(storage_options)
+    _check_writer_args(writer_kwargs["block_rows"], writer_kwargs.get("compression"),
+                       writer_kwargs.get("float32", False))
+    with _destination(url, storage_options, overwrite=overwrite, inputs=inputs) as dest:
+        yield _Writer(dest.work_url, storage_options, dest=dest, **writer_kwargs)
 
 
 def _check_finite_block(X, y, first_row, where):
@@ -482,17 +1100,47 @@ def _feature_order(column_nnz):
     return np.argsort(-column_nnz, kind="stable")
 
 
+def _check_dtype(name, dtype):
+    """Real numbers only: complex values would lose their imaginary part."""
+    if dtype.kind == "c":
+        raise TypeError(f"{name} has complex dtype {dtype}; daskdca fits real data only (the imaginary part "
+                        "would be dropped). Pass the real part (np.real) or split it into two features.")
+    if dtype.kind not in "biuf":
+        raise TypeError(f"{name} has dtype {dtype}; numbers (bool, int or float) are needed.")
+
+
+def _as_labels(y, n):
+    y = np.asarray(y)
+    if y.dtype.kind == "c":
+        _check_dtype("y", y.dtype)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-D (one label per row), got shape {y.shape}.")
+    try:
+        y = y.astype(np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"y must hold numbers; got dtype {y.dtype} ({exc}).") from exc
+    if y.shape[0] != n:
+        raise ValueError(f"X has {n} rows but y has {y.shape[0]} entries; they must match.")
+    return y
+
+
 def write_store(url, X, y, *, block_rows=DEFAULT_BLOCK_ROWS, compression="zstd", float32=False,
-                shuffle=False, seed=0, renumber_features=False, storage_options=None, source="arrays"):
+                shuffle=False, seed=0, renumber_features=False, storage_options=None, source="arrays",
+                overwrite=False):
     """Write in-memory or dask data to a complete store and return its handle.
 
     Parameters
     ----------
     url : str or path
-        Local path or fsspec URL; an existing store there is replaced.
+        Local path or fsspec URL.  It must not exist, be an empty folder, or
+        (with ``overwrite=True``) be a daskdca store; any other folder is
+        refused.
     X : scipy sparse matrix, ndarray, or dask array of row chunks
-        A dask array is written chunk by chunk (each chunk converted to CSR).
-    y : array-like of shape (n,)
+        Real numbers (complex raises TypeError).  A dask array is written
+        chunk by chunk (each chunk converted to CSR).
+    y : array-like or dask array of shape (n,)
     block_rows : int
         Rows per block (partition).
     compression : {"zstd", "zstd:LEVEL", "none"}
@@ -502,7 +1150,33 @@ def write_store(url, X, y, *, block_rows=DEFAULT_BLOCK_ROWS, compression="zstd",
         Permute rows with a seeded uniform permutation first (in memory).
     renumber_features : bool
         Renumber columns by decreasing frequency and store the permutation.
+    storage_options : dict, optional
+        fsspec options for a URL.
+    source : str
+        Recorded in the attributes.
+    overwrite : bool, default False
+        Replace an existing daskdca store at ``url`` (atomically on local
+        file systems: the old store stays until the new one is complete).
+
+    Returns
+    -------
+    CSRStore
+
+    Raises
+    ------
+    FileExistsError
+        ``url`` is a file or a folder that is not a daskdca store, or a store
+        and ``overwrite`` is False.
+    TypeError, ValueError
+        Bad arrays or parameters; the message names the value.
     """
+    url = _check_url(url)
+    storage_options = _check_storage_options(storage_options)
+    _check_writer_args(block_rows, compression, float32)
+    shuffle = _check_bool("shuffle", shuffle)
+    renumber_features = _check_bool("renumber_features", renumber_features)
+    seed = _check_int("seed", seed, low=0)
+    _check_bool("overwrite", overwrite)
     try:
         import dask.array as da
     except ImportError:  # pragma: no cover - dask is a dependency
@@ -513,11 +1187,25 @@ def write_store(url, X, y, *, block_rows=DEFAULT_BLOCK_ROWS, compression="zstd",
                              "write the store first, then use rewrite_store(open_store(url), new_url, "
                              "shuffle=True, renumber_features=True).")
         return _write_dask(url, X, y, block_rows=block_rows, compression=compression, float32=float32,
-                           storage_options=storage_options, source=source)
-    X = sp.csr_matrix(X, dtype=np.float64) if not sp.issparse(X) else sp.csr_matrix(X)
-    y = np.asarray(y, dtype=np.float64).ravel()
-    if y.shape[0] != X.shape[0]:
-        raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} entries; they must match.")
+                           storage_options=storage_options, source=source, overwrite=overwrite)
+    if sp.issparse(X):
+        _check_dtype("X", X.dtype)
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-D, got {X.ndim}-D.")
+        X = sp.csr_matrix(X, dtype=np.float64 if X.dtype.kind != "f" else X.dtype)
+    else:
+        X = np.asarray(X)
+        _check_dtype("X", X.dtype)
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-D (rows x features), got shape {X.shape}.")
+        X = sp.csr_matrix(X, dtype=np.float64)
+    if X.shape[0] == 0:
+        raise ValueError("X has 0 rows; a store needs at least one row.")
+    if X.shape[1] == 0:
+        raise ValueError(f"X has 0 features (shape {X.shape}); a store needs at least one column.")
+    if y is not None and hasattr(y, "compute") and hasattr(y, "chunks"):
+        y = y.compute()
+    y = _as_labels(y, X.shape[0])
     X.sum_duplicates()
     _check_finite_block(X, y, 0, "")
     if shuffle:
@@ -529,7 +1217,7 @@ def write_store(url, X, y, *, block_rows=DEFAULT_BLOCK_ROWS, compression="zstd",
         feature_permutation = _feature_order(counts)
         X = X[:, feature_permutation].tocsr()
     index_dtype = np.int64 if X.shape[1] > INT32_LIMIT else np.int32
-    with _writing(url, storage_options, block_rows=block_rows, compression=compression,
+    with _writing(url, storage_options, overwrite=overwrite, block_rows=block_rows, compression=compression,
                   float32=float32, source=source, index_dtype=index_dtype) as w:
         for start in range(0, X.shape[0], block_rows):
             w.append(X[start:start + block_rows], y[start:start + block_rows])
@@ -537,20 +1225,39 @@ def write_store(url, X, y, *, block_rows=DEFAULT_BLOCK_ROWS, compression="zstd",
         return w.finish(n_features=X.shape[1], extra_attrs=extra, feature_permutation=feature_permutation)
 
 
-def _write_dask(url, X, y, *, block_rows, compression, float32, storage_options, source):
-    if X.ndim != 2 or any(math.isnan(c) for c in X.chunks[0]):
-        raise ValueError("X must be a 2-D dask array with known chunk sizes; call X.compute_chunk_sizes().")
+def _write_dask(url, X, y, *, block_rows, compression, float32, storage_options, source, overwrite):
+    _check_dtype("X", X.dtype)
+    if X.ndim != 2:
+        raise ValueError(f"X must be a 2-D dask array, got {X.ndim}-D.")
+    if any(math.isnan(c) for c in X.chunks[0]):
+        raise ValueError("X must be a dask array with known chunk sizes; call X.compute_chunk_sizes().")
     if len(X.chunks[1]) != 1:
         raise ValueError(f"X is chunked along features ({len(X.chunks[1])} chunks); "
                          f"use X.rechunk({{1: {X.shape[1]}}}).")
-    y = np.asarray(y, dtype=np.float64).ravel() if not hasattr(y, "compute") else y
-    with _writing(url, storage_options, block_rows=block_rows, compression=compression,
+    if X.shape[0] == 0:
+        raise ValueError("X has 0 rows; a store needs at least one row.")
+    if X.shape[1] == 0:
+        raise ValueError(f"X has 0 features (shape {X.shape}); a store needs at least one column.")
+    if hasattr(y, "compute") and hasattr(y, "chunks"):
+        if y.dtype.kind == "c":
+            _check_dtype("y", y.dtype)
+        if y.ndim != 1:
+            raise ValueError(f"y must be 1-D (one label per row), got shape {y.shape}.")
+        if any(math.isnan(c) for c in y.chunks[0]):
+            y = y.compute_chunk_sizes()  # the length must be known before anything is written
+        if y.shape[0] != X.shape[0]:
+            raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} entries; they must match.")
+    else:
+        y = _as_labels(y, X.shape[0])
+    with _writing(url, storage_options, overwrite=overwrite, block_rows=block_rows, compression=compression,
                   float32=float32, source=source,
                   index_dtype=np.int64 if X.shape[1] > INT32_LIMIT else np.int32) as w:
         start = 0
         for block in X.to_delayed().ravel():
             chunk = block.compute()
-            chunk = sp.csr_matrix(chunk) if not sp.issparse(chunk) else sp.csr_matrix(chunk)
+            if sp.issparse(chunk) or isinstance(chunk, np.ndarray):
+                _check_dtype("X", chunk.dtype)
+            chunk = sp.csr_matrix(chunk, dtype=np.float64) if not sp.issparse(chunk) else sp.csr_matrix(chunk)
             rows = chunk.shape[0]
             yc = y[start:start + rows]
             yc = np.asarray(yc.compute() if hasattr(yc, "compute") else yc, dtype=np.float64)
@@ -579,7 +1286,12 @@ def _iter_text_chunks(path, chunk_bytes):
         offset = 0
         rest = b""
         while True:
-            buf = f.read(chunk_bytes)
+            try:
+                buf = f.read(chunk_bytes)
+            except (EOFError, zlib.error, OSError) as exc:  # gzip.BadGzipFile is an OSError
+                raise ValueError(f"{path}: the compressed file is truncated or damaged after {offset + len(rest)} "
+                                 f"bytes of text ({type(exc).__name__}: {exc}); copy or download it again."
+                                 ) from None
             if not buf:
                 if rest:
                     yield offset, rest
@@ -607,6 +1319,9 @@ def _locate_error(piece, base_offset, first_line, parse_line):
     for k, line in enumerate(piece.splitlines(keepends=True)):
         try:
             parse_line(line)
+        except OverflowError:
+            return (f" at {_where(first_line, k, base_offset + pos)}: a feature index or value is too large "
+                    f"(scikit-learn's svmlight parser reads indices up to 2**31 - 1 = {INT32_LIMIT})")
         except ValueError as exc:
             return f" at {_where(first_line, k, base_offset + pos)}: {exc}"
         pos += len(line)
@@ -624,7 +1339,7 @@ def _parse_piece(piece, offset, first_line, path):
 
     try:
         X, y = parse(piece) if piece.strip() else (sp.csr_matrix((0, 0)), np.zeros(0))
-    except ValueError:
+    except (ValueError, OverflowError):
         raise ValueError(f"{path}: malformed svmlight/LIBSVM data"
                          f"{_locate_error(piece, offset, first_line, parse)}") from None
     X = sp.csr_matrix(X)
@@ -661,74 +1376,125 @@ def _index_shift(zero_based, min_index, path):
 
 def convert_svmlight(path, url, *, n_features=None, zero_based="auto", block_rows=DEFAULT_BLOCK_ROWS,
                      chunk_bytes=DEFAULT_CHUNK_BYTES, compression="zstd", float32=False, shuffle=False,
-                     seed=0, renumber_features=False, storage_options=None, client=None, progress=None):
+                     seed=0, renumber_features=False, storage_options=None, client=None, progress=None,
+                     overwrite=False):
     """Convert an svmlight/LIBSVM file (plain, .gz, .bz2) into a store, streaming.
 
     Memory is bounded by ``chunk_bytes`` of text and one block, not by the
     file.  Parsing uses scikit-learn's svmlight parser; ``zero_based``
     follows :func:`sklearn.datasets.load_svmlight_file` (``"auto"``: one-based
     unless an index 0 occurs).  A malformed line, a non-finite value, an
-    index 0 in a one-based file or an index beyond ``n_features`` raises with
-    its line and byte offset, and no valid store is left behind.
+    index 0 in a one-based file, an index beyond ``n_features`` or beyond
+    2**31 - 1 raises with the file, line and byte offset; a truncated
+    compressed file, an empty file and a file without features raise too.
 
     With ``shuffle`` (seeded, uniform over all rows) or ``renumber_features``
-    the data goes through a temporary store next to ``url`` and an external
-    bucket shuffle, so memory stays bounded by about one block.  With a Dask
-    ``client`` and a plain-text file, byte ranges are parsed on the workers.
+    the data goes through a temporary store and an external bucket shuffle
+    inside the write's temporary folder, so memory stays bounded by about one
+    block.  With a Dask ``client`` and a plain-text file, byte ranges are
+    parsed on the workers.
+
+    Parameters
+    ----------
+    path : str or path
+        The svmlight/LIBSVM file.
+    url : str or path
+        The store to write (see :func:`write_store` for what may be there).
+    n_features : int, optional
+        Number of features (default: the largest index in the file).
+    zero_based : {"auto", True, False}
+    block_rows : int
+        Rows per block.
+    chunk_bytes : int
+        Text parsed per parser call.
+    compression : {"zstd", "zstd:LEVEL", "none"}
+    float32 : bool
+    shuffle : bool, seed : int
+    renumber_features : bool
+    storage_options : dict, optional
+    client : distributed.Client, optional
+    progress : bool, optional
+    overwrite : bool, default False
+        Replace an existing daskdca store at ``url``; the old store stays
+        intact until the new one is complete (local file systems).
+
+    Returns
+    -------
+    CSRStore
     """
-    if zero_based not in (True, False, "auto"):
+    if zero_based not in (True, False, "auto") or isinstance(zero_based, (int, float)) and \
+            not isinstance(zero_based, bool):
         raise ValueError(f"zero_based must be True, False or 'auto', got {zero_based!r}.")
-    if chunk_bytes < 1:
-        raise ValueError(f"chunk_bytes must be >= 1, got {chunk_bytes!r}.")
-    if n_features is not None and (isinstance(n_features, bool) or not isinstance(n_features, (int, np.integer))
-                                   or n_features < 1):
-        raise ValueError(f"n_features must be a positive int or None, got {n_features!r}.")
-    path = os.fspath(path)
+    chunk_bytes = _check_int("chunk_bytes", chunk_bytes, low=1, hint=" Text per parser call, e.g. 33554432.")
+    if n_features is not None:
+        n_features = _check_int("n_features", n_features, low=1, hint=" Or None for the largest index seen.")
+    url = _check_url(url)
+    storage_options = _check_storage_options(storage_options)
+    _check_writer_args(block_rows, compression, float32)
+    shuffle = _check_bool("shuffle", shuffle)
+    renumber_features = _check_bool("renumber_features", renumber_features)
+    seed = _check_int("seed", seed, low=0)
+    path = _check_url(path, "path")
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path!r} does not exist.")
-    if shuffle or renumber_features:
-        tmp = f"{os.fspath(url).rstrip('/')}.tmp-{uuid.uuid4().hex[:8]}"
-        try:
-            staged = convert_svmlight(path, tmp, n_features=n_features, zero_based=zero_based,
-                                      block_rows=block_rows, chunk_bytes=chunk_bytes, compression="none",
-                                      float32=float32, storage_options=storage_options, client=client,
-                                      progress=progress)
-            return rewrite_store(staged, url, shuffle=shuffle, seed=seed, renumber_features=renumber_features,
-                                 block_rows=block_rows, compression=compression, storage_options=storage_options,
-                                 source_name=os.path.basename(path))
-        finally:
-            _remove(tmp, storage_options)
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"{path!r} is a folder; convert needs an svmlight/LIBSVM file (plain, .gz or "
+                                ".bz2). A daskdca store is used directly, without converting.")
+    with _destination(url, storage_options, overwrite=overwrite, inputs=[path]) as dest:
+        if shuffle or renumber_features:
+            staged = _convert_into(path, dest.scratch("staged"), None, storage_options, n_features=n_features,
+                                   zero_based=zero_based, block_rows=block_rows, chunk_bytes=chunk_bytes,
+                                   compression="none", float32=float32, client=client, progress=progress)
+            return _rewrite_into(staged, dest, storage_options, shuffle=shuffle, seed=seed,
+                                 renumber_features=renumber_features, block_rows=block_rows,
+                                 compression=compression, source_name=os.path.basename(path))
+        return _convert_into(path, dest.work_url, dest, storage_options, n_features=n_features,
+                             zero_based=zero_based, block_rows=block_rows, chunk_bytes=chunk_bytes,
+                             compression=compression, float32=float32, client=client, progress=progress)
+
+
+def _convert_into(path, work_url, dest, storage_options, *, n_features, zero_based, block_rows, chunk_bytes,
+                  compression, float32, client, progress):
+    """Parse ``path`` into a store at ``work_url`` (published through ``dest`` when given)."""
     index_dtype = np.int64 if n_features is not None and n_features > INT32_LIMIT else np.int32
     pieces = (_parallel_pieces(client, path, chunk_bytes) if client is not None
               else _iter_svmlight(path, chunk_bytes))
     # largest raw index allowed (indices are shifted only at the end, see _index_shift)
     raw_limit = None if n_features is None else (n_features - 1 if zero_based is True else n_features)
-    with _writing(url, storage_options, block_rows=block_rows, compression=compression, float32=float32,
-                  source=os.path.basename(path), index_dtype=index_dtype) as w:
-        bar = _progress(progress, path)
-        for X, y, end_offset, line in pieces:
-            if zero_based is False and X.indices.size and int(X.indices.min()) < 1:
-                row = int(np.searchsorted(X.indptr, int(np.argmin(X.indices)), side="right") - 1)
-                where = f"line {line + row + 1}" if line is not None else f"a line before byte {end_offset}"
-                raise ValueError(f"{path}: feature index {int(X.indices.min())} at {where} in a one-based "
-                                 "file (zero_based=False); LIBSVM indices start at 1. Pass zero_based=True "
-                                 "or 'auto' if the file is zero-based.")
-            if raw_limit is not None and X.indices.size and int(X.indices.max()) > raw_limit:
-                top = int(X.indices.max())
-                row = int(np.searchsorted(X.indptr, int(np.argmax(X.indices)), side="right") - 1)
-                where = f"line {line + row + 1}" if line is not None else f"a line after byte {end_offset}"
-                raise ValueError(f"{path}: feature index {top} at {where} is beyond n_features={n_features}; "
-                                 "pass a larger n_features.")
-            w.append(X, y)
-            if bar is not None:
-                bar.update(end_offset - bar.n)
+    w = _Writer(work_url, storage_options, block_rows=block_rows, compression=compression, float32=float32,
+                source=os.path.basename(path), index_dtype=index_dtype, dest=dest)
+    bar = _progress(progress, path)
+    for X, y, end_offset, line in pieces:
+        if X.indices.size and int(X.indices.min()) < (1 if zero_based is False else 0):
+            low = int(X.indices.min())
+            row = int(np.searchsorted(X.indptr, int(np.argmin(X.indices)), side="right") - 1)
+            where = f"line {line + row + 1}" if line is not None else f"a line before byte {end_offset}"
+            if zero_based is False:
+                raise ValueError(f"{path}: feature index {low} at {where} in a one-based file (zero_based=False); "
+                                 "LIBSVM indices start at 1. Pass zero_based=True or 'auto' if the file is "
+                                 "zero-based.")
+            raise ValueError(f"{path}: negative feature index {low} at {where}; indices start at 0 or 1.")
+        if raw_limit is not None and X.indices.size and int(X.indices.max()) > raw_limit:
+            top = int(X.indices.max())
+            row = int(np.searchsorted(X.indptr, int(np.argmax(X.indices)), side="right") - 1)
+            where = f"line {line + row + 1}" if line is not None else f"a line after byte {end_offset}"
+            raise ValueError(f"{path}: feature index {top} at {where} is beyond n_features={n_features}; "
+                             "pass a larger n_features.")
+        w.append(X, y)
         if bar is not None:
-            bar.close()
-        shift = _index_shift(zero_based, w.min_index, path)
-        if n_features is not None and w.d - shift > n_features:
-            raise ValueError(f"{path}: feature index {w.d - 1} is beyond n_features={n_features} "
-                             f"({'one' if shift else 'zero'}-based); pass a larger n_features.")
-        return w.finish(n_features=n_features, shift_indices=shift)
+            bar.update(end_offset - bar.n)
+    if bar is not None:
+        bar.close()
+    if w.n == 0:
+        raise ValueError(f"{path}: no rows (the file is empty or holds only comments); nothing to convert.")
+    shift = _index_shift(zero_based, w.min_index, path)
+    if n_features is not None and w.d - shift > n_features:
+        raise ValueError(f"{path}: feature index {w.d - 1} is beyond n_features={n_features} "
+                         f"({'one' if shift else 'zero'}-based); pass a larger n_features.")
+    if n_features is None and w.d - shift < 1:
+        raise ValueError(f"{path}: no features (d = 0): every row is empty. Pass n_features to convert rows "
+                         "without features.")
+    return w.finish(n_features=n_features, shift_indices=shift)
 
 
 def _progress(progress, path):
@@ -815,25 +1581,61 @@ class _BucketArrays:
 
 
 def rewrite_store(store, url, *, shuffle=False, seed=0, renumber_features=False,
-                  block_rows=DEFAULT_BLOCK_ROWS, compression="zstd", storage_options=None, source_name=None):
+                  block_rows=DEFAULT_BLOCK_ROWS, compression="zstd", storage_options=None, source_name=None,
+                  overwrite=False):
     """Copy a complete store into a new one, optionally shuffled and renumbered.
 
     Shuffling is an external bucket shuffle: the seeded permutation ``perm``
     puts source row ``perm[p]`` at output position ``p``; each source block is
     split into buckets, one per output block, written to a temporary group
-    next to ``url``; each bucket is then read back, put in output order and
-    written.  Memory stays about one block; the data is written twice.
+    inside the write's temporary folder; each bucket is then read back, put
+    in output order and written.  Memory stays about one block; the data is
+    written twice.
 
     With ``renumber_features`` the stored column ``j`` is the ``j``-th most
     frequent source feature (ties keep source order) and the permutation is
     stored as ``feature_permutation``.
+
+    Parameters
+    ----------
+    store : CSRStore
+        The source (every block is verified as it is read).
+    url : str or path
+        The new store; it may not be, or lie inside, the source.
+    shuffle : bool, seed : int
+    renumber_features : bool
+    block_rows : int
+    compression : {"zstd", "zstd:LEVEL", "none"}
+    storage_options : dict, optional
+    source_name : str, optional
+        Recorded as the source (default: the source store's).
+    overwrite : bool, default False
+        Replace an existing daskdca store at ``url``.
+
+    Returns
+    -------
+    CSRStore
     """
     if not isinstance(store, CSRStore):
         raise TypeError(f"rewrite_store needs a CSRStore (from open_store), got {type(store).__name__}.")
+    url = _check_url(url)
+    storage_options = _check_storage_options(storage_options)
+    _check_writer_args(block_rows, compression, False)
+    shuffle = _check_bool("shuffle", shuffle)
+    renumber_features = _check_bool("renumber_features", renumber_features)
+    seed = _check_int("seed", seed, low=0)
+    with _destination(url, storage_options, overwrite=overwrite, inputs=[store.url]) as dest:
+        return _rewrite_into(store, dest, storage_options, shuffle=shuffle, seed=seed,
+                             renumber_features=renumber_features, block_rows=block_rows, compression=compression,
+                             source_name=source_name)
+
+
+def _rewrite_into(store, dest, storage_options, *, shuffle, seed, renumber_features, block_rows, compression,
+                  source_name):
     n, d = store.n, store.d
     feature_permutation = remap = None
     if renumber_features:
-        feature_permutation = _feature_order(store.group["column_nnz"][:])
+        feature_permutation = _feature_order(store.column_nnz)
         remap = np.empty(d, dtype=np.int64)
         remap[feature_permutation] = np.arange(d)
 
@@ -845,34 +1647,30 @@ def rewrite_store(store, url, *, shuffle=False, seed=0, renumber_features=False,
     value_dtype = np.dtype(store.attrs.get("value_dtype", "float64"))
     index_dtype = np.dtype(store.attrs.get("index_dtype", "int32"))
     extra = {"shuffle_seed": int(seed) if shuffle else None}
-    with _writing(url, storage_options, block_rows=block_rows, compression=compression,
-                  float32=value_dtype == np.float32, source=source_name or store.attrs.get("source"),
-                  index_dtype=index_dtype) as w:
-        if not shuffle:
-            for X, y in store.iter_blocks():
-                w.append(renumbered(X), y)
-            return w.finish(n_features=d, feature_permutation=feature_permutation, extra_attrs=extra)
-        perm = np.random.default_rng(seed).permutation(n)
-        inverse = np.empty(n, dtype=np.int64)
-        inverse[perm] = np.arange(n)
-        n_out = max(1, -(-n // block_rows))
-        tmp = f"{os.fspath(url).rstrip('/')}.buckets-{uuid.uuid4().hex[:8]}"
-        try:
-            group = zarr.open_group(tmp, mode="w", storage_options=storage_options or None)
-            buckets = [_BucketArrays(group, j, value_dtype, index_dtype) for j in range(n_out)]
-            offsets = store.block_row_offsets
-            for k in range(store.n_blocks):
-                X, y = store.read_block(k)
-                position = inverse[offsets[k]:offsets[k + 1]]
-                target = position // block_rows
-                for j in np.unique(target):
-                    rows = np.flatnonzero(target == j)
-                    sub = X[rows]
-                    buckets[j].append(data=sub.data, indices=sub.indices, row_nnz=np.diff(sub.indptr),
-                                      y=y[rows], pos=position[rows] % block_rows)
-            for j in range(n_out):
-                X, y = buckets[j].read(d)
-                w.append(renumbered(X), y)
-        finally:
-            _remove(tmp, storage_options)
+    w = _Writer(dest.work_url, storage_options, block_rows=block_rows, compression=compression,
+                float32=value_dtype == np.float32, source=source_name or store.attrs.get("source"),
+                index_dtype=index_dtype, dest=dest)
+    if not shuffle:
+        for X, y in store.iter_blocks():
+            w.append(renumbered(X), y)
         return w.finish(n_features=d, feature_permutation=feature_permutation, extra_attrs=extra)
+    perm = np.random.default_rng(seed).permutation(n)
+    inverse = np.empty(n, dtype=np.int64)
+    inverse[perm] = np.arange(n)
+    n_out = max(1, -(-n // block_rows))
+    group = zarr.open_group(dest.scratch("buckets"), mode="w", storage_options=storage_options or None)
+    buckets = [_BucketArrays(group, j, value_dtype, index_dtype) for j in range(n_out)]
+    offsets = store.block_row_offsets
+    for k in range(store.n_blocks):
+        X, y = store.read_block(k)
+        position = inverse[offsets[k]:offsets[k + 1]]
+        target = position // block_rows
+        for j in np.unique(target):
+            rows = np.flatnonzero(target == j)
+            sub = X[rows]
+            buckets[j].append(data=sub.data, indices=sub.indices, row_nnz=np.diff(sub.indptr),
+                              y=y[rows], pos=position[rows] % block_rows)
+    for j in range(n_out):
+        X, y = buckets[j].read(d)
+        w.append(renumbered(X), y)
+    return w.finish(n_features=d, feature_permutation=feature_permutation, extra_attrs=extra)

@@ -166,18 +166,22 @@ def test_killed_conversion_leaves_nothing_valid_and_rerun_completes(tmp_path):
             f"convert_svmlight({str(path)!r}, {str(url)!r}, block_rows=500, chunk_bytes=20000)")
     proc = subprocess.Popen([sys.executable, "-c", code])
     deadline = time.time() + 60
-    while not (url / "indptr").exists() and time.time() < deadline:
+    while not list(tmp_path.glob("big.zarr.tmp-*/store/indptr")) and time.time() < deadline:
         time.sleep(0.02)
     time.sleep(0.3)
     assert proc.poll() is None, "conversion finished before it could be killed; make the input larger"
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    assert _exists(url)  # something was left on disk ...
-    with pytest.raises(StoreError, match="not a complete daskdca store"):
-        open_store(url)  # ... and it does not open
+    # the store is built in a temporary sibling folder and published by one rename:
+    # a killed conversion leaves that folder and nothing at the target
+    assert not _exists(url)
+    assert len(list(tmp_path.glob("big.zarr.tmp-*"))) == 1
+    with pytest.raises(StoreError, match="No daskdca store"):
+        open_store(url)
     store = convert_svmlight(path, url, block_rows=500, chunk_bytes=20000)
     X, y = load_svmlight_file(str(path))
     _assert_same_csr(store.read_all()[0], X)
+    assert not list(tmp_path.glob("big.zarr.tmp-*"))  # the next write removed the leftover
 
 
 def test_anndata_opens_the_store(tmp_path):
