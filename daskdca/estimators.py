@@ -99,6 +99,14 @@ class _SDCAMixin:
 
     def _dca_fit(self, X, y, loss, lam, seed):
         """One ``daskdca.fit`` call with this estimator's parameters (the fit's own warning muted)."""
+        n = X.shape[0]
+        # daskdca.fit's documented default: 2 partitions for "cocoa+", else 1
+        partitions = self.n_partitions if self.n_partitions is not None else (2 if self.solver == "cocoa+" else 1)
+        if n < partitions:
+            raise ValueError(
+                f"n_samples={n} is fewer than the {partitions} row partitions of solver={self.solver!r}; "
+                f"set n_partitions <= {n} or fit more samples."
+            )
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=_FIT_WARNING, category=ConvergenceWarning)
             return daskdca.fit(
@@ -118,7 +126,7 @@ class _SDCAMixin:
             f"{type(self).__name__} reached max_iter={self.max_iter} rounds before the relative "
             f"duality gap fell to tol={self.tol:g} ({'; '.join(parts)}); increase max_iter or tol.",
             ConvergenceWarning,
-            stacklevel=3,
+            stacklevel=4,  # _warn_unconverged < fit < sklearn's _fit_context wrapper < the caller
         )
 
     def _validate_X_predict(self, X):
@@ -352,7 +360,7 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
             self.dual_coef_ = np.stack([np.asarray(m.dual_coef_, dtype=np.float64) for m in models])
         elif hasattr(self, "dual_coef_"):
             del self.dual_coef_  # from an earlier fit with keep_dual=True
-        self._warn_unconverged([f"class {label!r}" for label in positives])
+        self._warn_unconverged([f"class {np.asarray(label).item()!r}" for label in positives])
         return self
 
     def decision_function(self, X):

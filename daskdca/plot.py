@@ -99,7 +99,7 @@ def convergence(models, x="seconds", ax=None):
             primal = np.array([r.primal for r in records], dtype=np.float64)
             gap = np.array([r.gap for r in records], dtype=np.float64)
             rel = np.maximum(gap / np.maximum(np.abs(primal), 1e-300), _GAP_FLOOR)
-            name = label if problem is None else f"{label} (class {problem!r})"
+            name = label if problem is None else f"{label} (class {np.asarray(problem).item()!r})"
             ax.plot(xs, rel, marker=".", label=name)
     ax.set_yscale("log")
     ax.set_xlabel(_X_LABELS[x])
