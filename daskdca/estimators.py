@@ -11,6 +11,7 @@ carry over unchanged.
 from __future__ import annotations
 
 import warnings
+from functools import partial
 from numbers import Integral, Real
 
 import numpy as np
@@ -23,7 +24,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 import daskdca
 
@@ -60,6 +61,42 @@ def _canonical(X):
     return sp.csr_matrix(X)
 
 
+def _is_dask_array(X):
+    return type(X).__module__.split(".")[0] == "dask" and hasattr(X, "map_blocks") and hasattr(X, "chunks")
+
+
+def _scores(X, coef, intercept):
+    """``X @ coef.T + intercept``: shape (n,) for one row of ``coef``, (n, K) for K rows."""
+    scores = np.asarray(safe_sparse_dot(X, coef.T, dense_output=True)) + intercept
+    return scores.ravel() if scores.shape[1] == 1 else scores
+
+
+def _labels(scores, classes):
+    """The sign picks ``classes[1]`` for one score per row; the argmax otherwise."""
+    if scores.ndim == 1:
+        return classes[(scores > 0).astype(np.intp)]
+    return classes[np.argmax(scores, axis=1)]
+
+
+def _proba(scores):
+    """Logistic probabilities: ``[1 - p, p]`` for two classes, normalised one-vs-rest for more."""
+    positive = expit(scores)
+    if scores.ndim == 1:
+        return np.column_stack([1.0 - positive, positive])
+    return positive / positive.sum(axis=1, keepdims=True)
+
+
+def _block_output(block, *, coef, intercept, classes, kind):
+    """What a prediction method returns for one block of rows (dask's map_blocks)."""
+    block = check_array(block, accept_sparse="csr", dtype=[np.float64, np.float32])
+    scores = _scores(block, coef, intercept)
+    if kind == "predict" and classes is not None:
+        return _labels(scores, classes)
+    if kind == "proba":
+        return _proba(scores)
+    return scores
+
+
 def _relative_gap(gap, primal):
     return np.asarray(gap, dtype=np.float64) / np.maximum(np.abs(np.asarray(primal, dtype=np.float64)), 1e-300)
 
@@ -87,8 +124,8 @@ class _SDCAMixin:
         if self.fit_intercept:
             raise ValueError(
                 f"{name}(fit_intercept=True) is not supported yet: daskdca.fit has no intercept. "
-                "Use fit_intercept=False and add a constant column to X yourself (e.g. "
-                "np.hstack([X, np.full((n, 1), intercept_scaling)])), which is LIBLINEAR's "
+                "Use fit_intercept=False and append a constant column of value intercept_scaling to X "
+                "yourself (np.hstack, or scipy.sparse.hstack for sparse X): that is LIBLINEAR's "
                 "regularised intercept."
             )
         if self.warm_start:
@@ -100,8 +137,10 @@ class _SDCAMixin:
     def _dca_fit(self, X, y, loss, lam, seed):
         """One ``daskdca.fit`` call with this estimator's parameters (the fit's own warning muted)."""
         n = X.shape[0]
-        # daskdca.fit's documented default: 2 partitions for "cocoa+", else 1
-        partitions = self.n_partitions if self.n_partitions is not None else (2 if self.solver == "cocoa+" else 1)
+        # in memory, daskdca.fit's documented default is 2 partitions for "cocoa+", else 1
+        partitions = self.n_partitions
+        if partitions is None:
+            partitions = 2 if self.solver == "cocoa+" and self.client is None else 1
         if n < partitions:
             raise ValueError(
                 f"n_samples={n} is fewer than the {partitions} row partitions of solver={self.solver!r}; "
@@ -132,6 +171,31 @@ class _SDCAMixin:
     def _validate_X_predict(self, X):
         check_is_fitted(self)
         return validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32], reset=False)
+
+    def _map_blocks(self, X, kind, n_columns, dtype):
+        """A prediction method on a dask array: a lazy dask array, one task per block of rows.
+
+        Only ``coef_``, ``intercept_`` and ``classes_`` travel with the tasks,
+        not the estimator (which may hold an unpicklable client).
+        """
+        check_is_fitted(self)
+        name = type(self).__name__
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-D (n_samples, n_features), got a dask array of shape {X.shape}.")
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but {name} is expecting {self.n_features_in_} "
+                             "features as input.")
+        if X.numblocks[1] != 1:
+            raise ValueError(f"{name} predicts a dask array block by block of rows, but X is chunked along "
+                             f"its {X.shape[1]} columns too ({X.numblocks[1]} column blocks); use "
+                             f"X.rechunk({{1: {X.shape[1]}}}).")
+        coef = np.atleast_2d(self.coef_)
+        function = partial(_block_output, coef=coef, intercept=self.intercept_,
+                           classes=getattr(self, "classes_", None), kind=kind)
+        if n_columns is None:
+            return X.map_blocks(function, drop_axis=1, dtype=dtype, meta=np.empty((0,), dtype=dtype))
+        return X.map_blocks(function, chunks=(X.chunks[0], (n_columns,)), dtype=dtype,
+                            meta=np.empty((0, 0), dtype=dtype))
 
     def history_frame(self):
         """``history_`` as a pandas DataFrame (needs pandas); see :func:`daskdca.plot.history_frame`."""
@@ -323,6 +387,8 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Training data; sparse input is used as CSR, float32 stays float32.
+            A dask array is computed into memory first (to fit on the cluster
+            from a store or a dask array, call :func:`daskdca.fit` for now).
         y : array-like of shape (n_samples,)
             Class labels, at least two distinct values.
 
@@ -368,32 +434,34 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features)
+            A dask array (chunked along rows only) gives a lazy dask array.
 
         Returns
         -------
         scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
             For two classes, positive scores mean ``classes_[1]``.
         """
-        X = self._validate_X_predict(X)
-        scores = safe_sparse_dot(X, self.coef_.T, dense_output=True) + self.intercept_
-        return scores.ravel() if scores.shape[1] == 1 else scores
+        if _is_dask_array(X):
+            return self._map_blocks(X, "decision", None if self.coef_.shape[0] == 1 else self.coef_.shape[0],
+                                    np.float64)
+        return _scores(self._validate_X_predict(X), self.coef_, self.intercept_)
 
     def predict(self, X):
         """Class labels: the sign of the score for two classes, its argmax for more.
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features)
+            A dask array (chunked along rows only) gives a lazy dask array.
 
         Returns
         -------
         y_pred : ndarray of shape (n_samples,)
         """
-        scores = self.decision_function(X)
-        if scores.ndim == 1:
-            return self.classes_[(scores > 0).astype(np.intp)]
-        return self.classes_[np.argmax(scores, axis=1)]
+        if _is_dask_array(X):
+            return self._map_blocks(X, "predict", None, self.classes_.dtype)
+        return _labels(self.decision_function(X), self.classes_)
 
     @available_if(_check_logistic)
     def predict_proba(self, X):
@@ -405,18 +473,16 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features)
+            A dask array (chunked along rows only) gives a lazy dask array.
 
         Returns
         -------
         proba : ndarray of shape (n_samples, n_classes)
         """
-        scores = self.decision_function(X)
-        if scores.ndim == 1:
-            positive = expit(scores)
-            return np.column_stack([1.0 - positive, positive])
-        proba = expit(scores)
-        return proba / proba.sum(axis=1, keepdims=True)
+        if _is_dask_array(X):
+            return self._map_blocks(X, "proba", self.classes_.shape[0], np.float64)
+        return _proba(self.decision_function(X))
 
     @available_if(_check_logistic)
     def predict_log_proba(self, X):
@@ -424,13 +490,13 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features)
 
         Returns
         -------
         log_proba : ndarray of shape (n_samples, n_classes)
         """
-        return np.log(self.predict_proba(X))
+        return np.log(self.predict_proba(X))  # lazy for a dask array too
 
     def to_sklearn(self):
         """The equivalent fitted scikit-learn estimator.
@@ -609,6 +675,7 @@ class SDCARegressor(_SDCAMixin, RegressorMixin, BaseEstimator):
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            A dask array is computed into memory first.
         y : array-like of shape (n_samples,)
             Real targets.
 
@@ -642,14 +709,16 @@ class SDCARegressor(_SDCAMixin, RegressorMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features)
+            A dask array (chunked along rows only) gives a lazy dask array.
 
         Returns
         -------
         y_pred : ndarray of shape (n_samples,)
         """
-        X = self._validate_X_predict(X)
-        return np.asarray(safe_sparse_dot(X, self.coef_, dense_output=True)).ravel() + self.intercept_
+        if _is_dask_array(X):
+            return self._map_blocks(X, "predict", None, np.float64)
+        return _scores(self._validate_X_predict(X), self.coef_[np.newaxis, :], self.intercept_)
 
     def to_sklearn(self):
         """The equivalent fitted :class:`~sklearn.linear_model.Ridge` (``alpha = 1 / C``, no intercept).

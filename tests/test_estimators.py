@@ -465,6 +465,38 @@ def test_string_labels_and_one_class():
         SDCAClassifier().fit(X, np.full(X.shape[0], "sick"))
 
 
+@pytest.mark.parametrize("sparse_blocks", [False, True])
+def test_predictions_on_a_dask_array_are_lazy_and_equal(sparse_blocks):
+    da = pytest.importorskip("dask.array")
+    X, y = _digits()
+    Xd = da.from_array(X, chunks=(500, -1))
+    if sparse_blocks:
+        Xd = Xd.map_blocks(sp.csr_matrix, dtype=X.dtype, meta=sp.csr_matrix((0, 0)))
+    for est in (SDCAClassifier("logistic", C=0.1).fit(X, y), SDCAClassifier("hinge", C=0.1).fit(X, y < 5),
+                SDCARegressor(C=0.1).fit(X, y.astype(float))):
+        methods = ["predict", "decision_function", "predict_proba", "predict_log_proba"]
+        for method in [m for m in methods if hasattr(est, m)]:
+            lazy = getattr(est, method)(Xd)
+            assert isinstance(lazy, da.Array), method
+            expected = getattr(est, method)(X)
+            assert lazy.shape == expected.shape and lazy.dtype == expected.dtype, method
+            # sparse blocks sum in another order than dense BLAS: rounding-level differences
+            assert_allclose(lazy.compute(scheduler="synchronous"), expected, rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match=r"X.rechunk\(\{1: 64\}\)"):
+        est.predict(da.from_array(X, chunks=(500, 32)))
+    with pytest.raises(ValueError, match="expecting 64 features"):
+        est.predict(da.from_array(X[:, :10], chunks=(500, -1)))
+
+
+def test_docstring_examples():
+    import doctest
+
+    import daskdca.estimators
+
+    result = doctest.testmod(daskdca.estimators)
+    assert result.attempted > 0 and result.failed == 0
+
+
 # --------------------------------------------------------------------------
 # daskdca.plot
 
