@@ -7,8 +7,8 @@ the answer with the duality gap ``P(w) - D(alpha)``.
 from daskdca import datasets
 from daskdca.api import LinearModel, fit
 from daskdca.losses import Hinge, Logistic, Loss, SmoothedHinge, Squared, SquaredHinge
-from daskdca.rounds import HistoryRecord
-from daskdca.solvers import SDCA, CoCoAPlus, MinibatchSDCA, SDCAState
+from daskdca.driver import FitState, HistoryRecord
+from daskdca.methods import REGISTRY, SDCA, CoCoAPlus, MinibatchSDCA
 from daskdca.store import CSRStore, StoreError, convert_svmlight, open_store, rewrite_store, write_store
 from daskdca import plot
 from daskdca.estimators import SDCAClassifier, SDCARegressor
@@ -27,7 +27,8 @@ __all__ = [
     "SDCA",
     "SDCAClassifier",
     "SDCARegressor",
-    "SDCAState",
+    "FitState",
+    "REGISTRY",
     "SmoothedHinge",
     "Squared",
     "SquaredHinge",

@@ -1,4 +1,10 @@
-"""``daskdca.fit``: validate input, build the problem, run a solver, certify the result."""
+"""``daskdca.fit``: validate input, pick a method and a driver, return a certified model.
+
+This module names no method's internals: it builds the method object from
+the registry (:mod:`daskdca.methods`), checks the combination against the
+method's capabilities, and hands it to the in-process driver
+(:mod:`daskdca.driver`) or the Dask engine (:mod:`daskdca.engine`).
+"""
 
 from __future__ import annotations
 
@@ -11,10 +17,10 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
+from daskdca.driver import fit_in_process
 from daskdca.losses import get_loss
-from daskdca.problem import Problem, even_partition_offsets
-from daskdca.rounds import run_rounds
-from daskdca.solvers import SOLVERS, CoCoAPlus, MinibatchSDCA, SDCA
+from daskdca.methods import REGISTRY, check_supported
+from daskdca.partitions import random_row_order
 from daskdca.store import CSRStore, open_store
 
 __all__ = ["fit", "LinearModel"]
@@ -33,46 +39,50 @@ class LinearModel:
     Attributes
     ----------
     coef_ : ndarray of shape (n_features,)
-        ``w = X^T dual_coef_ / (lam n)``, rebuilt from the dual variables.
+        The model ``w``; for the dual methods ``w = X^T dual_coef_ / (lam n)``,
+        rebuilt from the dual variables.
     dual_coef_ : ndarray of shape (n_samples,)
-        Dual variables ``alpha`` in the order of the rows of X (labels
-        inside the loss: for hinge ``alpha_i y_i`` lies in [0, 1]).
+        The dual point that certifies ``coef_``, in the order of the rows of X
+        (labels inside the loss: for hinge ``alpha_i y_i`` lies in [0, 1]).
     primal_, dual_, gap_ : float
         ``P(coef_)``, ``D(dual_coef_)`` and ``P - D``, computed from
         ``dual_coef_`` alone; ``gap_ >= P(coef_) - min P``.
     n_rounds_ : int
+        Rounds behind ``coef_``.
     n_epochs_ : float
-        Passes over the data taken by the solver (gap evaluations not counted).
+        Coordinate steps behind ``coef_`` divided by n (gap evaluations not counted).
     converged_ : bool
         Whether ``gap_ <= tol * |primal_|``.
     history_ : list of HistoryRecord
-        ``(round, epochs, seconds, primal, dual, gap)`` per evaluation.
+        ``(round, epochs, seconds, primal, dual, gap)`` per evaluation; the
+        last one is the certificate.
     classes_ : ndarray of shape (2,) or None
         Original labels for classification; ``classes_[1]`` maps to +1.
     loss, lam, solver, random_state_ :
         What was fitted: the :class:`~daskdca.losses.Loss`, ``lam``, the
-        solver object and the integer seed of all random streams.
-    state_ : SDCAState
-        Final solver state (a warm start or checkpoint for later rounds).
+        method object and the integer seed of all random streams.
+    plan_ :
+        The method resolved for the data (e.g. ``plan_.batch_size``,
+        ``plan_.sigma2``, ``plan_.sigma_prime``).
     """
 
-    def __init__(self, *, loss, lam, solver, classes, result, random_state, n_features):
+    def __init__(self, *, loss, lam, solver, classes, result, random_state, n_features, coef):
         self.loss = loss
         self.lam = lam
         self.solver = solver
         self.classes_ = classes
         self.random_state_ = random_state
         self.n_features_in_ = n_features
-        self.state_ = result.state
-        self.coef_ = result.state.w
-        self.dual_coef_ = result.state.alpha
+        self.plan_ = result.plan
+        self.coef_ = coef
+        self.dual_coef_ = result.alpha
         self.primal_ = result.primal
         self.dual_ = result.dual
         self.gap_ = result.gap
         self.converged_ = result.converged
         self.history_ = result.history
-        self.n_rounds_ = result.state.round
-        self.n_epochs_ = result.state.n_epochs
+        self.n_rounds_ = result.n_rounds
+        self.n_epochs_ = result.n_epochs
 
     def decision_function(self, X):
         """``X @ coef_`` for new data X of shape (n_samples, n_features)."""
@@ -199,41 +209,40 @@ def _resolve_random_state(random_state):
     return int(random_state)
 
 
-def _resolve_solver(solver, *, batch_size, local_iters, n_partitions):
-    """A solver object and the number of partitions it runs on."""
-    if isinstance(solver, (SDCA, CoCoAPlus, MinibatchSDCA)):
+def _resolve_solver(solver, *, batch_size, local_iters, on_cluster):
+    """The method object for ``solver`` (a registered name or a method object)."""
+    if isinstance(solver, tuple(REGISTRY.values())):
         if batch_size is not None or local_iters != 1.0:
             raise ValueError(
                 "batch_size and local_iters configure a solver given by name; with a solver "
                 f"object ({solver!r}) set them on the object instead."
             )
-        obj = solver
-    elif isinstance(solver, str) and solver in SOLVERS:
-        if batch_size is not None and solver != "minibatch_sdca":
-            raise ValueError(
-                f"batch_size applies to solver='minibatch_sdca' only, got solver={solver!r} "
-                f"with batch_size={batch_size!r}; drop batch_size or change the solver."
-            )
-        if n_partitions is None:
-            n_partitions = DEFAULT_COCOA_PARTITIONS if solver == "cocoa+" else 1
-        if solver == "minibatch_sdca":
-            # Shrinking needs one partition (see MinibatchSDCA); by name it is
-            # on exactly when that holds.
-            obj = MinibatchSDCA(batch_size=batch_size, local_iters=local_iters,
-                                shrinking=n_partitions == 1)
-        else:
-            obj = SOLVERS[solver](local_iters=local_iters)
-    else:
-        raise ValueError(f"Unknown solver {solver!r}; use one of {sorted(SOLVERS)}.")
-    if n_partitions is None:
-        n_partitions = DEFAULT_COCOA_PARTITIONS if obj.name == "cocoa+" else 1
-    n_partitions = _check_int("n_partitions", n_partitions, low=1, hint="use None or a positive int")
-    if obj.name == "sdca" and n_partitions != 1:
+        return solver
+    if not (isinstance(solver, str) and solver in REGISTRY):
+        raise ValueError(f"Unknown solver {solver!r}; use one of {sorted(REGISTRY)}.")
+    cls = REGISTRY[solver]
+    if batch_size is not None and "batch_size" not in cls.__dataclass_fields__:
         raise ValueError(
-            f"solver='sdca' is serial and runs on one partition, got n_partitions={n_partitions}; "
-            "use solver='cocoa+' or 'minibatch_sdca' to split the data."
+            f"batch_size applies to solver='minibatch_sdca' only, got solver={solver!r} "
+            f"with batch_size={batch_size!r}; drop batch_size or change the solver."
         )
-    return obj, n_partitions
+    if local_iters != 1.0 and "local_iters" not in cls.__dataclass_fields__:
+        raise ValueError(
+            f"local_iters does not apply to solver={solver!r} (a round is one mini-batch); drop it.")
+    options = {}
+    if "batch_size" in cls.__dataclass_fields__:
+        options["batch_size"] = batch_size
+    if "local_iters" in cls.__dataclass_fields__:
+        options["local_iters"] = local_iters
+    if on_cluster and "eso" in cls.__dataclass_fields__:
+        options["eso"] = "spectral"
+    return cls(**options)
+
+
+def _default_partitions(method, on_cluster):
+    if method.capabilities.many_partitions and method.name == "cocoa+" and not on_cluster:
+        return DEFAULT_COCOA_PARTITIONS
+    return None if on_cluster else 1
 
 
 def _is_cluster_input(X):
@@ -242,7 +251,18 @@ def _is_cluster_input(X):
     return type(X).__module__.startswith("dask.") and hasattr(X, "dask")
 
 
-def fit(X, y=None, *, loss="hinge", lam=1e-4, solver=None, tol=1e-6, max_rounds=1000,
+def _warn_not_converged(result, tol):
+    if not result.converged and result.n_rounds >= result.max_rounds:
+        warnings.warn(
+            f"daskdca.fit reached max_rounds={result.max_rounds} with relative duality gap "
+            f"{result.gap / max(abs(result.primal), 1e-300):.3e} > tol={tol:g}; "
+            "increase max_rounds or tol.",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+
+
+def fit(X, y=None, *, loss="hinge", lam=1e-4, solver=None, tol=1e-6, max_rounds=None,
         batch_size=None, local_iters=1.0, n_partitions=None, random_state=0, verbose=0,
         callback=None, client=None, in_memory=None, checkpoint=None, checkpoint_every=None,
         resume=False, storage_options=None):
@@ -256,56 +276,67 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver=None, tol=1e-6, max_rounds=
 
     Parameters
     ----------
-    X : ndarray or scipy sparse matrix of shape (n_samples, n_features)
-        Training data; CSC and COO are converted to CSR.  float32 values are
-        kept as float32; ``w``, ``alpha`` and all sums are float64.
-    y : array-like of shape (n_samples,)
+    X : ndarray, scipy sparse matrix, dask array, or store path/URL/handle
+        Training data of shape (n_samples, n_features); CSC and COO are
+        converted to CSR.  float32 values are kept as float32; ``w``,
+        ``alpha`` and all sums are float64.
+    y : array-like of shape (n_samples,) or None
         Two distinct labels (sorted, the second becomes +1) for the
-        classification losses; real targets for ``loss="squared"``.
+        classification losses; real targets for ``loss="squared"``.  None for
+        a store (its labels are stored with the data).
     loss : {"hinge", "smoothed_hinge", "squared_hinge", "logistic", "squared"} or Loss, default="hinge"
         A name, or an instance such as ``daskdca.losses.SmoothedHinge(gamma=0.5)``.
     lam : float, default=1e-4
         Regularisation strength, ``lam > 0``.
-    solver : {"sdca", "minibatch_sdca", "cocoa+"}, solver object or None, default=None
+    solver : {"sdca", "minibatch_sdca", "cocoa+"}, method object or None, default=None
         ``"sdca"``: serial SDCA; ``"minibatch_sdca"``: mini-batch SDCA with
         safe ESO steps; ``"cocoa+"``: CoCoA+ rounds over ``n_partitions``
         partitions of the rows.  None means ``"sdca"`` in memory and
-        ``"cocoa+"`` on a cluster.
+        ``"cocoa+"`` on a cluster.  ``daskdca.methods.capability_table()``
+        says what each supports.
     tol : float, default=1e-6
         Relative duality gap at which to stop.
-    max_rounds : int, default=1000
+    max_rounds : int or None, default=None
         Maximum number of rounds; reaching it warns with ``ConvergenceWarning``.
+        None allows 1000 epochs: 1000 rounds, or for ``"minibatch_sdca"``
+        (one mini-batch per round) ``1000 * ceil(n / batch_size)``.
     batch_size : int or None, default=None
-        Rows per mini-batch iteration (``"minibatch_sdca"`` only); see
-        :class:`~daskdca.solvers.MinibatchSDCA`.
+        Rows per round (``"minibatch_sdca"`` only); see
+        :class:`~daskdca.methods.MinibatchSDCA`.
     local_iters : float, default=1.0
-        Passes over each partition's rows per round.
+        Passes over each partition's rows per round (``"sdca"``, ``"cocoa+"``).
     n_partitions : int or None, default=None
-        Contiguous row partitions: 1 for ``"sdca"`` and ``"minibatch_sdca"``,
-        2 for ``"cocoa+"`` when None.  On a cluster a partition is a run of
-        whole store blocks (None: one per block).
+        In memory, rows go to partitions by a seeded random permutation
+        (``dual_coef_`` still follows the rows of X): 1 for ``"sdca"`` and
+        ``"minibatch_sdca"``, 2 for ``"cocoa+"`` when None.  On a cluster a
+        partition is a run of whole store blocks (None: one per block).
     random_state : int or None, default=0
         Seed of every random stream ``(random_state, round, partition)``; None
         draws one (kept in ``model.random_state_``).
     verbose : int, default=0
-        Print one line per round (primal, dual, gap) when > 0.
+        When > 0, a progress bar on the relative gap's way to ``tol`` and one
+        line per gap evaluation (primal, dual, gap).
     callback : callable or None, default=None
-        ``callback(record, state)`` after every round; returning ``True`` stops.
-
+        ``callback(record, state)`` after every gap evaluation, in memory and
+        on a cluster; ``state`` is a :class:`~daskdca.driver.FitState` of the
+        recorded round (``state.w``, ``state.alpha``, the method's states).
+        Returning ``True`` stops the fit at that state.
     client : distributed.Client or None, default=None
         Run on this Dask cluster.  X given as a store path/URL, a
         :class:`~daskdca.store.CSRStore` or a dask array always runs on a
         cluster: this client, else the default client (e.g. ``Client()`` in a
         notebook), else a LocalCluster started for the fit and closed after.
-        In-memory X with a client is first written to a temporary store.
+        In-memory X with a client is first written to a temporary store, its
+        rows in a seeded random order.
     in_memory : bool or None, default=None
         Cluster only: keep partitions in worker memory (True) or re-read each
         block from the store every round (False, out of core).  None keeps
         them when they take under half of the workers' memory limits.
     checkpoint : str or None, default=None
-        Cluster only: directory (or URL) for the zarr checkpoint of alpha and
-        w, written every ``checkpoint_every`` rounds and at the end.  Without
-        it a temporary local one bounds the task lineage and is deleted.
+        Cluster only: directory (or URL) for the zarr checkpoint of the
+        method's states, written every ``checkpoint_every`` rounds and at the
+        end.  Without it a temporary local one bounds the task lineage and
+        is deleted.
     checkpoint_every : int or None, default=None
         Rounds between checkpoints (10 when None).
     resume : bool, default=False
@@ -318,26 +349,35 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver=None, tol=1e-6, max_rounds=
     LinearModel
         On a cluster, ``dual_coef_`` is gathered once at the end, in the
         store's row order; ``coef_`` is in the source's feature order (the
-        store's renumbering undone).  To keep alpha on the cluster for very
-        large n, pass ``checkpoint=PATH``: alpha and w stay there as zarr.
+        store's renumbering undone).
     """
     loss_obj = get_loss(loss)
     lam = _check_real("lam", lam, low=0.0, low_inclusive=False, hint="LIBLINEAR's C corresponds to lam = 1/(C n)")
     tol = _check_real("tol", tol, low=0.0, low_inclusive=True, hint="use e.g. tol=1e-6 (relative duality gap)")
-    max_rounds = _check_int("max_rounds", max_rounds, low=1, hint="use e.g. max_rounds=1000")
+    if max_rounds is not None:
+        max_rounds = _check_int("max_rounds", max_rounds, low=1, hint="use e.g. max_rounds=1000 or None")
     verbose = _check_int("verbose", verbose, low=0, hint="use 0 (silent) or 1")
+    if n_partitions is not None:
+        n_partitions = _check_int("n_partitions", n_partitions, low=1, hint="use None or a positive int")
     if callback is not None and not callable(callback):
         raise TypeError(f"callback must be callable or None, got {type(callback).__name__}.")
+    if in_memory is not None and not isinstance(in_memory, bool):
+        raise ValueError(f"in_memory must be True, False or None, got {in_memory!r}.")
     seed = _resolve_random_state(random_state)
     on_cluster = client is not None or _is_cluster_input(X)
     if solver is None:
         solver = "cocoa+" if on_cluster else "sdca"
+    method = _resolve_solver(solver, batch_size=batch_size, local_iters=local_iters, on_cluster=on_cluster)
+    if n_partitions is None:
+        n_partitions = _default_partitions(method, on_cluster)
+    # on a cluster None means one partition per store block: several, as far as the check goes
+    check_supported(method, loss_name=loss_obj.name, on_cluster=on_cluster,
+                    n_partitions=2 if on_cluster and n_partitions is None else n_partitions)
     if on_cluster:
-        return _fit_cluster(X, y, loss_obj=loss_obj, lam=lam, solver=solver, tol=tol, max_rounds=max_rounds,
-                            batch_size=batch_size, local_iters=local_iters, n_partitions=n_partitions, seed=seed,
-                            verbose=verbose, callback=callback, client=client, in_memory=in_memory,
-                            checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
-                            storage_options=storage_options)
+        return _fit_cluster(X, y, loss_obj=loss_obj, lam=lam, method=method, tol=tol, max_rounds=max_rounds,
+                            n_partitions=n_partitions, seed=seed, verbose=verbose, callback=callback,
+                            client=client, in_memory=in_memory, checkpoint=checkpoint,
+                            checkpoint_every=checkpoint_every, resume=resume, storage_options=storage_options)
     for name, value, default in (("in_memory", in_memory, None), ("checkpoint", checkpoint, None),
                                  ("checkpoint_every", checkpoint_every, None), ("resume", resume, False),
                                  ("storage_options", storage_options, None)):
@@ -346,9 +386,6 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver=None, tol=1e-6, max_rounds=
                              "or client=... to fit on a Dask cluster.")
     if y is None:
         raise ValueError("y is required when X is an array; labels come from the store only for stores.")
-    solver_obj, n_partitions = _resolve_solver(solver, batch_size=batch_size, local_iters=local_iters,
-                                               n_partitions=n_partitions)
-
     X = _check_X(X)
     n, d = X.shape
     if n == 0 or d == 0:
@@ -356,58 +393,21 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver=None, tol=1e-6, max_rounds=
     y_signed, classes = _check_y(y, n, loss_obj)
     if n_partitions > n:
         raise ValueError(f"n_partitions={n_partitions} is more than the {n} rows of X; use at most {n}.")
-
-    problem = Problem(X, y_signed, loss_obj, lam, even_partition_offsets(n, n_partitions))
-    state = solver_obj.init_state(problem, seed)
-    result = run_rounds(solver_obj, problem, state, tol=tol, max_rounds=max_rounds,
-                        callback=callback, verbose=verbose)
-    if not result.converged and len(result.history) >= max_rounds:
-        warnings.warn(
-            f"daskdca.fit reached max_rounds={max_rounds} with relative duality gap "
-            f"{result.gap / max(abs(result.primal), 1e-300):.3e} > tol={tol:g}; "
-            "increase max_rounds or tol.",
-            ConvergenceWarning,
-            stacklevel=2,
-        )
-    return LinearModel(loss=loss_obj, lam=lam, solver=solver_obj, classes=classes, result=result,
-                       random_state=seed, n_features=d)
+    result = fit_in_process(method, X, y_signed, loss=loss_obj, lam=lam, n_partitions=n_partitions,
+                            random_state=seed, tol=tol, max_rounds=max_rounds, callback=callback, verbose=verbose)
+    _warn_not_converged(result, tol)
+    return LinearModel(loss=loss_obj, lam=lam, solver=method, classes=classes, result=result,
+                       random_state=seed, n_features=d, coef=result.w)
 
 
-def _cluster_solver(solver, *, batch_size, local_iters):
-    """CoCoA+ or MinibatchSDCA for a cluster fit (no shrinking across partitions)."""
-    if isinstance(solver, (CoCoAPlus, MinibatchSDCA)):
-        if batch_size is not None or local_iters != 1.0:
-            raise ValueError("batch_size and local_iters configure a solver given by name; with a solver "
-                             f"object ({solver!r}) set them on the object instead.")
-        if isinstance(solver, MinibatchSDCA) and solver.shrinking:
-            raise ValueError("MinibatchSDCA(shrinking=True) needs one in-memory partition; on a cluster use "
-                             "MinibatchSDCA(shrinking=False) or solver='minibatch_sdca'.")
-        if isinstance(solver, MinibatchSDCA) and solver.eso == "sparse":
-            raise ValueError("eso='sparse' is implemented for one partition only; use eso='spectral' on a cluster.")
-        return solver
-    if solver == "cocoa+":
-        return CoCoAPlus(local_iters=local_iters)
-    if solver == "minibatch_sdca":
-        if local_iters != 1.0:
-            raise ValueError("local_iters does not apply to minibatch_sdca on a cluster (one iteration per "
-                             "round); drop it.")
-        return MinibatchSDCA(batch_size=batch_size, shrinking=False, eso="spectral")
-    if solver == "sdca" or isinstance(solver, SDCA):
-        raise ValueError("solver='sdca' is serial; on a cluster use solver='cocoa+' or 'minibatch_sdca' "
-                         "(or fit in-memory data without a client).")
-    raise ValueError(f"Unknown solver {solver!r}; use one of {sorted(SOLVERS)}.")
-
-
-def _fit_cluster(X, y, *, loss_obj, lam, solver, tol, max_rounds, batch_size, local_iters, n_partitions, seed,
-                 verbose, callback, client, in_memory, checkpoint, checkpoint_every, resume, storage_options):
+def _fit_cluster(X, y, *, loss_obj, lam, method, tol, max_rounds, n_partitions, seed, verbose, callback, client,
+                 in_memory, checkpoint, checkpoint_every, resume, storage_options):
+    import shutil
     import tempfile
 
     from daskdca import engine
     from daskdca.store import write_store
 
-    if batch_size is not None and solver not in ("minibatch_sdca",) and not isinstance(solver, MinibatchSDCA):
-        raise ValueError(f"batch_size applies to solver='minibatch_sdca' only, got solver={solver!r}.")
-    solver_obj = _cluster_solver(solver, batch_size=batch_size, local_iters=local_iters)
     if checkpoint_every is None:
         checkpoint_every = engine.DEFAULT_CHECKPOINT_EVERY
     checkpoint_every = _check_int("checkpoint_every", checkpoint_every, low=1, hint="use e.g. 10")
@@ -417,6 +417,8 @@ def _fit_cluster(X, y, *, loss_obj, lam, solver, tol, max_rounds, batch_size, lo
         raise ValueError("y must be None for a store: its labels are stored with the data.")
     tmpdir = None
     array_classes = None
+    row_order = None
+    store_partitions = n_partitions
     try:
         if isinstance(X, CSRStore):
             store = X
@@ -426,8 +428,11 @@ def _fit_cluster(X, y, *, loss_obj, lam, solver, tol, max_rounds, batch_size, lo
             if y is None:
                 raise ValueError("y is required when X is an array; labels come from the store only for stores.")
             tmpdir = tempfile.mkdtemp(prefix="daskdca-data-")
-            rows = None
             if hasattr(X, "chunks"):
+                if n_partitions is not None:
+                    raise ValueError(
+                        f"n_partitions={n_partitions} does not apply to a dask array: its row chunks are the "
+                        "partitions. Rechunk it instead, e.g. X.rechunk({0: rows_per_partition}).")
                 rows = int(max(X.chunks[0]))  # one partition per dask chunk (regular chunks)
             else:
                 X = _check_X(X)
@@ -443,37 +448,41 @@ def _fit_cluster(X, y, *, loss_obj, lam, solver, tol, max_rounds, batch_size, lo
                 if parts > X.shape[0]:
                     raise ValueError(f"n_partitions={parts} is more than the {X.shape[0]} rows of X; "
                                      f"use at most {X.shape[0]}.")
+                if parts > 1:  # rows go to partitions in a seeded random order, as in memory
+                    row_order = random_row_order(X.shape[0], seed)
+                    X, y = X[row_order], np.asarray(y)[row_order]
                 rows = -(-X.shape[0] // parts)
             store = write_store(os.path.join(tmpdir, "data.zarr"), X, y, block_rows=rows, compression="none",
                                 source="daskdca.fit input")
-        if n_partitions is not None and n_partitions > store.n_blocks:
+            store_partitions = None
+        if store_partitions is not None and store_partitions > store.n_blocks:
             raise ValueError(
-                f"n_partitions={n_partitions} but the store has only {store.n_blocks} blocks (a partition is a "
+                f"n_partitions={store_partitions} but the store has only {store.n_blocks} blocks (a partition is a "
                 f"run of whole blocks); use n_partitions <= {store.n_blocks} or convert again with "
-                f"block_rows={-(-store.n // n_partitions)}.")
+                f"block_rows={-(-store.n // store_partitions)}.")
         classes, positive = _store_labels(store, loss_obj)
         if array_classes is not None:
             classes = array_classes
         with engine.cluster_client(client) as active:
             result = engine.fit_on_cluster(
-                store, client=active, solver=solver_obj, loss=loss_obj, lam=lam, positive_label=positive, tol=tol,
-                max_rounds=max_rounds, random_state=seed, n_partitions=n_partitions if tmpdir is None else None,
-                in_memory=in_memory, checkpoint=checkpoint,
-                checkpoint_every=checkpoint_every, resume=resume, verbose=verbose, callback=callback)
+                store, client=active, method=method, loss=loss_obj, lam=lam, positive_label=positive, tol=tol,
+                max_rounds=max_rounds, random_state=seed, n_partitions=store_partitions, in_memory=in_memory,
+                checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume, verbose=verbose,
+                callback=callback)
     finally:
         if tmpdir is not None:
-            import shutil
-
             shutil.rmtree(tmpdir, ignore_errors=True)
-    if not result.converged and result.n_rounds >= max_rounds:
-        warnings.warn(
-            f"daskdca.fit reached max_rounds={max_rounds} with relative duality gap "
-            f"{result.gap / max(abs(result.primal), 1e-300):.3e} > tol={tol:g}; increase max_rounds or tol.",
-            ConvergenceWarning, stacklevel=3)
-    feature_permutation = store.feature_permutation
-    return LinearModel(loss=loss_obj, lam=lam, solver=solver_obj, classes=classes,
-                       result=_ClusterRunResult(result, feature_permutation, seed), random_state=seed,
-                       n_features=store.d)
+    _warn_not_converged(result, tol)
+    if row_order is not None:
+        alpha = np.empty_like(result.alpha)
+        alpha[row_order] = result.alpha
+        result = result._replace(alpha=alpha)
+    coef = result.w
+    if store.feature_permutation is not None:
+        coef = np.empty_like(result.w)
+        coef[store.feature_permutation] = result.w
+    return LinearModel(loss=loss_obj, lam=lam, solver=method, classes=classes, result=result, random_state=seed,
+                       n_features=store.d, coef=coef)
 
 
 def _store_labels(store, loss_obj):
@@ -487,18 +496,3 @@ def _store_labels(store, loss_obj):
             f"The {loss_obj.name} loss needs exactly two label values, but the store {store.url!r} has "
             f"{shown}. Use loss='squared' for regression targets, or convert binarised labels.")
     return values, values[1]
-
-
-class _ClusterRunResult:
-    """Adapts an engine result to what LinearModel reads (w in the source's feature order)."""
-
-    def __init__(self, result, feature_permutation, seed):
-        w = result.w
-        if feature_permutation is not None:
-            w = np.empty_like(result.w)
-            w[feature_permutation] = result.w
-        from daskdca.solvers import SDCAState
-
-        self.state = SDCAState(w, result.alpha, result.n_rounds, result.n_epochs, seed)
-        self.primal, self.dual, self.gap = result.primal, result.dual, result.gap
-        self.converged, self.history = result.converged, result.history

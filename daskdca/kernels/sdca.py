@@ -17,7 +17,8 @@ from numba import njit
 
 from daskdca.losses import conjugate_value, dual_update, loss_value
 
-__all__ = ["local_sdca", "minibatch_sdca", "movable_rows", "objective_sums", "objective_sums_movable"]
+__all__ = ["local_sdca", "minibatch_sdca", "minibatch_sdca_rounds", "movable_rows", "objective_sums",
+           "objective_sums_movable"]
 
 
 @njit(nogil=True, cache=True)
@@ -99,6 +100,45 @@ def minibatch_sdca(indptr, indices, data, y, q, alpha, w, w_out, batches,
                 for p in range(indptr[i], indptr[i + 1]):
                     w_out[indices[p]] += c * data[p]
     return n_iter * size
+
+
+@njit(nogil=True, cache=True)
+def minibatch_sdca_rounds(indptr, indices, data, y, q, alpha, w, batches, loss_kind, loss_param, lam_n, acc):
+    """Mini-batch SDCA iterations on one partition, each a round of its own.
+
+    Gives the same bits as one :func:`minibatch_sdca` call per iteration into
+    a zero ``delta_w`` followed by ``w + delta_w``: each iteration's updates
+    are summed in ``acc`` (a zero d-buffer, left zero on return) in the same
+    order, then added to ``w`` once per coordinate.  The in-process driver's
+    fast path for one partition (many rounds in one call).
+    """
+    inv_lam_n = 1.0 / lam_n
+    size = batches.shape[1]
+    delta = np.empty(size)
+    for t in range(batches.shape[0]):
+        for k in range(size):
+            i = batches[t, k]
+            m = 0.0
+            for p in range(indptr[i], indptr[i + 1]):
+                m += data[p] * w[indices[p]]
+            a_old = alpha[i]
+            a_new = dual_update(loss_kind, loss_param, y[i], a_old, q[i], m)
+            alpha[i] = a_new
+            delta[k] = a_new - a_old
+        for k in range(size):
+            if delta[k] != 0.0:
+                i = batches[t, k]
+                c = delta[k] * inv_lam_n
+                for p in range(indptr[i], indptr[i + 1]):
+                    acc[indices[p]] += c * data[p]
+        for k in range(size):
+            i = batches[t, k]
+            for p in range(indptr[i], indptr[i + 1]):
+                j = indices[p]
+                if acc[j] != 0.0:
+                    w[j] += acc[j]
+                    acc[j] = 0.0
+    return batches.shape[0] * size
 
 
 @njit(nogil=True, cache=True)

@@ -1,0 +1,350 @@
+"""The round loop, and the in-process executor that runs a method's phases in one process.
+
+:func:`run_rounds` is the only round loop: it asks an *executor* to run
+rounds, records the duality gap, calls the user's callback, stops on a
+certified gap and certifies the result.  Two executors run the same phases
+of any method: :class:`InProcess` here and the Dask one in
+:mod:`daskdca.engine`.  Neither names a method.
+
+Stopping rule: ``P - D <= tol * |P|``.  A method measures the gap of a
+round's *starting* state inside that round's local steps (one pass for both),
+so the record of state ``r`` arrives with round ``r``.  When it meets ``tol``
+(or the callback returns True), the loop certifies state ``r`` itself, which
+it still holds: ``w`` rebuilt from the dual point alone,
+``X^T alpha / (lam n)``, then ``P`` and ``D`` from scratch.  The model
+returned is the state the last record describes.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from typing import Callable, NamedTuple
+
+import numpy as np
+import scipy.sparse as sp
+
+from daskdca.methods.base import Ctx, DataInfo, Ops, add_contributions, tree_reduce
+from daskdca.partitions import (
+    MemoryPartition,
+    even_sizes,
+    gram_matvec_part,
+    objective_sums_part,
+    random_row_order,
+    rows_from_csr,
+    xt_alpha_part,
+)
+
+__all__ = ["FitResult", "FitState", "HistoryRecord", "InProcess", "fit_in_process", "objectives", "run_rounds",
+           "sum_arrays"]
+
+logger = logging.getLogger("daskdca")
+
+# max_rounds=None runs at most this many epochs' worth of rounds.
+DEFAULT_MAX_EPOCHS = 1000
+
+
+class HistoryRecord(NamedTuple):
+    """One gap evaluation: the state after ``round`` rounds."""
+
+    round: int
+    epochs: float
+    seconds: float
+    primal: float
+    dual: float
+    gap: float
+
+
+class FitResult(NamedTuple):
+    """What :func:`run_rounds` returns; ``primal``/``dual``/``gap`` are certified.
+
+    ``w`` is the model (for dual methods rebuilt from the duals) and ``alpha``
+    the dual point that certifies it, in the executor's row order.
+    """
+
+    w: np.ndarray
+    alpha: np.ndarray
+    history: list
+    converged: bool
+    primal: float
+    dual: float
+    gap: float
+    n_rounds: int
+    n_epochs: float
+    plan: object
+    global_state: object
+    max_rounds: int
+
+
+class FitState:
+    """What a callback sees: the state a record describes.
+
+    ``global_state`` and ``local_states`` are the method's own states (on a
+    cluster, Dask futures); ``w`` and ``alpha`` (the dual point, in the
+    caller's row order) are computed when first read.
+    """
+
+    def __init__(self, executor, plan, global_state, local_states, round_index, n_epochs):
+        self._executor, self._plan = executor, plan
+        self.global_state, self.local_states = global_state, local_states
+        self.round, self.n_epochs = round_index, n_epochs
+        self._w = self._alpha = None
+
+    @property
+    def w(self):
+        if self._w is None:
+            self._w = self._plan.model(self._executor.fetch(self.global_state))
+        return self._w
+
+    @property
+    def alpha(self):
+        if self._alpha is None:
+            self._alpha = self._executor.dual_points(self._plan, self.global_state, self.local_states)
+        return self._alpha
+
+
+def sum_arrays(*items):
+    """Left-to-right sum of arrays (the combine of every tree reduction of arrays)."""
+    out = np.array(items[0], dtype=np.float64, copy=True)
+    for item in items[1:]:
+        out += item
+    return out
+
+
+def _relative(primal, dual):
+    return (primal - dual) / max(abs(primal), 1e-300)
+
+
+class _Progress:
+    """A progress bar on the gap: from the first record's relative gap down to ``tol`` (log scale)."""
+
+    def __init__(self, verbose, tol):
+        self.verbose, self.tol = verbose, tol
+        self.bar = self.start = None
+
+    def update(self, record):
+        rel = _relative(record.primal, record.dual)
+        line = (f"round {record.round:5d}  epochs {record.epochs:8.2f}  time {record.seconds:8.3f}s  "
+                f"primal {record.primal:.10e}  dual {record.dual:.10e}  gap {record.gap:.3e}  rel {rel:.3e}")
+        logger.info(line)
+        if not self.verbose:
+            return
+        if self.bar is None:
+            from tqdm.auto import tqdm
+
+            self.start = max(rel, self.tol * 10, 1e-300)
+            self.bar = tqdm(total=100, desc=f"daskdca gap -> {self.tol:g}", unit="%",
+                            bar_format="{l_bar}{bar}| {postfix}")
+        self.bar.write(line)
+        span = math.log10(self.start) - math.log10(max(self.tol, 1e-300))
+        done = (math.log10(self.start) - math.log10(max(rel, 1e-300))) / span if span > 0 else 1.0
+        self.bar.n = int(100 * min(1.0, max(0.0, done)))
+        self.bar.set_postfix_str(f"round {record.round}, rel gap {rel:.2e}")
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _certified_record(record, primal, dual, seconds):
+    return record._replace(seconds=seconds, primal=primal, dual=dual, gap=primal - dual)
+
+
+def _rounds_to_run(plan, executor, r, max_rounds):
+    """Rounds to run in one call: up to the next gap evaluation, checkpoint or ``max_rounds``."""
+    n = 1
+    while r + n < max_rounds and not plan.measures(r + n) and n < plan.eval_every:
+        n += 1
+    return max(1, min(n, executor.rounds_until_checkpoint(r)))
+
+
+def run_rounds(executor, plan, *, tol, max_rounds, callback: Callable | None = None, verbose=0, start=None):
+    """Run ``plan``'s rounds on ``executor`` until the certified relative gap is ``<= tol``.
+
+    ``max_rounds`` None means 1000 epochs' worth of rounds
+    (``1000 * plan.rounds_per_epoch``).  ``start`` is
+    ``(global_state, local_states, round, n_epochs, history)``
+    (a resumed fit), or None for a fresh one.  ``callback(record, state)``
+    is called after every gap evaluation with a :class:`FitState`; a return
+    value of ``True`` stops the loop.
+    """
+    if max_rounds is None:
+        max_rounds = DEFAULT_MAX_EPOCHS * plan.rounds_per_epoch
+    if start is None:
+        G, Ls = executor.init(plan)
+        r, epochs, history = 0, 0.0, []
+    else:
+        G, Ls, r, epochs, history = start
+        history = list(history)
+    t0 = time.perf_counter() - (history[-1].seconds if history else 0.0)
+    progress = _Progress(verbose, tol)
+    pending = []
+    converged = finished = False
+    try:
+        while r < max_rounds:
+            n = _rounds_to_run(plan, executor, r, max_rounds)
+            new_G, new_Ls, handle = executor.run(plan, G, Ls, r, n)
+            if plan.measures(r):
+                reports = executor.reports(pending + [handle])
+                pending = []
+                epochs += sum(rep.steps for rep in reports[:-1]) / plan.n
+                rep = reports[-1]
+                if rep.measured and r > 0:
+                    record = HistoryRecord(r, epochs, time.perf_counter() - t0, rep.primal, rep.dual,
+                                           rep.primal - rep.dual)
+                    history.append(record)
+                    progress.update(record)
+                    stop = callback is not None and callback(
+                        record, FitState(executor, plan, G, Ls, r, epochs)) is True
+                    if stop or record.gap <= tol * abs(record.primal):
+                        w, alpha, primal, dual = executor.certify(plan, G, Ls)
+                        history[-1] = _certified_record(record, primal, dual, time.perf_counter() - t0)
+                        converged = primal - dual <= tol * abs(primal)
+                        if converged or stop:
+                            finished = True
+                            break
+                epochs += rep.steps / plan.n
+            else:
+                pending.append(handle)
+            G, Ls = new_G, new_Ls
+            r += n
+            G, Ls = executor.after_rounds(plan, G, Ls, r, epochs, history)
+        if not finished:
+            epochs += sum(rep.steps for rep in executor.reports(pending)) / plan.n
+            w, alpha, primal, dual = executor.certify(plan, G, Ls)
+            converged = primal - dual <= tol * abs(primal)
+            history.append(HistoryRecord(r, epochs, time.perf_counter() - t0, primal, dual, primal - dual))
+            progress.update(history[-1])
+            if callback is not None:  # the last evaluation, of the state returned; nothing left to stop
+                callback(history[-1], FitState(executor, plan, G, Ls, r, epochs))
+    finally:
+        progress.close()
+    executor.finish(plan, G, Ls, r, epochs, history)
+    return FitResult(w, alpha, history, converged, primal, dual, primal - dual, r, epochs, plan,
+                     executor.fetch(G), max_rounds)
+
+
+class _InProcessOps(Ops):
+    def __init__(self, parts):
+        self.parts = parts
+
+    def gram_matvec(self, v):
+        return tree_reduce([gram_matvec_part(p, v) for p in self.parts], sum_arrays)
+
+
+class InProcess:
+    """Runs a method's phases on partitions held in this process.
+
+    ``row_order[j]`` is the caller's row of the ``j``-th row in partition
+    order (None: the same order); dual points come back in the caller's order.
+    A method with ``fused_rounds`` runs stretches of rounds on a single
+    partition in one call (the same bits as one round at a time).
+    """
+
+    def __init__(self, parts, info: DataInfo, random_state, row_order=None):
+        self.parts, self.info, self.seed, self.row_order = parts, info, int(random_state), row_order
+
+    def setup(self, method):
+        return method.setup(self.info, _InProcessOps(self.parts))
+
+    def ctx(self, r, k):
+        return Ctx(self.seed, r, k, len(self.parts))
+
+    def init(self, plan):
+        return plan.init_global(), [plan.init_local(p, self.ctx(0, k)) for k, p in enumerate(self.parts)]
+
+    def rounds_until_checkpoint(self, r):
+        return 1 << 62
+
+    def run(self, plan, G, Ls, r, n):
+        fused = getattr(plan, "fused_rounds", None)
+        if fused is not None and len(self.parts) == 1 and self.parts[0].whole() is not None:
+            L, G, report = fused(self.parts[0], Ls[0], G, self.ctx(r, 0), n)
+            return G, [L], report
+        first = None
+        steps = 0.0
+        for j in range(n):
+            for phase in plan.phases():
+                outs = [phase.local(p, L, G, self.ctx(r + j, k)) for k, (p, L) in enumerate(zip(self.parts, Ls))]
+                Ls = [o[0] for o in outs]
+                total = tree_reduce([o[1] for o in outs], add_contributions)
+                G, report = phase.combine(G, total, self.ctx(r + j, -1))
+            first = report if first is None else first
+            steps += report.steps
+        return G, Ls, first._replace(steps=steps)
+
+    def reports(self, handles):
+        return list(handles)
+
+    def after_rounds(self, plan, G, Ls, r, epochs, history):
+        return G, Ls
+
+    def finish(self, plan, G, Ls, r, epochs, history):
+        pass
+
+    def fetch(self, value):
+        return value
+
+    def _in_caller_order(self, values):
+        if self.row_order is None:
+            return values
+        out = np.empty_like(values)
+        out[self.row_order] = values
+        return out
+
+    def dual_points(self, plan, G, Ls):
+        return self._in_caller_order(
+            np.concatenate([plan.dual_point(p, L, G) for p, L in zip(self.parts, Ls)]))
+
+    def certify(self, plan, G, Ls):
+        """``(w, alpha, P, D)`` from the dual point alone (module docstring)."""
+        info = self.info
+        alphas = [np.asarray(plan.dual_point(p, L, G), dtype=np.float64) for p, L in zip(self.parts, Ls)]
+        w_alpha = tree_reduce([xt_alpha_part(p, a, info.lam_n) for p, a in zip(self.parts, alphas)], sum_arrays)
+        w = w_alpha if plan.primal_from_dual else np.asarray(plan.model(G), dtype=np.float64)
+        sums = tree_reduce([objective_sums_part(p, a, w, info.loss) for p, a in zip(self.parts, alphas)],
+                           sum_arrays)
+        primal, dual = objectives(info, sums, w, w_alpha)
+        return w, self._in_caller_order(np.concatenate(alphas)), primal, dual
+
+
+def objectives(info, sums, w, w_alpha):
+    """``P(w) = loss_sum/n + lam/2 ||w||^2`` and ``D(alpha) = -conj_sum/n - lam/2 ||w(alpha)||^2``."""
+    primal = sums[0] / info.n + 0.5 * info.lam * float(w @ w)
+    dual = -sums[1] / info.n - 0.5 * info.lam * float(w_alpha @ w_alpha)
+    return primal, dual
+
+
+def max_column_nnz(X):
+    """The largest number of rows in which one feature is non-zero."""
+    X = sp.csr_matrix(X)
+    counts = np.bincount(X.indices[X.data != 0], minlength=X.shape[1])
+    return int(counts.max(initial=0))
+
+
+def in_process_partitions(X, y, n_partitions, random_state):
+    """Partitions of the rows of X: one as given, or several by a seeded random permutation.
+
+    Returns ``(parts, row_order)``; ``row_order`` is None for one partition.
+    """
+    if n_partitions == 1:
+        return [MemoryPartition(rows_from_csr(X, y), np.array([0, X.shape[0]], dtype=np.int64))], None
+    order = random_row_order(X.shape[0], random_state)
+    Xp, yp = X[order], np.asarray(y)[order]
+    offsets = np.concatenate(([0], np.cumsum(even_sizes(X.shape[0], n_partitions))))
+    parts = [MemoryPartition(rows_from_csr(Xp[a:b], yp[a:b]), np.array([0, b - a], dtype=np.int64))
+             for a, b in zip(offsets[:-1], offsets[1:])]
+    return parts, order
+
+
+def fit_in_process(method, X, y, *, loss, lam, n_partitions, random_state, tol, max_rounds, callback=None,
+                   verbose=0):
+    """Fit ``method`` on in-memory CSR data (validated, labels signed) in this process."""
+    parts, order = in_process_partitions(X, y, n_partitions, random_state)
+    info = DataInfo(n=X.shape[0], d=X.shape[1], partition_sizes=tuple(p.n_rows for p in parts), loss=loss,
+                    lam=lam, max_column_nnz=max_column_nnz(X))
+    executor = InProcess(parts, info, random_state, order)
+    plan = executor.setup(method)
+    return run_rounds(executor, plan, tol=tol, max_rounds=max_rounds, callback=callback, verbose=verbose)
+

@@ -1,0 +1,67 @@
+"""The methods, one module each, and the registry the API and the tests read.
+
+Adding a method: write ``methods/<name>.py`` with a settings dataclass that
+has ``name``, ``capabilities`` and ``setup(info, ops) -> plan``, and a plan
+with ``phases()``, ``init_global()``, ``init_local(part, ctx)``,
+``model(state)``, ``dual_point(part, local, state)``, ``measures(round)``
+(see :mod:`daskdca.methods.base`); then add the class to :data:`REGISTRY`.
+The drivers, the API's error messages and the contract tests
+(``tests/test_method_contract.py``) pick it up from there.
+"""
+
+from __future__ import annotations
+
+from daskdca.methods.base import Capabilities, Ctx, DataInfo, RoundReport
+from daskdca.methods.minibatch import MinibatchSDCA
+from daskdca.methods.sdca import SDCA, CoCoAPlus
+
+__all__ = [
+    "REGISTRY",
+    "SOLVERS",
+    "Capabilities",
+    "CoCoAPlus",
+    "Ctx",
+    "DataInfo",
+    "MinibatchSDCA",
+    "RoundReport",
+    "SDCA",
+    "capability_table",
+    "check_supported",
+]
+
+#: name -> settings class, for every method a user can ask for by name
+REGISTRY = {cls.name: cls for cls in (SDCA, CoCoAPlus, MinibatchSDCA)}
+SOLVERS = REGISTRY
+
+
+def capability_table():
+    """One line per method: what it supports (used in error messages and the README)."""
+    lines = []
+    for name, cls in sorted(REGISTRY.items()):
+        c = cls.capabilities
+        lines.append(f"{name}: losses {', '.join(c.losses)}; "
+                     f"{'many partitions' if c.many_partitions else 'one partition'}; "
+                     f"{'cluster' if c.cluster else 'in memory only'}; "
+                     f"shrinking {'yes' if c.shrinking else 'no'}")
+    return "\n".join(lines)
+
+
+def _supporting(predicate):
+    return sorted(name for name, cls in REGISTRY.items() if predicate(cls.capabilities))
+
+
+def check_supported(method, *, loss_name, n_partitions, on_cluster):
+    """Raise a ValueError that lists the alternatives when ``method`` cannot run this fit."""
+    c = method.capabilities
+    if loss_name not in c.losses:
+        raise ValueError(
+            f"solver={method.name!r} does not support loss={loss_name!r} (it supports {list(c.losses)}); "
+            f"solvers for {loss_name!r}: {_supporting(lambda cap: loss_name in cap.losses)}.")
+    if on_cluster and not c.cluster:
+        raise ValueError(
+            f"solver={method.name!r} is serial and runs in memory only; on a cluster use one of "
+            f"{_supporting(lambda cap: cap.cluster)} (or fit in-memory data without a client).")
+    if n_partitions != 1 and not c.many_partitions:
+        raise ValueError(
+            f"solver={method.name!r} is serial and uses one partition, got n_partitions={n_partitions}; "
+            f"use one of {_supporting(lambda cap: cap.many_partitions)} for partitions.")

@@ -1,0 +1,275 @@
+"""The method protocol: what every solver is, and the only thing the drivers know.
+
+Every method solves
+
+    min_w P(w) = 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2
+
+by rounds.  A round is a sequence of *phases*; a phase is
+
+1. ``local(partition, local_state, global_state, ctx) -> (local_state', Contribution)``
+   on every partition (numba work, on the worker that holds the partition);
+2. an associative reduce of the contributions, :func:`add_contributions`,
+   always summed in the fixed tree order of :func:`tree_reduce`, so that every
+   bit of the result is independent of where and when the tasks ran;
+3. ``combine(global_state, total, ctx) -> (global_state', RoundReport)``, one
+   small task on the global state.
+
+A method object (``SDCA()``, ``CoCoAPlus(...)``, ...) holds the user's
+settings; :meth:`setup` resolves the data constants (``sigma^2``, ``beta``,
+``sigma'``, batch sizes) once, through an :class:`Ops` object whose reductions
+run in process or as Dask tree reductions with the same arithmetic, and
+returns a *plan*: the object whose ``phases()``, ``init_global``,
+``init_local``, ``model`` and ``dual_point`` the drivers call.  States are
+typed NamedTuples of ndarrays and numbers, so checkpoints store their fields
+generically.
+
+The certificate never trusts the running state: the driver asks the plan for
+a dual point per partition (``alpha_k`` for dual methods, ``-phi'(x_i.w)`` for
+primal or dual-free ones, which is always dual-feasible), rebuilds
+``w(alpha) = X^T alpha / (lam n)`` from it and evaluates ``P`` and ``D`` from
+scratch (:mod:`daskdca.driver`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, NamedTuple
+
+import numpy as np
+
+__all__ = [
+    "Capabilities",
+    "Contribution",
+    "Ctx",
+    "DataInfo",
+    "Ops",
+    "Phase",
+    "RoundReport",
+    "SparseDelta",
+    "add_contributions",
+    "check_local_iters",
+    "compress",
+    "tree_reduce",
+]
+
+# Fan-in of every reduction tree (spec dask-zarr-numba.md §3.1: 8 was fastest).
+SPLIT_EVERY = 8
+# A partition sends a d-vector as (index, value) pairs below this density: at
+# 12 bytes per pair against 8 per dense entry, and with the merge cost, sparse
+# pays below about 20-30% (spec dask-zarr-numba.md §3.3).
+SPARSE_DENSITY = 0.25
+
+
+class Ctx(NamedTuple):
+    """Everything a random stream may depend on.
+
+    ``partition`` is -1 in a ``combine`` (a global step).
+    """
+
+    random_state: int
+    round: int
+    partition: int
+    n_partitions: int
+
+
+class SparseDelta(NamedTuple):
+    """A d-vector as (index, value) pairs with unique indices, when few coordinates are non-zero."""
+
+    indices: np.ndarray
+    values: np.ndarray
+    size: int
+
+
+class Contribution(NamedTuple):
+    """What one partition sends in one phase; summed by :func:`add_contributions`.
+
+    Attributes
+    ----------
+    vector : ndarray, SparseDelta or None
+        A d-vector (dense or sparse), e.g. ``delta_w_k``.
+    scalars : ndarray of float64
+        A fixed-length array of sums, e.g. ``(loss_sum, conj_sum, n_steps)``.
+    gathered : tuple
+        Payloads concatenated in partition order (for methods that gather rows).
+    """
+
+    vector: object
+    scalars: np.ndarray
+    gathered: tuple = ()
+
+
+class RoundReport(NamedTuple):
+    """What a round tells the driver (the only values that reach the client).
+
+    ``primal`` and ``dual`` are those of the round's *starting* state (the
+    local steps compute the gap sums before they move), valid when
+    ``measured``; ``steps`` counts the coordinate steps the round took.
+    """
+
+    measured: bool
+    primal: float
+    dual: float
+    steps: float
+
+
+class Phase(NamedTuple):
+    """One local step on every partition, a reduce, and a combine on the global state."""
+
+    name: str
+    local: Callable
+    combine: Callable
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a method supports; every "unsupported combination" error is built from this.
+
+    Attributes
+    ----------
+    losses : tuple of str
+        Loss names the method accepts.
+    many_partitions : bool
+        Whether it runs on more than one partition.
+    cluster : bool
+        Whether it runs on a Dask cluster.
+    shrinking : bool
+        Whether it offers LIBLINEAR-style shrinking.
+    """
+
+    losses: tuple
+    many_partitions: bool
+    cluster: bool
+    shrinking: bool
+
+
+class DataInfo(NamedTuple):
+    """The data constants a method's ``setup`` may read (no rows).
+
+    ``partition_sizes[k]`` is the row count of partition k; ``max_column_nnz``
+    is the largest number of rows in which one feature is non-zero.
+    """
+
+    n: int
+    d: int
+    partition_sizes: tuple
+    loss: object
+    lam: float
+    max_column_nnz: int
+
+    @property
+    def lam_n(self) -> float:
+        return self.lam * self.n
+
+    @property
+    def n_partitions(self) -> int:
+        return len(self.partition_sizes)
+
+
+class Ops:
+    """Reductions over all partitions that a method's ``setup`` may use.
+
+    Each driver passes its own: the in-process driver loops over the
+    partitions, the engine runs Dask tasks; both sum in the order of
+    :func:`tree_reduce`, so ``setup`` resolves the same constants bit for bit.
+    """
+
+    def gram_matvec(self, v):  # pragma: no cover - interface
+        """``sum_k X~_k^T X~_k v`` with the rows of X scaled to unit norm."""
+        raise NotImplementedError
+
+
+def compress(vector):
+    """A dense d-vector as a :class:`SparseDelta` when it has few non-zeros."""
+    nz = np.flatnonzero(vector)
+    if nz.size > SPARSE_DENSITY * vector.shape[0]:
+        return vector
+    index_dtype = np.int32 if vector.shape[0] <= np.iinfo(np.int32).max else np.int64
+    return SparseDelta(nz.astype(index_dtype), vector[nz], vector.shape[0])
+
+
+def _add_vectors(a, b):
+    if a is None:
+        return b
+    if b is None:
+        return a
+    if isinstance(a, SparseDelta):
+        out = np.zeros(a.size)
+        out[a.indices] += a.values
+    else:
+        out = np.array(a, dtype=np.float64, copy=True)
+    if isinstance(b, SparseDelta):
+        out[b.indices] += b.values
+    else:
+        out += b
+    return out
+
+
+def add_contributions(*items):
+    """Sum contributions left to right: vectors, scalars, and gathered payloads in order.
+
+    A sparse vector is scatter-added (its indices are unique); adding the zeros
+    it leaves out would change no bit, so the result equals the dense sum.
+    """
+    vector = items[0].vector
+    scalars = np.array(items[0].scalars, dtype=np.float64, copy=True)
+    gathered = tuple(items[0].gathered)
+    for item in items[1:]:
+        vector = _add_vectors(vector, item.vector)
+        scalars += item.scalars
+        gathered += tuple(item.gathered)
+    return Contribution(vector, scalars, gathered)
+
+
+def tree_reduce(items, combine, *, node=None):
+    """Reduce ``items`` with ``combine`` in a fixed tree of fan-in :data:`SPLIT_EVERY`.
+
+    ``node(combine, children, level, index)`` builds one node (default: call
+    ``combine(*children)``); the Dask engine passes one that makes a task, so
+    both drivers add the same numbers in the same order.
+    """
+    if not items:
+        raise ValueError("tree_reduce needs at least one item")
+    if node is None:
+        def node(fn, children, level, index):
+            return fn(*children)
+    level = 0
+    while len(items) > 1:
+        items = [node(combine, items[i:i + SPLIT_EVERY], level, i // SPLIT_EVERY)
+                 for i in range(0, len(items), SPLIT_EVERY)]
+        level += 1
+    return items[0]
+
+
+def apply_vector(w, vector, scale=1.0):
+    """``w + scale * vector`` for a dense or sparse vector, as a new array."""
+    out = np.array(w, dtype=np.float64, copy=True)
+    if vector is None:
+        return out
+    if isinstance(vector, SparseDelta):
+        out[vector.indices] += scale * vector.values if scale != 1.0 else vector.values
+    else:
+        out += scale * vector if scale != 1.0 else vector
+    return out
+
+
+def dense(vector, size):
+    """A dense copy of a dense or sparse vector (zeros for None)."""
+    if vector is None:
+        return np.zeros(size)
+    if isinstance(vector, SparseDelta):
+        out = np.zeros(vector.size)
+        out[vector.indices] = vector.values
+        return out
+    return np.asarray(vector, dtype=np.float64)
+
+
+def check_local_iters(local_iters):
+    """``local_iters`` must be a finite number > 0."""
+    if isinstance(local_iters, bool) or not (
+        isinstance(local_iters, (int, float)) and math.isfinite(local_iters) and local_iters > 0
+    ):
+        raise ValueError(
+            f"local_iters must be a finite number > 0 (passes over each partition per round), "
+            f"got {local_iters!r}."
+        )

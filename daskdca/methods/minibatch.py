@@ -1,0 +1,251 @@
+"""Mini-batch SDCA with safe ESO steps, on partitions of any sizes.
+
+Solves ``min_w P(w) = 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2`` through its
+dual.  A round is one mini-batch iteration (seed 000 Algorithm 1): partition
+c draws ``tau_c`` distinct rows from its ``s_c`` rows (stream
+``(random_state, round, c)``), every step reads the round's ``w`` with
+curvature ``v_i / (lam n)``, and ``w += sum_c delta_w_c``.
+
+Safe weights for unequal partitions
+-----------------------------------
+The sampling is tau_c-nice inside each partition, independently across
+partitions, so with ``p_c = tau_c / s_c``:
+``P(i in S) = p_c``, ``P(i, j in S) = tau_c (tau_c - 1) / (s_c (s_c - 1)) =: q_c``
+for ``i != j`` in partition c, and ``p_c p_c'`` across partitions.  Weights
+``v`` are valid (the dual improves in expectation; seed 000 Def. 1 with
+non-uniform marginals) when ``P o G <= Diag(p_i v_i)`` with ``G = X X^T`` and
+``P`` the pair-inclusion matrix.  Writing
+``P = p p^T + blockdiag_c((q_c - p_c^2) 1 1^T) + Diag(p - q)`` and using
+``q_c <= p_c^2`` (so the block term is negative semidefinite under the
+Schur product with ``G``) and ``D_p G D_p <= n sigma^2 D_p^2 Diag(G)``
+(``sigma^2`` the row-normalised spectral quantity of seed 000 §4) gives
+
+    v_i = beta_c ||x_i||^2,   beta_c = 1 + n sigma^2 tau_c / s_c - (tau_c - 1) / (s_c - 1),
+
+capped at ``b = sum_c tau_c`` (Cauchy-Schwarz).  With equal partitions this is
+exactly ``beta_distributed_tight`` (spec §A4).  The weights printed for equal
+partitions are invalid when sizes differ: a short partition is sampled at a
+higher rate ``p_c`` and its rows then need a larger ``beta`` (issue 10
+measured a 4.9x ESO violation on a short block of duplicate rows).  Choosing
+``tau_c`` proportional to ``s_c`` keeps ``p_c`` close to ``b / n`` for every
+row.  ``tests/test_eso.py`` checks the formula by ``lambda_max`` with exact
+pair-inclusion probabilities.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+import scipy.sparse as sp
+
+from daskdca.kernels import eso
+from daskdca.kernels.sampling import minibatch_indices, minibatch_schedule
+from daskdca.kernels.sdca import minibatch_sdca, minibatch_sdca_rounds
+from daskdca.losses import LOSSES
+from daskdca.methods.base import Capabilities, Contribution, Phase, RoundReport, apply_vector, compress
+from daskdca.partitions import objective_sums_part, row_view
+
+__all__ = ["MinibatchSDCA", "MinibatchLocal", "MinibatchPlan", "partition_batch_sizes", "partition_betas"]
+
+_ESO = ("auto", "spectral", "sparse")
+
+
+class MinibatchLocal(NamedTuple):
+    """A partition's dual variables and the curvature ``q_i = v_i / (lam n)`` of its rows."""
+
+    alpha: np.ndarray
+    curvature: np.ndarray
+
+
+def partition_batch_sizes(batch_size, sizes):
+    """``tau_c``: about ``batch_size * s_c / n`` rows from partition c, at least 1, at most ``s_c``."""
+    sizes = np.asarray(sizes, dtype=np.int64)
+    n = int(sizes.sum())
+    taus = np.rint(batch_size * sizes / n).astype(np.int64)
+    return np.clip(taus, 1, sizes)
+
+
+def partition_betas(sizes, taus, sigma2):
+    """``beta_c = min(b, 1 + n sigma^2 tau_c / s_c - (tau_c - 1) / (s_c - 1))`` (module docstring).
+
+    With one partition the sampling is tau-nice and the exact
+    ``beta = 1 + (b - 1)(n sigma^2 - 1) / (n - 1)`` of seed 000 eq. (12) is
+    used (smaller: it keeps the block term the bound above drops).
+    """
+    sizes = np.asarray(sizes, dtype=np.float64)
+    taus = np.asarray(taus, dtype=np.float64)
+    n, b = sizes.sum(), taus.sum()
+    if sizes.shape[0] == 1:
+        return np.array([min(b, max(1.0, eso.beta_standard(int(n), int(b), sigma2)))])
+    within = np.where(sizes > 1, (taus - 1.0) / np.maximum(sizes - 1.0, 1.0), 0.0)
+    beta = 1.0 + n * sigma2 * taus / sizes - within
+    return np.minimum(b, np.maximum(1.0, beta))
+
+
+@dataclass(frozen=True)
+class MinibatchSDCA:
+    """Mini-batch SDCA with safe ESO steps (seed 000 Algorithm 1; seed 002 §4.2).
+
+    Solves ``min_w 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2`` through its dual.
+    Each round draws about ``batch_size`` rows, ``tau_c`` from partition c in
+    proportion to its size, takes every dual step from the round's ``w`` with
+    safe weights ``v`` (module docstring) and adds all updates to ``w``.
+
+    Parameters
+    ----------
+    batch_size : int or None, default=None
+        Rows per round, ``b``.  None picks about ``1/sigma^2``, the largest
+        size with ``beta <= 2`` (seed 000 §6: linear speed-up while
+        ``b = O(1/sigma^2)``).
+    eso : {"auto", "spectral", "sparse"}, default="auto"
+        ``"spectral"``: ``v_i = beta_c ||x_i||^2``; ``"sparse"``: the
+        column-nnz weights of spec §A4 (one partition only); ``"auto"``: with
+        one partition the smaller of the two by ``sum(v)``, else spectral.
+    eval_every : int or None, default=None
+        Rounds between duality-gap evaluations (each one is a pass over the
+        data).  None: once per ``ceil(n / b)`` rounds, i.e. once per epoch of
+        steps.  The stop is certified from the duals either way.
+    """
+
+    batch_size: int | None = None
+    eso: str = "auto"
+    eval_every: int | None = None
+    name = "minibatch_sdca"
+    capabilities = Capabilities(losses=tuple(LOSSES), many_partitions=True, cluster=True, shrinking=False)
+
+    def __post_init__(self):
+        if self.eso not in _ESO:
+            raise ValueError(f"Unknown eso {self.eso!r}; use one of {list(_ESO)}.")
+        for field in ("batch_size", "eval_every"):
+            value = getattr(self, field)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Integral)
+                                      or value < 1):
+                raise ValueError(f"{field} must be a positive int or None, got {value!r}.")
+
+    def setup(self, info, ops):
+        """``sigma^2`` by power iteration (through ``ops``), then ``tau_c`` and ``beta_c``."""
+        K, n = info.n_partitions, info.n
+        if self.eso == "sparse" and K > 1:
+            raise ValueError("eso='sparse' is implemented for one partition only; use eso='spectral' "
+                             f"or n_partitions=1 (got n_partitions={K}).")
+        if self.batch_size is not None and self.batch_size > n:
+            raise ValueError(f"batch_size={self.batch_size} is more than the {n} rows; use batch_size <= {n}.")
+        column_bound = min(1.0, max(1, int(info.max_column_nnz)) / n)
+        sigma2 = eso.sigma2_power_iteration(ops.gram_matvec, info.d, n, column_bound)
+        b = self.batch_size if self.batch_size is not None else max(1, int(round(1.0 / sigma2)))
+        taus = partition_batch_sizes(b, info.partition_sizes)
+        betas = partition_betas(info.partition_sizes, taus, sigma2)
+        b_eff = int(taus.sum())
+        eval_every = self.eval_every if self.eval_every is not None else max(1, -(-n // b_eff))
+        return MinibatchPlan(settings=self, loss=info.loss, n=n, d=info.d, lam_n=info.lam_n, n_partitions=K,
+                             sigma2=float(sigma2), taus=tuple(int(t) for t in taus),
+                             betas=tuple(float(x) for x in betas), batch_size=b_eff, eval_every=int(eval_every),
+                             rounds_per_epoch=max(1, -(-n // b_eff)))
+
+
+@dataclass(frozen=True)
+class MinibatchPlan:
+    """:class:`MinibatchSDCA` resolved for one data set."""
+
+    settings: MinibatchSDCA
+    loss: object
+    n: int
+    d: int
+    lam_n: float
+    n_partitions: int
+    sigma2: float
+    taus: tuple
+    betas: tuple
+    batch_size: int
+    eval_every: int
+    rounds_per_epoch: int
+    primal_from_dual = True
+
+    @property
+    def name(self):
+        return self.settings.name
+
+    def measures(self, round_index):
+        return round_index % self.eval_every == 0
+
+    def init_global(self):
+        from daskdca.methods.sdca import DualGlobal
+
+        return DualGlobal(np.zeros(self.d))
+
+    def init_local(self, part, ctx):
+        """Zero duals and the curvature of the partition's rows (one pass over its norms)."""
+        sqnorm = np.concatenate([rows.sqnorm[lo:hi] for rows, lo, hi, _ in part.pieces()])
+        v_spectral = self.betas[ctx.partition] * sqnorm
+        v = v_spectral
+        if self.n_partitions == 1 and self.settings.eso != "spectral":
+            X = sp.vstack([rows.csr()[lo:hi] for rows, lo, hi, _ in part.pieces()], format="csr")
+            v_sparse = eso.v_sparse_standard(X, self.batch_size)
+            if self.settings.eso == "sparse" or v_sparse.sum() < v_spectral.sum():
+                v = v_sparse
+        return MinibatchLocal(np.zeros(part.n_rows), v / self.lam_n)
+
+    def phases(self):
+        return (Phase("round", self.local, self.combine),)
+
+    def model(self, state):
+        return state.w
+
+    def dual_point(self, part, local, state):
+        return local.alpha
+
+    def local(self, part, local, state, ctx):
+        """One mini-batch iteration on one partition (gap sums first on evaluation rounds).
+
+        Out of core only the blocks that hold a drawn row are read (all of
+        them on an evaluation round).
+        """
+        w = state.w
+        alpha = local.alpha.copy()
+        measured = self.measures(ctx.round)
+        sums = objective_sums_part(part, alpha, w, self.loss) if measured else np.zeros(2)
+        tau = self.taus[ctx.partition]
+        batch = minibatch_indices(ctx.random_state, ctx.round, ctx.partition, part.n_rows, tau, 0)
+        starts = part.block_starts
+        blocks = np.unique(np.searchsorted(starts, batch, side="right") - 1)
+        delta_w = np.zeros_like(w)
+        for rows, lo, hi, start in part.pieces(blocks):
+            inside = batch[(batch >= start) & (batch < start + hi - lo)]
+            if inside.size:
+                minibatch_sdca(rows.indptr, rows.indices, rows.data, rows.y,
+                               row_view(local.curvature, rows, lo, start), row_view(alpha, rows, lo, start), w,
+                               delta_w, (inside - start + lo)[None, :], int(self.loss.kind), self.loss.param,
+                               self.lam_n)
+        scalars = np.array([sums[0], sums[1], float(tau), float(measured)])
+        return MinibatchLocal(alpha, local.curvature), Contribution(compress(delta_w), scalars)
+
+    def combine(self, state, total, ctx):
+        w = state.w
+        loss_sum, conj_sum, steps, measured = total.scalars
+        reg = 0.5 * self.lam_n / self.n * float(w @ w)
+        report = RoundReport(bool(measured > 0), loss_sum / self.n + reg, -conj_sum / self.n - reg, float(steps))
+        return type(state)(apply_vector(w, total.vector)), report
+
+    def fused_rounds(self, part, local, state, ctx, n_rounds):
+        """``n_rounds`` rounds on a single in-memory partition in one kernel call.
+
+        The same bits as :meth:`local` and :meth:`combine` once per round
+        (:func:`~daskdca.kernels.sdca.minibatch_sdca_rounds`); returns the new
+        local and global states and the report of the first round with the
+        steps of all of them.
+        """
+        rows = part.whole()
+        w = state.w.copy()
+        alpha = local.alpha.copy()
+        measured = self.measures(ctx.round)
+        sums = objective_sums_part(part, alpha, w, self.loss) if measured else np.zeros(2)
+        reg = 0.5 * self.lam_n / self.n * float(w @ w)
+        batches = minibatch_schedule(ctx.random_state, ctx.round, n_rounds,
+                                     np.array([0, rows.n_rows], dtype=np.int64), self.taus[0])
+        steps = minibatch_sdca_rounds(rows.indptr, rows.indices, rows.data, rows.y, local.curvature, alpha, w,
+                                      batches, int(self.loss.kind), self.loss.param, self.lam_n, np.zeros_like(w))
+        report = RoundReport(measured, sums[0] / self.n + reg, -sums[1] / self.n - reg, float(steps))
+        return MinibatchLocal(alpha, local.curvature), type(state)(w), report
