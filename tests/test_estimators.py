@@ -79,10 +79,12 @@ def _liblinear(X, y, loss, C, max_iter=1_000_000):
         # tests below decide with our certificate whether it converged.
         warnings.simplefilter("ignore", ConvergenceWarning)
         if loss == "logistic":
-            est = LogisticRegression(solver="liblinear", fit_intercept=False, C=C, tol=1e-12, max_iter=100_000)
+            est = LogisticRegression(solver="liblinear", fit_intercept=False, C=C, tol=1e-12, max_iter=100_000,
+                                     random_state=0)
         else:
+            # random_state: LIBLINEAR's dual CD visits the rows in a random order
             est = LinearSVC(loss=loss, dual=loss == "hinge", C=C, tol=1e-12, max_iter=max_iter,
-                            fit_intercept=False)
+                            fit_intercept=False, random_state=0)
         return est.fit(X, y)
 
 
@@ -126,8 +128,9 @@ def test_hinge_matches_linearsvc(name, n, C):
     assert abs(ours - p_ll) <= 1e-6 * p_ll
 
 
-def test_hinge_no_worse_than_linearsvc_where_it_stalls():
-    """At C = 0.1 on heart_scale LIBLINEAR's dual CD stops 1e-4 short; ours is certified below it."""
+def test_hinge_no_worse_than_linearsvc_where_it_may_stall():
+    """At C = 0.1 on heart_scale LIBLINEAR's dual CD can stop up to 1e-4 short (depending on its
+    row order); ours is certified: no worse than LIBLINEAR beyond its own gap."""
     X, y = _data("heart")
     C = 0.1
     clf = SDCAClassifier("hinge", C=C, tol=1e-9, max_iter=5000).fit(X, y)
@@ -139,7 +142,6 @@ def test_hinge_no_worse_than_linearsvc_where_it_stalls():
     assert clf.dual_[0] * scale <= p_ll
     # ours - p_ll <= ours - min <= gap: no worse beyond what our certificate allows
     assert ours - p_ll <= clf.gap_[0] * scale
-    assert (p_ll - ours) / p_ll > 1e-6  # and here LIBLINEAR is measurably short
 
 
 @pytest.mark.parametrize("loss", ["logistic", "squared_hinge"])
