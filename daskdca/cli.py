@@ -3,19 +3,41 @@
 ``daskdca fit`` with no file fits scikit-learn's bundled breast-cancer data
 (standardised, and the command says so); with a path it reads an svmlight /
 LIBSVM file (plain, .gz or .bz2) with scikit-learn's parser.
+
+Every user error (a bad option, a missing file or store, an existing output,
+bad data) prints one line ``daskdca: error: <message>`` on stderr and exits
+with status 2; ``--debug`` shows the traceback instead.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import sys
 
 import numpy as np
 
 from daskdca.api import fit
 from daskdca.losses import LOSSES
-from daskdca.solvers import SOLVERS
+from daskdca.methods import REGISTRY as SOLVERS
 from daskdca.store import DEFAULT_BLOCK_ROWS, DEFAULT_CHUNK_BYTES
+
+
+# Exceptions that are the user's to fix: one line and exit status 2.
+USER_ERRORS = (ValueError, TypeError, OSError)
+EXIT_USAGE = 2
+
+
+class UsageError(Exception):
+    """A command-line error found by the parser (bad option or value)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with errors raised, so that ``main`` prints them as one line."""
+
+    def error(self, message):
+        raise UsageError(f"{self.prog.replace('daskdca ', '', 1) + ': ' if ' ' in self.prog else ''}{message}")
 
 
 def _load(path, n_features):
@@ -28,39 +50,64 @@ def _load(path, n_features):
         return X, y
     from sklearn.datasets import load_svmlight_file
 
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{path!r} does not exist.")
     try:
         X, y = load_svmlight_file(path, n_features=n_features)
-    except (OSError, ValueError) as exc:
-        raise SystemExit(f"daskdca: cannot read {path!r} as svmlight/LIBSVM: {exc}") from exc
+    except (OSError, ValueError, OverflowError, EOFError) as exc:
+        raise ValueError(f"cannot read {path!r} as svmlight/LIBSVM: {type(exc).__name__}: {exc}") from exc
     print(f"data: {path} ({X.shape[0]} x {X.shape[1]}, {X.nnz} non-zeros)")
     return X, y
 
 
 def _looks_like_store(path):
     """A zarr group (a directory with zarr.json, or a URL) rather than a text file."""
-    import os
-
     return "://" in path or os.path.isdir(path)
 
 
 def _positive_float(text):
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text!r}") from None
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
     return value
+
+
+def _int_at_least(low):
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {low}, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {low}, got {text}")
+        return value
+
+    parse.__name__ = f"int >= {low}"
+    return parse
+
+
+def _add_common_options(parser):
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
 
 
 def _add_store_options(parser):
     """Options shared by the subcommands that write a store."""
-    parser.add_argument("--block-rows", type=int, default=DEFAULT_BLOCK_ROWS,
+    parser.add_argument("--block-rows", type=_int_at_least(1), default=DEFAULT_BLOCK_ROWS,
                         help=f"rows per block, i.e. per partition (default: {DEFAULT_BLOCK_ROWS})")
     parser.add_argument("--float32", action="store_true", help="store values as float32")
     parser.add_argument("--compression", default="zstd", help="'zstd' (level 3), 'zstd:LEVEL' or 'none'")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace an existing daskdca store at the output path (other folders are never "
+                             "replaced); the old store stays intact until the new one is complete")
+    _add_common_options(parser)
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="daskdca",
         description="L2-regularised linear models by stochastic dual coordinate ascent, "
                     "certified by the duality gap.",
@@ -95,6 +142,7 @@ def build_parser():
     p.add_argument("--n-partitions", type=int, default=None, help="row partitions (cocoa+, minibatch_sdca)")
     p.add_argument("--random-state", type=int, default=0, help="seed of all random streams (default: 0)")
     p.add_argument("--quiet", action="store_true", help="print the summary only")
+    _add_common_options(p)
 
     c = sub.add_parser(
         "convert",
@@ -103,15 +151,15 @@ def build_parser():
                     "blocks, streaming: memory is bounded by --chunk-mb of text and one block.",
     )
     c.add_argument("input", help="svmlight/LIBSVM file")
-    c.add_argument("output", help="store path or fsspec URL (replaced if it exists)")
-    c.add_argument("--n-features", type=int, default=None,
+    c.add_argument("output", help="store path or fsspec URL (must not exist; --overwrite replaces a store)")
+    c.add_argument("--n-features", type=_int_at_least(1), default=None,
                    help="number of features (default: the largest index in the file)")
     c.add_argument("--zero-based", choices=["auto", "true", "false"], default="auto",
                    help="index base, as scikit-learn's loader: 'auto' is one-based unless an index 0 occurs")
-    c.add_argument("--chunk-mb", type=float, default=DEFAULT_CHUNK_BYTES / 2**20,
+    c.add_argument("--chunk-mb", type=_positive_float, default=DEFAULT_CHUNK_BYTES / 2**20,
                    help="text parsed per call, in MiB (default: %(default)s)")
     c.add_argument("--shuffle", action="store_true", help="shuffle rows uniformly (seeded, out of core)")
-    c.add_argument("--seed", type=int, default=0, help="seed of --shuffle (default: 0)")
+    c.add_argument("--seed", type=_int_at_least(0), default=0, help="seed of --shuffle (default: 0)")
     c.add_argument("--renumber-features", action="store_true",
                    help="number features by decreasing frequency (the permutation is stored)")
     _add_store_options(c)
@@ -122,9 +170,9 @@ def build_parser():
         description="Write synthetic classification or regression data straight into a store, one block "
                     "at a time (memory: one block plus O(features)). See daskdca.datasets.",
     )
-    m.add_argument("output", help="store path or fsspec URL (replaced if it exists)")
-    m.add_argument("--rows", type=int, required=True, help="number of rows")
-    m.add_argument("--features", type=int, required=True, help="number of features")
+    m.add_argument("output", help="store path or fsspec URL (must not exist; --overwrite replaces a store)")
+    m.add_argument("--rows", type=_int_at_least(1), required=True, help="number of rows")
+    m.add_argument("--features", type=_int_at_least(1), required=True, help="number of features")
     m.add_argument("--task", choices=["classification", "regression"], default="classification")
     m.add_argument("--nnz-per-row", type=float, default=50.0, help="mean non-zeros per row (default: 50)")
     m.add_argument("--zipf", type=float, default=1.1,
@@ -135,7 +183,7 @@ def build_parser():
                    help="share of rows that copy a prototype row (default: 0)")
     m.add_argument("--label-noise", type=float, default=0.05, help="flipped labels (classification)")
     m.add_argument("--noise", type=float, default=0.1, help="target noise std (regression)")
-    m.add_argument("--seed", type=int, default=0, help="seed (default: 0)")
+    m.add_argument("--seed", type=_int_at_least(0), default=0, help="seed (default: 0)")
     _add_store_options(m)
     return parser
 
@@ -148,7 +196,7 @@ def _convert(args):
                              block_rows=args.block_rows, chunk_bytes=max(1, int(args.chunk_mb * 2**20)),
                              compression=args.compression, float32=args.float32, shuffle=args.shuffle,
                              seed=args.seed, renumber_features=args.renumber_features,
-                             progress=not args.no_progress)
+                             progress=not args.no_progress, overwrite=args.overwrite)
     print(f"wrote {store.url}: {store.n} rows x {store.d} features, {store.nnz} non-zeros, "
           f"{store.n_blocks} blocks")
     return 0
@@ -159,7 +207,8 @@ def _make_data(args):
 
     common = dict(nnz_per_row=args.nnz_per_row, zipf_exponent=args.zipf, row_norm_spread=args.row_norm_spread,
                   correlation=args.correlation, seed=args.seed, block_rows=args.block_rows,
-                  compression=args.compression, float32=args.float32, progress=not args.no_progress)
+                  compression=args.compression, float32=args.float32, progress=not args.no_progress,
+                  overwrite=args.overwrite)
     if args.task == "classification":
         store = datasets.make_classification(args.output, args.rows, args.features,
                                              label_noise=args.label_noise, **common)
@@ -171,12 +220,58 @@ def _make_data(args):
 
 
 def main(argv=None):
-    args = build_parser().parse_args(argv)
-    if args.command in ("convert", "make-data"):
-        try:
-            return (_convert if args.command == "convert" else _make_data)(args)
-        except (ValueError, TypeError, FileNotFoundError) as exc:
-            raise SystemExit(f"daskdca {args.command}: {exc}") from exc
+    """Run the command line; returns the exit status.
+
+    0: done (``fit``: converged); 1: ``fit`` did not converge, or an
+    unexpected internal error; 2: a user error, printed as one line
+    ``daskdca: error: <message>`` (``--debug`` shows the traceback).
+    """
+    argv = sys.argv[1:] if argv is None else list(argv)
+    debug = "--debug" in argv
+    try:
+        args = build_parser().parse_args(argv)
+    except UsageError as exc:
+        return _error(str(exc))
+    try:
+        if args.command == "convert":
+            return _convert(args)
+        if args.command == "make-data":
+            return _make_data(args)
+        return _fit(args)
+    except KeyboardInterrupt:
+        if debug:
+            raise
+        print("daskdca: interrupted", file=sys.stderr)
+        return 130
+    except USER_ERRORS as exc:
+        if debug:
+            raise
+        return _error(_message(exc))
+    except Exception as exc:  # a bug: still one line, with a pointer to --debug
+        if debug:
+            raise
+        print(f"daskdca: error: unexpected {type(exc).__name__}: {exc} (run again with --debug for the "
+              "traceback, and please report it)", file=sys.stderr)
+        return 1
+
+
+def _message(exc):
+    """One line: the exception's message, with the file name for bare OSErrors."""
+    if isinstance(exc, OSError) and exc.filename is not None and str(exc.filename) not in str(exc.args):
+        text = f"{exc.strerror or exc}: {exc.filename!r}"
+    else:
+        text = str(exc) or type(exc).__name__
+    return " ".join(text.split())
+
+
+def _error(message):
+    print(f"daskdca: error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _fit(args):
+    if args.workers is not None and args.workers < 0:
+        raise ValueError(f"--workers must be >= 0, got {args.workers}.")
     is_store = args.data is not None and _looks_like_store(args.data)
     if is_store:
         from daskdca.store import open_store
@@ -185,23 +280,18 @@ def main(argv=None):
         print(f"data: store {args.data} ({X.n} x {X.d}, {X.nnz} non-zeros, {X.n_blocks} blocks)")
     else:
         X, y = _load(args.data, args.n_features)
-    if args.workers is not None and args.workers < 0:
-        raise SystemExit("daskdca: --workers must be >= 0")
     kwargs = dict(loss=args.loss, lam=args.lam, solver=args.solver, tol=args.tol, max_rounds=args.max_rounds,
                   batch_size=args.batch_size, local_iters=args.local_iters, n_partitions=args.n_partitions,
                   random_state=args.random_state, verbose=0 if args.quiet else 1)
-    try:
-        if args.workers:
-            from distributed import Client, LocalCluster
+    if args.workers:
+        from distributed import Client, LocalCluster
 
-            with LocalCluster(n_workers=args.workers, threads_per_worker=1, dashboard_address=None,
-                              silence_logs=40) as cluster, Client(cluster) as client:
-                print(f"cluster: LocalCluster with {args.workers} workers")
-                model = fit(X, y, client=client, **kwargs)
-        else:
-            model = fit(X, y, **kwargs)
-    except (ValueError, TypeError) as exc:
-        raise SystemExit(f"daskdca: {exc}") from exc
+        with LocalCluster(n_workers=args.workers, threads_per_worker=1, dashboard_address=None,
+                          silence_logs=40) as cluster, Client(cluster) as client:
+            print(f"cluster: LocalCluster with {args.workers} workers")
+            model = fit(X, y, client=client, **kwargs)
+    else:
+        model = fit(X, y, **kwargs)
     if is_store:
         X, y = X.read_all()
         y = model.classes_[(y == model.classes_[1]).astype(int)] if model.classes_ is not None else y

@@ -701,10 +701,11 @@ class _Destination:
             return self
         target = os.path.abspath(self.local)
         self.target = target
+        if os.path.isdir(os.path.dirname(target)):
+            # first: a store that a killed replacement moved aside goes back before the target is judged
+            self.cleaned = _clean_leftovers(target)
         self._refuse(_local_state(target), self.url)
-        parent = os.path.dirname(target)
-        os.makedirs(parent, exist_ok=True)
-        self.cleaned = _clean_leftovers(target)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
         tmp = f"{target}.tmp-{uuid.uuid4().hex[:16]}"
         os.mkdir(tmp)
         self.tmp = tmp
@@ -1464,6 +1465,25 @@ def _convert_into(path, work_url, dest, storage_options, *, n_features, zero_bas
     w = _Writer(work_url, storage_options, block_rows=block_rows, compression=compression, float32=float32,
                 source=os.path.basename(path), index_dtype=index_dtype, dest=dest)
     bar = _progress(progress, path)
+    try:
+        _convert_pieces(pieces, w, bar, path, zero_based, raw_limit, n_features)
+    finally:
+        if bar is not None:
+            bar.close()
+    if w.n == 0:
+        raise ValueError(f"{path}: no rows (the file is empty or holds only comments); nothing to convert.")
+    shift = _index_shift(zero_based, w.min_index, path)
+    if n_features is not None and w.d - shift > n_features:
+        raise ValueError(f"{path}: feature index {w.d - 1} is beyond n_features={n_features} "
+                         f"({'one' if shift else 'zero'}-based); pass a larger n_features.")
+    if n_features is None and w.d - shift < 1:
+        raise ValueError(f"{path}: no features (d = 0): every row is empty. Pass n_features to convert rows "
+                         "without features.")
+    return w.finish(n_features=n_features, shift_indices=shift)
+
+
+def _convert_pieces(pieces, w, bar, path, zero_based, raw_limit, n_features):
+    """Check and append parsed pieces (indices still raw: shifted at the end)."""
     for X, y, end_offset, line in pieces:
         if X.indices.size and int(X.indices.min()) < (1 if zero_based is False else 0):
             low = int(X.indices.min())
@@ -1483,18 +1503,6 @@ def _convert_into(path, work_url, dest, storage_options, *, n_features, zero_bas
         w.append(X, y)
         if bar is not None:
             bar.update(end_offset - bar.n)
-    if bar is not None:
-        bar.close()
-    if w.n == 0:
-        raise ValueError(f"{path}: no rows (the file is empty or holds only comments); nothing to convert.")
-    shift = _index_shift(zero_based, w.min_index, path)
-    if n_features is not None and w.d - shift > n_features:
-        raise ValueError(f"{path}: feature index {w.d - 1} is beyond n_features={n_features} "
-                         f"({'one' if shift else 'zero'}-based); pass a larger n_features.")
-    if n_features is None and w.d - shift < 1:
-        raise ValueError(f"{path}: no features (d = 0): every row is empty. Pass n_features to convert rows "
-                         "without features.")
-    return w.finish(n_features=n_features, shift_indices=shift)
 
 
 def _progress(progress, path):
