@@ -56,6 +56,8 @@ def _load(path, n_features):
         X, y = load_svmlight_file(path, n_features=n_features)
     except (OSError, ValueError, OverflowError, EOFError) as exc:
         raise ValueError(f"cannot read {path!r} as svmlight/LIBSVM: {type(exc).__name__}: {exc}") from exc
+    if X.shape[0] == 0:
+        raise ValueError(f"{path}: no rows (the file is empty or holds only comments).")
     print(f"data: {path} ({X.shape[0]} x {X.shape[1]}, {X.nnz} non-zeros)")
     return X, y
 
