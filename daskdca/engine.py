@@ -417,7 +417,7 @@ def fit_on_cluster(store, *, client, method, loss, lam, positive_label, tol, max
         in_memory = not all(limits) or raw < 0.5 * sum(limits)
     offsets = store.block_row_offsets
     sizes = tuple(int(offsets[b] - offsets[a]) for a, b in ranges)
-    column_nnz = store.group["column_nnz"][:]
+    column_nnz = store.column_nnz  # checksummed
     info = DataInfo(n=store.n, d=store.d, partition_sizes=sizes, loss=loss, lam=lam,
                     max_column_nnz=int(column_nnz.max(initial=0)))
     placement = _Placement(K, n_workers)

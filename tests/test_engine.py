@@ -9,6 +9,7 @@ from sklearn.exceptions import ConvergenceWarning
 distributed = pytest.importorskip("distributed")
 
 import daskdca  # noqa: E402
+from daskdca.partitions import random_row_order  # noqa: E402
 from daskdca.store import StoreError, convert_svmlight, write_store  # noqa: E402
 
 from conftest import DATA_DIR, load_dataset  # noqa: E402
@@ -89,17 +90,47 @@ def test_cocoa_plus_in_memory_on_cluster_repeats_the_in_process_solver(client, t
     which took 705 rounds where the in-process solver takes 6 (a9a, logistic,
     lam 1e-3, one partition of 2 blocks; benchmarks/RESULTS.md).
     """
-    store = _store(tmp_path_factory, "reuters", 1295)  # 6 blocks, partitions of 3885 rows
     X, y = load_dataset("reuters")
+    # in memory, rows go to partitions by the seeded permutation; the store
+    # holds the rows in that order, 6 blocks, so partitions of 3 blocks
+    order = random_row_order(X.shape[0], 3)
+    store = write_store(tmp_path_factory.mktemp("stores") / "reuters-permuted.zarr", X[order], y[order],
+                        block_rows=1295)
     kwargs = dict(loss=loss, lam=1e-4, solver="cocoa+", n_partitions=2, tol=1e-12, max_rounds=5, random_state=3)
     with pytest.warns(ConvergenceWarning):
         local = daskdca.fit(X, y, **kwargs)
     with pytest.warns(ConvergenceWarning):
         remote = daskdca.fit(store, client=client, in_memory=True, **kwargs)
-    np.testing.assert_array_equal(remote.dual_coef_, local.dual_coef_)
+    np.testing.assert_array_equal(remote.dual_coef_, local.dual_coef_[order])
     # the gap sums are added per partition on the cluster, so they agree to rounding only
     np.testing.assert_allclose([r.primal for r in remote.history_],
                                [r.primal for r in local.history_[:len(remote.history_)]], rtol=1e-12)
+
+
+@pytest.mark.parametrize("in_memory", [True, False])
+def test_minibatch_sdca_on_cluster_repeats_the_in_process_solver(client, tmp_path_factory, in_memory):
+    """Round by round: the same sigma^2, batches, steps and sums in process and on the cluster.
+
+    Two unequal partitions (1, 2 blocks of the store) in process and on the
+    cluster, in memory and out of core: every dual variable, bit for bit.
+    """
+    X, y = load_dataset("rcv1_1k")
+    order = random_row_order(X.shape[0], 5)
+    store = write_store(tmp_path_factory.mktemp("stores") / f"rcv1-mb-{in_memory}.zarr", X[order], y[order],
+                        block_rows=500)  # 2 blocks: partitions of 500 and 500 rows
+    solver = daskdca.MinibatchSDCA(batch_size=64, eso="spectral", eval_every=3)
+    kwargs = dict(loss="logistic", lam=1e-3, solver=solver, n_partitions=2, tol=1e-12, max_rounds=40,
+                  random_state=5)
+    with pytest.warns(ConvergenceWarning):
+        local = daskdca.fit(X, y, **kwargs)
+    with pytest.warns(ConvergenceWarning):
+        remote = daskdca.fit(store, client=client, in_memory=in_memory, **kwargs)
+    assert remote.plan_.sigma2 == local.plan_.sigma2 and remote.plan_.betas == local.plan_.betas
+    np.testing.assert_array_equal(remote.dual_coef_, local.dual_coef_[order])
+    assert [r.round for r in remote.history_] == [r.round for r in local.history_] == [3, 6, 9, 12, 15, 18, 21,
+                                                                                      24, 27, 30, 33, 36, 39, 40]
+    np.testing.assert_allclose([r.primal for r in remote.history_], [r.primal for r in local.history_],
+                               rtol=1e-12)
 
 
 def test_cluster_runs_are_bit_identical(client, tmp_path_factory):

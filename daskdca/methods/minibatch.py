@@ -22,7 +22,9 @@ Schur product with ``G``) and ``D_p G D_p <= n sigma^2 D_p^2 Diag(G)``
 
     v_i = beta_c ||x_i||^2,   beta_c = 1 + n sigma^2 tau_c / s_c - (tau_c - 1) / (s_c - 1),
 
-capped at ``b = sum_c tau_c`` (Cauchy-Schwarz).  With equal partitions this is
+or ``beta_c = b = sum_c tau_c`` for every partition (Cauchy-Schwarz), whichever
+has the smaller ``sum_c tau_c beta_c`` (an elementwise minimum of two valid
+weight vectors is not valid in general).  With equal partitions this is
 exactly ``beta_distributed_tight`` (spec §A4).  The weights printed for equal
 partitions are invalid when sizes differ: a short partition is sampled at a
 higher rate ``p_c`` and its rows then need a larger ``beta`` (issue 10
@@ -69,7 +71,7 @@ def partition_batch_sizes(batch_size, sizes):
 
 
 def partition_betas(sizes, taus, sigma2):
-    """``beta_c = min(b, 1 + n sigma^2 tau_c / s_c - (tau_c - 1) / (s_c - 1))`` (module docstring).
+    """``beta_c = 1 + n sigma^2 tau_c / s_c - (tau_c - 1) / (s_c - 1)``, or ``b`` for all (module docstring).
 
     With one partition the sampling is tau-nice and the exact
     ``beta = 1 + (b - 1)(n sigma^2 - 1) / (n - 1)`` of seed 000 eq. (12) is
@@ -81,8 +83,11 @@ def partition_betas(sizes, taus, sigma2):
     if sizes.shape[0] == 1:
         return np.array([min(b, max(1.0, eso.beta_standard(int(n), int(b), sigma2)))])
     within = np.where(sizes > 1, (taus - 1.0) / np.maximum(sizes - 1.0, 1.0), 0.0)
-    beta = 1.0 + n * sigma2 * taus / sizes - within
-    return np.minimum(b, np.maximum(1.0, beta))
+    beta = np.maximum(1.0, 1.0 + n * sigma2 * taus / sizes - within)
+    # Both beta and the constant b are valid; an elementwise minimum of two
+    # valid weight vectors need not be, so take one of them whole: the one
+    # with the smaller expected weight sum_c tau_c beta_c.
+    return beta if taus @ beta <= b * b else np.full_like(beta, b)
 
 
 @dataclass(frozen=True)

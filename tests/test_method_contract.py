@@ -1,0 +1,119 @@
+"""The method contract, for every method in the registry (a new method is tested by registering it).
+
+Same seed, same bits; in process == cluster, in memory and out of core, round
+by round; the dual point is feasible; the certificate recomputed here from
+the returned duals alone; a killed worker changes nothing.
+"""
+
+import os
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+import daskdca
+from daskdca.methods import REGISTRY
+from daskdca.partitions import random_row_order
+from daskdca.store import write_store
+
+import reference_kernels as ref
+from conftest import load_dataset
+from references import primal_objective
+
+distributed = pytest.importorskip("distributed")
+
+LAM = 1e-2
+METHODS = sorted(REGISTRY)
+CLUSTER_METHODS = [name for name in METHODS if REGISTRY[name].capabilities.cluster]
+
+
+def _partitions(name):
+    return 2 if REGISTRY[name].capabilities.many_partitions else 1
+
+
+def _fit(X, y, name, **kwargs):
+    with pytest.warns(ConvergenceWarning):  # a fixed number of rounds, far from tol=0
+        return daskdca.fit(X, y, loss="logistic", lam=LAM, solver=REGISTRY[name](), tol=0.0,
+                           n_partitions=_partitions(name), **kwargs)
+
+
+@pytest.fixture(scope="module")
+def heart():
+    return load_dataset("heart")
+
+
+@pytest.fixture(scope="module")
+def client():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  silence_logs=40) as cluster, distributed.Client(cluster) as c:
+        yield c
+
+
+@pytest.mark.parametrize("name", METHODS)
+def test_same_seed_same_bits_and_the_certificate_from_the_returned_duals(heart, name):
+    X, y = heart
+    runs = [_fit(X, y, name, max_rounds=60, random_state=s) for s in (4, 4, 5)]
+    np.testing.assert_array_equal(runs[0].dual_coef_, runs[1].dual_coef_)
+    np.testing.assert_array_equal(runs[0].coef_, runs[1].coef_)
+    assert not np.array_equal(runs[0].dual_coef_, runs[2].dual_coef_)
+    m = runs[0]
+    ys = np.where(y == m.classes_[1], 1.0, -1.0)
+    # the dual point is feasible: y alpha in (0, 1) for logistic, so the conjugate is finite
+    b = ys * m.dual_coef_
+    assert np.all((b > 0) & (b < 1))
+    dual, w = ref.dual_objective(X, ys, m.dual_coef_, LAM, "logistic")
+    primal = primal_objective(X, ys, w, LAM, "logistic")
+    np.testing.assert_allclose(m.coef_, w, rtol=1e-12, atol=1e-14)
+    assert m.primal_ == pytest.approx(primal, rel=1e-12) and m.dual_ == pytest.approx(dual, rel=1e-12)
+    assert m.gap_ == pytest.approx(primal - dual, rel=1e-9) and m.gap_ >= 0
+    assert m.history_[-1].gap == pytest.approx(m.gap_)
+
+
+@pytest.mark.parametrize("name", METHODS)
+def test_a_converged_fit_certifies_the_state_it_returns(heart, name):
+    X, y = heart
+    m = daskdca.fit(X, y, loss="logistic", lam=LAM, solver=REGISTRY[name](), tol=1e-5,
+                    n_partitions=_partitions(name))
+    assert m.converged_ and m.gap_ <= 1e-5 * m.primal_
+    assert m.history_[-1].round == m.n_rounds_ and m.history_[-1].epochs == m.n_epochs_
+
+
+@pytest.mark.parametrize("in_memory", [True, False], ids=["in-memory", "out-of-core"])
+@pytest.mark.parametrize("name", CLUSTER_METHODS)
+def test_in_process_equals_cluster_round_by_round(heart, client, tmp_path, name, in_memory):
+    """The store holds the rows in the in-process partition order, one block per partition."""
+    X, y = heart
+    K = _partitions(name)
+    order = random_row_order(X.shape[0], 7) if K > 1 else np.arange(X.shape[0])
+    store = write_store(tmp_path / "h.zarr", X[order], y[order], block_rows=-(-X.shape[0] // K))
+    local = _fit(X, y, name, max_rounds=40, random_state=7)
+    remote = _fit(store, None, name, max_rounds=40, random_state=7, client=client, in_memory=in_memory)
+    np.testing.assert_array_equal(remote.dual_coef_, local.dual_coef_[order])
+    assert [r.round for r in remote.history_] == [r.round for r in local.history_]
+    np.testing.assert_allclose([r.primal for r in remote.history_], [r.primal for r in local.history_],
+                               rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", CLUSTER_METHODS)
+def test_a_killed_worker_changes_nothing(heart, client, tmp_path, name):
+    X, y = heart
+    store = write_store(tmp_path / "h.zarr", X, y, block_rows=135)
+    kwargs = dict(max_rounds=120, random_state=3, client=client, checkpoint_every=7)
+    undisturbed = _fit(store, None, name, **kwargs)
+    killed = []
+
+    def kill_one_worker(record, state):
+        if not killed:
+            victim = sorted(client.scheduler_info()["workers"])[0]
+            killed.append(victim)
+            try:
+                client.run(os._exit, 1, workers=[victim])
+            except Exception:  # the worker dies while answering
+                pass
+        return False
+
+    disturbed = _fit(store, None, name, callback=kill_one_worker, **kwargs)
+    assert killed
+    client.wait_for_workers(2, timeout=60)
+    np.testing.assert_array_equal(disturbed.dual_coef_, undisturbed.dual_coef_)
+    np.testing.assert_array_equal(disturbed.coef_, undisturbed.coef_)
