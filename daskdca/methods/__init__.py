@@ -14,6 +14,7 @@ from __future__ import annotations
 from daskdca.methods.base import Capabilities, Ctx, DataInfo, RoundReport
 from daskdca.methods.minibatch import MinibatchSDCA
 from daskdca.methods.sdca import SDCA, CoCoAPlus
+from daskdca.methods.sdna import SDNA
 
 __all__ = [
     "REGISTRY",
@@ -30,7 +31,7 @@ __all__ = [
 ]
 
 #: name -> settings class, for every method a user can ask for by name
-REGISTRY = {cls.name: cls for cls in (SDCA, CoCoAPlus, MinibatchSDCA)}
+REGISTRY = {cls.name: cls for cls in (SDCA, CoCoAPlus, MinibatchSDCA, SDNA)}
 SOLVERS = REGISTRY
 
 
