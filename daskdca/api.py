@@ -20,7 +20,7 @@ from sklearn.exceptions import ConvergenceWarning
 from daskdca.driver import fit_in_process
 from daskdca.losses import get_loss
 from daskdca.methods import REGISTRY, check_supported
-from daskdca.partitions import random_row_order
+from daskdca.partitions import random_row_order, store_partition_ranges
 from daskdca.store import CSRStore, open_store
 
 __all__ = ["fit", "LinearModel"]
@@ -463,6 +463,8 @@ def _fit_cluster(X, y, *, loss_obj, lam, method, tol, max_rounds, n_partitions, 
         classes, positive = _store_labels(store, loss_obj)
         if array_classes is not None:
             classes = array_classes
+        else:
+            _warn_if_partitions_differ(store, positive, store_partitions)
         with engine.cluster_client(client) as active:
             result = engine.fit_on_cluster(
                 store, client=active, method=method, loss=loss_obj, lam=lam, positive_label=positive, tol=tol,
@@ -483,6 +485,30 @@ def _fit_cluster(X, y, *, loss_obj, lam, method, tol, max_rounds, n_partitions, 
         coef[store.feature_permutation] = result.w
     return LinearModel(loss=loss_obj, lam=lam, solver=method, classes=classes, result=result, random_state=seed,
                        n_features=store.d, coef=coef)
+
+
+# An unshuffled store whose partitions' positive fractions differ by more than
+# this warns: CoCoA+ then converges far slower (issue 10: a file sorted by
+# label took 159 s against 0.17 s for serial SDCA).
+LABEL_FRACTION_SPREAD = 0.1
+
+
+def _warn_if_partitions_differ(store, positive, n_partitions):
+    """Warn when an unshuffled store's partitions see different label proportions."""
+    if positive is None or store.attrs.get("shuffle_seed") is not None:
+        return
+    ranges = store_partition_ranges(store.n_blocks, n_partitions or store.n_blocks)
+    if len(ranges) < 2:
+        return
+    y = np.asarray(store.group["y"][:])  # labels only, for this check
+    offsets = store.block_row_offsets
+    fractions = [float(np.mean(y[offsets[a]:offsets[b]] == positive)) for a, b in ranges]
+    if max(fractions) - min(fractions) > LABEL_FRACTION_SPREAD:
+        warnings.warn(
+            f"The store {store.url!r} was not shuffled and its {len(ranges)} partitions have positive-label "
+            f"fractions from {min(fractions):.2f} to {max(fractions):.2f}; distributed solvers converge far "
+            "slower on such partitions. Rewrite it shuffled: daskdca.rewrite_store(store, NEW_URL, shuffle=True) "
+            "or `daskdca convert FILE NEW_URL --shuffle`.", UserWarning, stacklevel=4)
 
 
 def _store_labels(store, loss_obj):

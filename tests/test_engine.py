@@ -313,3 +313,17 @@ def test_jobqueue_configs_build_their_job_scripts():
     with pytest.raises(ValueError, match="unknown batch system 'lsf'"):
         module.make_cluster("lsf")
     assert jobqueue is not None
+
+
+def test_unshuffled_store_with_sorted_labels_warns(client, tmp_path):
+    X, y = load_dataset("heart")
+    order = np.argsort(y, kind="stable")
+    sorted_store = write_store(tmp_path / "sorted.zarr", X[order], y[order], block_rows=135)
+    with pytest.warns(UserWarning, match=r"not shuffled.*fractions from 0\.00 to 0\.89.*rewrite_store"):
+        daskdca.fit(sorted_store, loss="logistic", lam=1e-1, tol=1e-4, client=client)
+    shuffled = write_store(tmp_path / "shuffled.zarr", X[order], y[order], block_rows=135, shuffle=True)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        daskdca.fit(shuffled, loss="logistic", lam=1e-1, tol=1e-4, client=client)

@@ -45,7 +45,7 @@ import scipy.sparse as sp
 
 from daskdca.kernels import eso
 from daskdca.kernels.sampling import minibatch_indices, minibatch_schedule
-from daskdca.kernels.sdca import minibatch_sdca, minibatch_sdca_rounds
+from daskdca.kernels.sdca import minibatch_sdca, minibatch_sdca_rounds, objective_sums_movable
 from daskdca.losses import LOSSES
 from daskdca.methods.base import Capabilities, Contribution, Phase, RoundReport, apply_vector, compress
 from daskdca.partitions import objective_sums_part, row_view
@@ -56,10 +56,25 @@ _ESO = ("auto", "spectral", "sparse")
 
 
 class MinibatchLocal(NamedTuple):
-    """A partition's dual variables and the curvature ``q_i = v_i / (lam n)`` of its rows."""
+    """A partition's dual variables, its rows' curvatures, and the rows it samples from.
+
+    Attributes
+    ----------
+    alpha : ndarray (n_k,)
+    curvature : ndarray (n_k,)
+        ``q_i = v_i / (lam n)`` with the weights ``v`` for sampling from all rows.
+    active : ndarray of int64
+        The rows the batches are drawn from until the next gap evaluation:
+        all rows, or with shrinking those whose step was non-zero there.
+    step_curvature : ndarray (n_k,)
+        The curvature the steps use: ``curvature`` when ``active`` is every
+        row, else the spectral weights for sampling from ``active``.
+    """
 
     alpha: np.ndarray
     curvature: np.ndarray
+    active: np.ndarray
+    step_curvature: np.ndarray
 
 
 def partition_batch_sizes(batch_size, sizes):
@@ -113,15 +128,25 @@ class MinibatchSDCA:
         Rounds between duality-gap evaluations (each one is a pass over the
         data).  None: once per ``ceil(n / b)`` rounds, i.e. once per epoch of
         steps.  The stop is certified from the duals either way.
+    shrinking : bool, default=True
+        At each gap evaluation, every partition keeps only the rows whose step
+        at ``w`` is non-zero (Hsieh et al. 2008 §3.2) and draws its batches
+        from them until the next evaluation, with the spectral weights for
+        that row set: ``beta_c`` of the module docstring with ``s_c`` the
+        active count (``n sigma^2`` still bounds ``lambda_max`` of any subset).
+        Only hinge-type losses have such rows.
     """
 
     batch_size: int | None = None
     eso: str = "auto"
     eval_every: int | None = None
+    shrinking: bool = True
     name = "minibatch_sdca"
-    capabilities = Capabilities(losses=tuple(LOSSES), many_partitions=True, cluster=True, shrinking=False)
+    capabilities = Capabilities(losses=tuple(LOSSES), many_partitions=True, cluster=True, shrinking=True)
 
     def __post_init__(self):
+        if not isinstance(self.shrinking, bool):
+            raise ValueError(f"shrinking must be True or False, got {self.shrinking!r}.")
         if self.eso not in _ESO:
             raise ValueError(f"Unknown eso {self.eso!r}; use one of {list(_ESO)}.")
         for field in ("batch_size", "eval_every"):
@@ -191,7 +216,8 @@ class MinibatchPlan:
             v_sparse = eso.v_sparse_standard(X, self.batch_size)
             if self.settings.eso == "sparse" or v_sparse.sum() < v_spectral.sum():
                 v = v_sparse
-        return MinibatchLocal(np.zeros(part.n_rows), v / self.lam_n)
+        curvature = v / self.lam_n
+        return MinibatchLocal(np.zeros(part.n_rows), curvature, np.arange(part.n_rows, dtype=np.int64), curvature)
 
     def phases(self):
         return (Phase("round", self.local, self.combine),)
@@ -202,6 +228,41 @@ class MinibatchPlan:
     def dual_point(self, part, local, state):
         return local.alpha
 
+    def _shrinks(self):
+        return self.settings.shrinking and self.loss.has_active_bounds
+
+    def _evaluate(self, part, local, w, k):
+        """Gap sums at ``w`` and, with shrinking, the new active rows and their curvature."""
+        if not self._shrinks():
+            return objective_sums_part(part, local.alpha, w, self.loss), local
+        kind, param = int(self.loss.kind), self.loss.param
+        loss_sum = conj_sum = 0.0
+        found, sqnorm = [], []
+        for rows, lo, hi, start in part.pieces():
+            a = row_view(local.alpha, rows, lo, start)
+            ls, cs, movable = objective_sums_movable(rows.indptr, rows.indices, rows.data, rows.y, rows.sqnorm, a,
+                                                     w, lo, hi, kind, param, self.lam_n, 1.0)
+            loss_sum, conj_sum = loss_sum + ls, conj_sum + cs
+            found.append(movable - lo + start)
+            sqnorm.append(rows.sqnorm[lo:hi])
+        active = np.concatenate(found).astype(np.int64)
+        if active.shape[0] == part.n_rows:
+            return np.array([loss_sum, conj_sum]), local._replace(active=active, step_curvature=local.curvature)
+        tau = min(self.taus[k], max(1, active.shape[0]))
+        if self.n_partitions == 1:
+            beta = partition_betas([max(1, active.shape[0])], [tau], self._active_sigma2(active.shape[0]))[0]
+        else:
+            # beta_c of the module docstring for tau rows out of the active ones;
+            # n sigma^2 bounds lambda_max of the normalised Gram matrix of any row subset
+            a = active.shape[0]
+            beta = max(1.0, 1.0 + self.n * self.sigma2 * tau / max(1, a) - (tau - 1.0) / max(1.0, a - 1.0))
+        step_curvature = beta * np.concatenate(sqnorm) / self.lam_n
+        return np.array([loss_sum, conj_sum]), local._replace(active=active, step_curvature=step_curvature)
+
+    def _active_sigma2(self, n_active):
+        """``sigma_A^2`` bound for a row subset of size ``n_A``: ``n_A sigma_A^2 <= n sigma^2`` (seed 000 eq. (12))."""
+        return min(1.0, self.n * self.sigma2 / max(1, n_active))
+
     def local(self, part, local, state, ctx):
         """One mini-batch iteration on one partition (gap sums first on evaluation rounds).
 
@@ -209,23 +270,28 @@ class MinibatchPlan:
         them on an evaluation round).
         """
         w = state.w
-        alpha = local.alpha.copy()
+        local = local._replace(alpha=local.alpha.copy())
         measured = self.measures(ctx.round)
-        sums = objective_sums_part(part, alpha, w, self.loss) if measured else np.zeros(2)
-        tau = self.taus[ctx.partition]
-        batch = minibatch_indices(ctx.random_state, ctx.round, ctx.partition, part.n_rows, tau, 0)
-        starts = part.block_starts
-        blocks = np.unique(np.searchsorted(starts, batch, side="right") - 1)
+        sums = np.zeros(2)
+        if measured:
+            sums, local = self._evaluate(part, local, w, ctx.partition)
+        active = local.active
+        tau = min(self.taus[ctx.partition], active.shape[0])
         delta_w = np.zeros_like(w)
-        for rows, lo, hi, start in part.pieces(blocks):
-            inside = batch[(batch >= start) & (batch < start + hi - lo)]
-            if inside.size:
-                minibatch_sdca(rows.indptr, rows.indices, rows.data, rows.y,
-                               row_view(local.curvature, rows, lo, start), row_view(alpha, rows, lo, start), w,
-                               delta_w, (inside - start + lo)[None, :], int(self.loss.kind), self.loss.param,
-                               self.lam_n)
+        if tau > 0:
+            batch = active[minibatch_indices(ctx.random_state, ctx.round, ctx.partition, active.shape[0], tau, 0)]
+            starts = part.block_starts
+            blocks = np.unique(np.searchsorted(starts, batch, side="right") - 1)
+            for rows, lo, hi, start in part.pieces(blocks):
+                inside = batch[(batch >= start) & (batch < start + hi - lo)]
+                if inside.size:
+                    minibatch_sdca(rows.indptr, rows.indices, rows.data, rows.y,
+                                   row_view(local.step_curvature, rows, lo, start),
+                                   row_view(local.alpha, rows, lo, start), w, delta_w,
+                                   (inside - start + lo)[None, :], int(self.loss.kind), self.loss.param,
+                                   self.lam_n)
         scalars = np.array([sums[0], sums[1], float(tau), float(measured)])
-        return MinibatchLocal(alpha, local.curvature), Contribution(compress(delta_w), scalars)
+        return local, Contribution(compress(delta_w), scalars)
 
     def combine(self, state, total, ctx):
         w = state.w
@@ -244,13 +310,20 @@ class MinibatchPlan:
         """
         rows = part.whole()
         w = state.w.copy()
-        alpha = local.alpha.copy()
+        local = local._replace(alpha=local.alpha.copy())
         measured = self.measures(ctx.round)
-        sums = objective_sums_part(part, alpha, w, self.loss) if measured else np.zeros(2)
-        reg = 0.5 * self.lam_n / self.n * float(w @ w)
-        batches = minibatch_schedule(ctx.random_state, ctx.round, n_rounds,
-                                     np.array([0, rows.n_rows], dtype=np.int64), self.taus[0])
-        steps = minibatch_sdca_rounds(rows.indptr, rows.indices, rows.data, rows.y, local.curvature, alpha, w,
-                                      batches, int(self.loss.kind), self.loss.param, self.lam_n, np.zeros_like(w))
+        sums = np.zeros(2)
+        if measured:
+            sums, local = self._evaluate(part, local, state.w, 0)
+        reg = 0.5 * self.lam_n / self.n * float(state.w @ state.w)
+        active = local.active
+        tau = min(self.taus[0], active.shape[0])
+        steps = 0
+        if tau > 0:
+            batches = active[minibatch_schedule(ctx.random_state, ctx.round, n_rounds,
+                                                np.array([0, active.shape[0]], dtype=np.int64), tau)]
+            steps = minibatch_sdca_rounds(rows.indptr, rows.indices, rows.data, rows.y, local.step_curvature,
+                                          local.alpha, w, batches, int(self.loss.kind), self.loss.param,
+                                          self.lam_n, np.zeros_like(w))
         report = RoundReport(measured, sums[0] / self.n + reg, -sums[1] / self.n - reg, float(steps))
-        return MinibatchLocal(alpha, local.curvature), type(state)(w), report
+        return local, type(state)(w), report
