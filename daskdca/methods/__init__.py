@@ -12,11 +12,14 @@ The drivers, the API's error messages and the contract tests
 from __future__ import annotations
 
 from daskdca.methods.base import Capabilities, Ctx, DataInfo, RoundReport
+from daskdca.methods.dual_free import AdaptiveDualFreeSDCA, DualFreeSDCA
 from daskdca.methods.minibatch import MinibatchSDCA
 from daskdca.methods.sdca import SDCA, CoCoAPlus
 from daskdca.methods.sdna import SDNA
 
 __all__ = [
+    "AdaptiveDualFreeSDCA",
+    "DualFreeSDCA",
     "REGISTRY",
     "SOLVERS",
     "Capabilities",
@@ -31,7 +34,7 @@ __all__ = [
 ]
 
 #: name -> settings class, for every method a user can ask for by name
-REGISTRY = {cls.name: cls for cls in (SDCA, CoCoAPlus, MinibatchSDCA, SDNA)}
+REGISTRY = {cls.name: cls for cls in (SDCA, CoCoAPlus, MinibatchSDCA, SDNA, DualFreeSDCA, AdaptiveDualFreeSDCA)}
 SOLVERS = REGISTRY
 
 

@@ -1,0 +1,375 @@
+"""Dual-free SDCA: uniform, importance and adaptive sampling (He & Takac, seed 001).
+
+Solves ``min_w P(w) = 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2`` for smooth
+``phi_i`` with one pseudo-dual ``alpha_i`` per row and the invariant
+``w = X^T alpha / (lam n)`` (seed 001 eq. (2)).  A step needs only
+``phi_i'``: with the residue ``kappa_i = alpha_i + phi_i'(x_i.w)``,
+``alpha_i -= (theta / p_i) kappa_i`` and ``w -= (theta / p_i) kappa_i x_i / (lam n)``
+(seed 001 Alg. 1 lines 8-9; kernels in :mod:`daskdca.kernels.dual_free`).
+
+* ``dfsdca`` with ``sampling="uniform"``: ``p_i = 1/n``,
+  ``theta = lam / (lam n + L_max)`` (seed 001 §3, L156; spec §2.1).
+* ``dfsdca`` with ``sampling="importance"``: ``p_i ∝ lam n + L_i``,
+  ``theta = lam / (lam n + L_bar)``; then ``theta / p_i = lam n / (lam n + L_i)``
+  (spec §2.2, the fixed-p bound ``theta <= min_i p_i lam n / (lam n + L_i)``).
+* ``adfsdca``: Algorithm 1, ``p_i* ∝ c_i |kappa_i|`` recomputed from every
+  residue before every step, ``theta_t = Theta(kappa, p*)`` of Theorem 1 and
+  Lemma 1 (corrected denominator, spec §8 erratum 1), sum-tree sampling.
+
+Here ``L_i = L~ ||x_i||^2`` with ``L~`` the loss's smoothness (``phi_i'`` is
+``L~``-Lipschitz; seed 001 eq. (1)), case 1 constants ``beta_i = 1/L~``,
+``gamma = lam n`` (spec §2.3 table).
+
+Partitions (spec §7, "experimental"; not analysed in the paper)
+---------------------------------------------------------------
+A round is about ``local_iters * n`` steps.  Each partition steps on its own
+rows with the local view ``u = w + sigma' delta_w`` and ``sigma' = K`` (the
+CoCoA+ adding rule, Ma et al. 2015 §3): every ``||x_i||^2`` in the step
+constants is multiplied by ``sigma'``.  For the squared loss the importance
+step is then exactly the CoCoA+ local SDCA step on ``G_k^{sigma'}`` (spec
+§2.0 cross-check), for the other losses it is its dual-free analogue.  Each
+partition sends ``delta_w_k = X_k^T delta_alpha_k / (lam n)``, so the
+invariant holds after the sum.  With one partition (``sigma' = 1``) every
+method is exactly the serial algorithm of the paper.
+
+Within a partition the *sampling unit* is the whole partition in memory,
+or one store block out of core (blocks are visited in a seeded random
+order, ``u`` carried from one to the next).  ``uniform`` and ``importance``
+take ``local_iters * n_u`` steps in a unit of ``n_u`` rows; ``p_i`` is the
+unit's distribution times ``n_u / n``, which gives ``theta / p_i`` above.
+``adfsdca`` needs the residue normaliser ``S = sum_j c_j |kappa_j|`` over all
+rows, so its round has two phases: ``residues`` (every unit's ``S_u`` and
+``sum kappa^2`` at the round's ``w``, reduced through the contribution's
+scalars into the global state) and ``steps`` (unit ``u`` takes
+``round(local_iters * n * S_u / S)`` steps, so that a step lands on row ``i``
+with probability ``p_i* = c_i |kappa_i| / S`` at the round's start; the
+other units' part of Theta is kept at its round-start value).
+
+Certificate: the iterate ``alpha`` is not dual-feasible in general (spec
+pitfall P5), so the dual point is ``a_i = -phi_i'(x_i.w)``, always feasible
+and equal to ``alpha*`` at the optimum.  Each round measures
+``P(w) - D(a)`` of its starting ``w`` in the same pass as the residues.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from daskdca.kernels import dual_free as kern
+from daskdca.kernels.sampling import iid_order, permutation_order
+from daskdca.losses import LOSSES
+from daskdca.methods.base import (
+    Capabilities,
+    Contribution,
+    Phase,
+    RoundReport,
+    apply_vector,
+    check_local_iters,
+    compress,
+    dense,
+)
+from daskdca.partitions import row_view
+
+__all__ = ["AdaptiveDualFreeSDCA", "DualFreeGlobal", "DualFreeLocal", "DualFreePlan", "DualFreeSDCA",
+           "SMOOTH_LOSSES"]
+
+#: The losses with a Lipschitz ``phi'`` (seed 001 assumption L34: ``L~_i > 0`` finite); hinge is not one.
+SMOOTH_LOSSES = tuple(name for name, cls in LOSSES.items() if math.isfinite(cls().smoothness))
+
+_SAMPLINGS = ("uniform", "importance")
+# Gap sums kept in the global state by the residue phase (adfsdca):
+# loss_sum, conj_sum, S, sum kappa^2, ||w(a)||^2.
+_N_SUMS = 5
+
+
+class DualFreeGlobal(NamedTuple):
+    """Global state: the primal ``w`` and the residue phase's sums at ``w`` (adfsdca; zeros otherwise)."""
+
+    w: np.ndarray
+    sums: np.ndarray
+
+
+class DualFreeLocal(NamedTuple):
+    """A partition's pseudo-duals ``alpha`` and, per sampling unit, ``(S_u, sum kappa^2)`` at the round's ``w``."""
+
+    alpha: np.ndarray
+    unit_sums: np.ndarray
+
+
+def _block_stream(partition, j):
+    """Stream id of block ``j`` of an out-of-core partition; never a partition id (bit 62 set)."""
+    return (1 << 62) | (partition << 31) | j
+
+
+@dataclass(frozen=True)
+class DualFreeSDCA:
+    """Dual-free SDCA with fixed sampling probabilities (Shalev-Shwartz 2015; seed 001 §3).
+
+    Solves ``min_w 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2`` for a smooth loss
+    by steps ``alpha_i -= (theta / p_i) kappa_i``,
+    ``w -= (theta / p_i) kappa_i x_i / (lam n)`` on rows drawn i.i.d. from a
+    fixed distribution ``p``, where ``kappa_i = alpha_i + phi_i'(x_i.w)``.
+
+    Parameters
+    ----------
+    sampling : {"uniform", "importance"}, default="uniform"
+        ``"uniform"``: ``p_i = 1/n`` and ``theta = lam / (lam n + L_max)``
+        (seed 001 L156).  ``"importance"``: ``p_i ∝ lam n + L_i`` and
+        ``theta = lam / (lam n + L_bar)`` (spec §2.2, dfSDCA-IS), the
+        same worst-case rate as adfSDCA's bound (seed 001 Cor. 1).
+    local_iters : float, default=1.0
+        Steps per round, in multiples of the rows (one epoch per round by default).
+    """
+
+    sampling: str = "uniform"
+    local_iters: float = 1.0
+    name = "dfsdca"
+    capabilities = Capabilities(losses=SMOOTH_LOSSES, many_partitions=True, cluster=True, shrinking=False)
+    adaptive = False
+
+    def __post_init__(self):
+        check_local_iters(self.local_iters)
+        if self.sampling not in _SAMPLINGS:
+            raise ValueError(f"Unknown sampling {self.sampling!r} for solver={self.name!r}; "
+                             f"use one of {list(_SAMPLINGS)} (or solver='adfsdca' for adaptive probabilities).")
+
+    def setup(self, info, ops):
+        """The plan: ``sigma' = K`` (module docstring) and the loss's smoothness ``L~``."""
+        return _plan(self, info)
+
+
+@dataclass(frozen=True)
+class AdaptiveDualFreeSDCA:
+    """Adaptive dual-free SDCA, seed 001 Algorithm 1 (adfSDCA).
+
+    Solves ``min_w 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2`` for a smooth loss.
+    Before every step all residues ``kappa_i = alpha_i + phi_i'(x_i.w)`` are
+    recomputed, row ``i`` is drawn with
+    ``p_i* = c_i |kappa_i| / sum_j c_j |kappa_j|``,
+    ``c_i = sqrt(||x_i||^2 lam n + (lam n)^2 / L~)`` (Lemma 1, eq. (6)) from a
+    sum-tree, and the step is ``theta_t = Theta(kappa, p*)
+    = (lam n)^2 / L~ sum kappa_j^2 / (sum_j c_j |kappa_j|)^2`` (Theorem 1,
+    corrected, spec §2.3), which is at least ``lam / (lam n + L_bar)``
+    (Cor. 1).  A step costs a pass over the partition (``O(n nnz)`` per
+    epoch, seed 001 Table 1): use it on small data or for the comparison.
+
+    Parameters
+    ----------
+    local_iters : float, default=1.0
+        Steps per round, in multiples of the rows (one epoch per round by default).
+    """
+
+    local_iters: float = 1.0
+    name = "adfsdca"
+    capabilities = Capabilities(losses=SMOOTH_LOSSES, many_partitions=True, cluster=True, shrinking=False)
+    adaptive = True
+    sampling = "adaptive"
+
+    def __post_init__(self):
+        check_local_iters(self.local_iters)
+
+    def setup(self, info, ops):
+        """The plan: ``sigma' = K`` (module docstring) and the loss's smoothness ``L~``."""
+        return _plan(self, info)
+
+
+def _plan(settings, info):
+    smoothness = float(info.loss.smoothness)
+    if not (math.isfinite(smoothness) and smoothness > 0):
+        raise ValueError(f"solver={settings.name!r} needs a smooth loss (one of {list(SMOOTH_LOSSES)}), "
+                         f"got loss={info.loss.name!r}.")
+    sigma = float(info.n_partitions)
+    lam_n = info.lam_n
+    return DualFreePlan(settings=settings, loss=info.loss, n=info.n, d=info.d, lam_n=lam_n,
+                        n_partitions=info.n_partitions, sigma_prime=sigma, smoothness=smoothness,
+                        # c_i^2 = v_i gamma + n^2 lam^2 beta_i with v_i = sigma' ||x_i||^2,
+                        # gamma = lam n, beta_i = 1/L~ (seed 001 Thm 1 case 1; spec §2.3)
+                        curv=sigma * lam_n, base=lam_n * lam_n / smoothness)
+
+
+@dataclass(frozen=True)
+class DualFreePlan:
+    """:class:`DualFreeSDCA` or :class:`AdaptiveDualFreeSDCA` resolved for one data set."""
+
+    settings: object
+    loss: object
+    n: int
+    d: int
+    lam_n: float
+    n_partitions: int
+    sigma_prime: float
+    smoothness: float
+    curv: float
+    base: float
+    eval_every: int = 1
+    rounds_per_epoch: int = 1
+    primal_from_dual = False
+
+    @property
+    def name(self):
+        return self.settings.name
+
+    def measures(self, round_index):
+        return True
+
+    def init_global(self):
+        return DualFreeGlobal(np.zeros(self.d), np.zeros(_N_SUMS))
+
+    def init_local(self, part, ctx):
+        """``alpha = 0`` (so ``w = 0`` keeps the invariant) and one row of unit sums per sampling unit."""
+        return DualFreeLocal(np.zeros(part.n_rows), np.zeros((self._n_units(part), 2)))
+
+    def phases(self):
+        if self.settings.adaptive:
+            return (Phase("residues", self.local_residues, self.combine_residues),
+                    Phase("steps", self.local_steps, self.combine_steps))
+        return (Phase("round", self.local_round, self.combine_round),)
+
+    def model(self, state):
+        return state.w
+
+    def dual_point(self, part, local, state):
+        """``a_i = -phi_i'(x_i.w)`` for the partition's rows (feasible; ``alpha*`` at the optimum)."""
+        kind, param = int(self.loss.kind), self.loss.param
+        return np.concatenate([kern.dual_point(rows.indptr, rows.indices, rows.data, rows.y, state.w, lo, hi, kind,
+                                               param) for rows, lo, hi, _ in part.pieces()])
+
+    # --- sampling units -------------------------------------------------------
+
+    @staticmethod
+    def _n_units(part):
+        """Sampling units of a partition: the whole partition in memory, else one per store block."""
+        return 1 if part.whole() is not None else len(part.block_starts) - 1
+
+    def _visit(self, part, ctx):
+        """Yield ``(unit index, rows, lo, hi, start, stream)`` in this round's order, reading blocks as they come."""
+        rows = part.whole()
+        if rows is not None:
+            yield 0, rows, 0, rows.n_rows, 0, ctx.partition
+            return
+        nb = len(part.block_starts) - 1
+        order = permutation_order(ctx.random_state, ctx.round, ctx.partition, nb, nb, 0)
+        for j, (blk, lo, hi, start) in zip(order, part.pieces(order)):
+            yield int(j), blk, lo, hi, start, ctx.partition if nb == 1 else _block_stream(ctx.partition, int(j))
+
+    def _residues(self, rows, lo, hi, start, alpha, w, g):
+        kind, param = int(self.loss.kind), self.loss.param
+        return kern.residue_sums(rows.indptr, rows.indices, rows.data, rows.y, rows.sqnorm,
+                                 row_view(alpha, rows, lo, start), w, lo, hi, kind, param, self.curv, self.base,
+                                 1.0 / self.lam_n, g)
+
+    def _report(self, w, loss_sum, conj_sum, wa_sq, steps):
+        lam = self.lam_n / self.n
+        return RoundReport(True, loss_sum / self.n + 0.5 * lam * float(w @ w),
+                           -conj_sum / self.n - 0.5 * lam * wa_sq, float(steps))
+
+    # --- dfsdca: one phase ----------------------------------------------------
+
+    def _fixed_steps(self, rows, lo, hi, alpha_view, u, delta_w, ctx, stream):
+        """``local_iters * n_u`` steps on one unit with fixed ``p`` (uniform or importance)."""
+        kind, param = int(self.loss.kind), self.loss.param
+        n_u = hi - lo
+        if n_u == 0:
+            return 0
+        n_steps = max(1, int(math.ceil(self.settings.local_iters * n_u)))
+        lipschitz = self.sigma_prime * self.smoothness * rows.sqnorm  # sigma' L_i, L_i = L~ ||x_i||^2 (eq. 1)
+        if self.settings.sampling == "uniform":
+            # theta = lam / (lam n + L_max) (seed 001 L156), p_i = 1/n: theta / p_i = lam n / (lam n + L_max)
+            step = np.full(rows.n_rows, self.lam_n / (self.lam_n + float(lipschitz[lo:hi].max())))
+            order = iid_order(ctx.random_state, ctx.round, stream, n_u, n_steps, lo)
+        else:
+            # p_i ∝ lam n + L_i, theta = lam n_u / sum_u (lam n + L_j): theta / p_i = lam n / (lam n + L_i)
+            # (spec §2.2: theta <= min_i p_i lam n / (lam n + L_i), with equality for every i)
+            weights = self.lam_n + lipschitz
+            step = self.lam_n / weights
+            order = kern.weighted_order(ctx.random_state, ctx.round, stream, weights[lo:hi], n_steps, lo)
+        return kern.dual_free_steps(rows.indptr, rows.indices, rows.data, rows.y, alpha_view, u, delta_w, order,
+                                    step, kind, param, self.sigma_prime, 1.0 / self.lam_n)
+
+    def local_round(self, part, local, state, ctx):
+        """Gap sums at the round's ``w`` and the steps, one unit (block) at a time.
+
+        Sends ``[delta_w_k, g_k]`` (``2d`` values, ``g_k = -X_k^T phi'/(lam n)``
+        for the dual objective) and ``(loss_sum, conj_sum, steps)``.
+        """
+        w = state.w
+        alpha = local.alpha.copy()
+        u = w.copy()
+        delta_w = np.zeros_like(w)
+        g = np.zeros_like(w)
+        loss_sum = conj_sum = 0.0
+        steps = 0
+        for _, rows, lo, hi, start, stream in self._visit(part, ctx):
+            ls, cs, _, _ = self._residues(rows, lo, hi, start, alpha, w, g)
+            loss_sum, conj_sum = loss_sum + ls, conj_sum + cs
+            steps += self._fixed_steps(rows, lo, hi, row_view(alpha, rows, lo, start), u, delta_w, ctx, stream)
+        vector = compress(np.concatenate([delta_w, g]))
+        return DualFreeLocal(alpha, local.unit_sums), Contribution(vector, np.array([loss_sum, conj_sum,
+                                                                                     float(steps)]))
+
+    def combine_round(self, state, total, ctx):
+        """``w += sum_k delta_w_k``; the gap of the round's start at the dual point ``-phi'(Xw)``."""
+        both = dense(total.vector, 2 * self.d)
+        wa = both[self.d:]
+        loss_sum, conj_sum, steps = total.scalars
+        report = self._report(state.w, loss_sum, conj_sum, float(wa @ wa), steps)
+        return DualFreeGlobal(state.w + both[:self.d], state.sums), report
+
+    # --- adfsdca: residues, then steps ----------------------------------------
+
+    def local_residues(self, part, local, state, ctx):
+        """Every unit's ``S_u = sum c_i |kappa_i|`` and ``sum kappa_i^2`` at ``w``, with the gap sums."""
+        w = state.w
+        g = np.zeros_like(w)
+        unit_sums = np.array(local.unit_sums, dtype=np.float64, copy=True)
+        totals = np.zeros(4)
+        for j, (rows, lo, hi, start) in enumerate(part.pieces() if part.whole() is None else
+                                                  [(part.whole(), 0, part.n_rows, 0)]):
+            sums = self._residues(rows, lo, hi, start, local.alpha, w, g)
+            totals += np.array(sums)
+            unit_sums[j] = sums[2:]
+        return DualFreeLocal(local.alpha, unit_sums), Contribution(compress(g), totals)
+
+    def combine_residues(self, state, total, ctx):
+        """Keep ``(loss_sum, conj_sum, S, sum kappa^2, ||w(a)||^2)`` in the global state for the steps."""
+        wa = dense(total.vector, self.d)
+        sums = np.concatenate([total.scalars, [float(wa @ wa)]])
+        return DualFreeGlobal(state.w, sums), RoundReport(False, math.nan, math.nan, 0.0)
+
+    def local_steps(self, part, local, state, ctx):
+        """Algorithm 1 on each unit: ``round(local_iters n S_u / S)`` adaptive steps (module docstring)."""
+        w = state.w
+        s_all, k2_all = float(state.sums[2]), float(state.sums[3])
+        alpha = local.alpha.copy()
+        u = w.copy()
+        delta_w = np.zeros_like(w)
+        steps = 0
+        kind, param = int(self.loss.kind), self.loss.param
+        if s_all > 0.0:
+            for j, rows, lo, hi, start, stream in self._visit(part, ctx):
+                s_u, k2_u = local.unit_sums[j]
+                if s_u <= 0.0:
+                    continue
+                share = s_u / s_all
+                n_steps = int(round(self.settings.local_iters * self.n * share))
+                if n_steps == 0:
+                    continue
+                order = np.empty(n_steps, dtype=np.int64)
+                thetas = np.empty(n_steps)
+                # the other units at the round's start: sum_b S_b^2 / share_b = S (S - S_u)
+                steps += kern.adaptive_steps(rows.indptr, rows.indices, rows.data, rows.y, rows.sqnorm,
+                                             row_view(alpha, rows, lo, start), u, delta_w, lo, hi, n_steps,
+                                             ctx.random_state, ctx.round, stream, share, k2_all - k2_u,
+                                             s_all * (s_all - s_u), self.curv, self.base, kind, param,
+                                             self.sigma_prime, 1.0 / self.lam_n, order, thetas)
+        return DualFreeLocal(alpha, local.unit_sums), Contribution(compress(delta_w), np.array([float(steps)]))
+
+    def combine_steps(self, state, total, ctx):
+        """``w += sum_k delta_w_k``; the gap of the round's start from the residue phase's sums."""
+        loss_sum, conj_sum, _, _, wa_sq = state.sums
+        report = self._report(state.w, loss_sum, conj_sum, wa_sq, total.scalars[0])
+        return DualFreeGlobal(apply_vector(state.w, total.vector), state.sums), report
