@@ -253,7 +253,7 @@ def test_solver_objects_and_their_conflicts(heart):
         daskdca.SDCA(sampling="cyclic")
     with pytest.raises(ValueError, match="eso='sparse' is implemented for one partition only"):
         daskdca.fit(X, y, solver=daskdca.MinibatchSDCA(eso="sparse"), n_partitions=2)
-    with pytest.raises(ValueError, match="solver='sdca' is serial.*'cocoa\\+', 'minibatch_sdca'"):
+    with pytest.raises(ValueError, match=r"solver='sdca' is serial.*use one of \[.*'cocoa\+'.*'minibatch_sdca'"):
         daskdca.fit(X, y, solver=daskdca.SDCA(), n_partitions=2)
     m = daskdca.fit(X, y, lam=1e-2, solver=daskdca.SDCA(sampling="iid", shrinking=False), tol=1e-6,
                     max_rounds=5000)
