@@ -56,11 +56,14 @@ CD_TOL = 1e-14
 CD_MAX_SWEEPS = 500
 # Damped Newton for logistic (spec §2.6c): fraction-to-boundary 0.99, Armijo
 # constant 1e-4, at most NEWTON_MAX_ITER steps; stop when no b moves by more
-# than NEWTON_TOL.
+# than NEWTON_TOL.  (Textbook values, Nocedal & Wright 2006 §3.1 and §19.2.)
 NEWTON_BOUNDARY = 0.99
 NEWTON_ARMIJO = 1e-4
 NEWTON_MAX_ITER = 50
 NEWTON_TOL = 1e-15
+# A Newton decrement below NEWTON_ROUNDING (1 + |Phi|) is under the rounding
+# of Phi: the step is then taken without the Armijo test.
+NEWTON_ROUNDING = 1e-13
 # Cholesky jitter when a pivot is not positive: 1e-12 tr(A) / tau (spec §6.2),
 # multiplied by 100 on each retry.
 JITTER = 1e-12
@@ -229,11 +232,13 @@ def _logistic_newton(Q, c, a0, a, y):
             return it
         phi0 = _phi_logistic(Q, c, a0, a, y)
         t = t_max
-        accepted = False
+        # Below the rounding of Phi the Armijo test cannot see the decrease:
+        # there the Newton step is taken as it is (quadratic convergence).
+        accepted = -slope <= NEWTON_ROUNDING * (1.0 + abs(phi0))
         for _ in range(60):
             for j in range(tau):
                 trial[j] = y[j] * min(max(b[j] + t * step[j], B_MIN), B_MAX)
-            if _phi_logistic(Q, c, a0, trial, y) <= phi0 + NEWTON_ARMIJO * t * slope:
+            if accepted or _phi_logistic(Q, c, a0, trial, y) <= phi0 + NEWTON_ARMIJO * t * slope:
                 accepted = True
                 break
             t *= 0.5
