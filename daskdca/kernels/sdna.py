@@ -25,7 +25,9 @@ once per iteration in float64 by a sparse scatter/gather kernel (spec §6.1):
   the cached ``Q`` (§2.6b); each coordinate step is the closed-form 1-D dual
   step of :func:`daskdca.losses.dual_update` with margin ``(c + Q h)_j`` and
   curvature ``Q_jj``, so every step raises ``D`` and a singular ``Q``
-  (duplicate rows) needs no factorisation;
+  (duplicate rows) needs no factorisation; between sweeps, Newton steps on
+  the coordinates inside the box (taken only when they lower ``Phi``) make
+  it converge on strongly correlated rows (the alternative §2.6b names);
 * logistic: one such coordinate sweep (it moves every ``b = y alpha`` off the
   boundary 0, where the entropy's derivative is infinite), then damped Newton
   in ``b`` with a fraction-to-boundary rule and Armijo backtracking (§2.6c),
@@ -44,7 +46,8 @@ import numpy as np
 from numba import njit
 
 from daskdca.kernels.sampling import minibatch_indices, stream_seed
-from daskdca.losses import B_MAX, B_MIN, LOGISTIC, SQUARED, conjugate_value, dual_update
+from daskdca.losses import (B_MAX, B_MIN, LOGISTIC, SMOOTHED_HINGE, SQUARED, SQUARED_HINGE, conjugate_value,
+                             dual_update)
 
 __all__ = ["cholesky_solve", "gram_block", "local_sdna", "sdna_batches", "solve_subproblem"]
 
@@ -54,6 +57,8 @@ __all__ = ["cholesky_solve", "gram_block", "local_sdna", "sdna_batches", "solve_
 # bounds the O(tau^2) work per sweep when Q is ill-conditioned.
 CD_TOL = 1e-14
 CD_MAX_SWEEPS = 500
+# Active-set Newton steps of the box QP, each after one CD sweep (_box_qp).
+BOX_NEWTON_STEPS = 50
 # Damped Newton for logistic (spec §2.6c): fraction-to-boundary 0.99, Armijo
 # constant 1e-4, at most NEWTON_MAX_ITER steps; stop when no b moves by more
 # than NEWTON_TOL.  (Textbook values, Nocedal & Wright 2006 §3.1 and §19.2.)
@@ -163,8 +168,12 @@ def cholesky_solve(A, rhs):
 
 @njit(nogil=True, cache=True)
 def _cd_sweeps(Q, r, a, y, loss_kind, loss_param, max_sweeps):
-    """Exact coordinate descent on ``Phi``; ``a`` = alpha_S + h and ``r = c + Q h`` updated in place."""
+    """Exact coordinate descent on ``Phi``; ``a`` = alpha_S + h and ``r = c + Q h`` updated in place.
+
+    Returns the largest relative move of the last sweep.
+    """
     tau = a.shape[0]
+    largest = 0.0
     for sweep in range(max_sweeps):
         largest = 0.0
         for j in range(tau):
@@ -178,8 +187,94 @@ def _cd_sweeps(Q, r, a, y, loss_kind, loss_param, max_sweeps):
                 if rel > largest:
                     largest = rel
         if largest <= CD_TOL:
-            return sweep + 1
-    return max_sweeps
+            break
+    return largest
+
+
+@njit(nogil=True, cache=True)
+def _box_qp(Q, r, a, y, loss_kind, loss_param):
+    """The box QP of the hinge losses (spec §2.6b): coordinate descent with active-set Newton steps.
+
+    ``Phi`` is quadratic in ``a = alpha_S + h`` with Hessian ``Q + g I``
+    (``g`` = 0 for hinge, ``gamma`` for smoothed hinge, 1/2 for squared
+    hinge) on the box ``b = y a`` in ``[0, 1]`` (``[0, inf)`` for squared
+    hinge).  Each outer step is one CD sweep (it frees or fixes coordinates
+    at the bounds), then the Newton step on the coordinates strictly inside
+    the box, either cut at the first bound it meets or projected onto the
+    box, whichever lowers ``Phi`` more (``Phi`` is quadratic, so the change
+    is computed exactly), and only if it does.  Plain CD needs hundreds of sweeps when the
+    rows are strongly correlated (agaricus at lam = 1/n: more than 500 at
+    tau = 256).  CD sweeps finish the solve.
+    """
+    tau = a.shape[0]
+    if loss_kind == SMOOTHED_HINGE:
+        g, hi = loss_param, 1.0
+    elif loss_kind == SQUARED_HINGE:
+        g, hi = 0.5, math.inf
+    else:
+        g, hi = 0.0, 1.0
+    free = np.empty(tau, dtype=np.int64)
+    move = np.empty(tau)
+    best = np.empty(tau)
+    for outer in range(BOX_NEWTON_STEPS):
+        if _cd_sweeps(Q, r, a, y, loss_kind, loss_param, 1) <= CD_TOL:
+            return
+        m = 0
+        for j in range(tau):
+            b = y[j] * a[j]
+            if 0.0 < b < hi:
+                free[m] = j
+                m += 1
+        if m == 0:
+            continue
+        H = np.empty((m, m))
+        grad = np.empty(m)
+        for p in range(m):
+            j = free[p]
+            grad[p] = -(r[j] - y[j] + g * a[j])  # minus the gradient of Phi in a_j
+            for q in range(m):
+                H[p, q] = Q[j, free[q]]
+            H[p, p] += g
+        step = cholesky_solve(H, grad)
+        # two candidates: the step cut at the first bound it meets (Phi
+        # decreases along it) and the full step projected onto the box (many
+        # bounds at once); the better one is taken if it lowers Phi
+        t = 1.0
+        for p in range(m):
+            j = free[p]
+            db = y[j] * step[p]
+            b = y[j] * a[j]
+            if db < 0.0:
+                t = min(t, b / -db)
+            elif db > 0.0 and hi < math.inf:
+                t = min(t, (hi - b) / db)
+        best_change = 0.0
+        for candidate in range(2):
+            for p in range(m):
+                j = free[p]
+                scale = t if candidate == 0 else 1.0
+                b_new = min(max(y[j] * (a[j] + scale * step[p]), 0.0), hi)
+                move[p] = y[j] * b_new - a[j]
+            change = 0.0
+            for p in range(m):
+                hs = 0.0
+                for q in range(m):
+                    hs += H[p, q] * move[q]
+                change += move[p] * (0.5 * hs - grad[p])
+            if change < best_change:
+                best_change = change
+                best[:m] = move[:m]
+        if not best_change < 0.0:
+            continue
+        for p in range(m):
+            j = free[p]
+            if best[p] != 0.0:
+                old = a[j]
+                a[j] = y[j] * min(max(y[j] * (old + best[p]), 0.0), hi)
+                delta = a[j] - old
+                for k in range(tau):
+                    r[k] += delta * Q[k, j]
+    _cd_sweeps(Q, r, a, y, loss_kind, loss_param, CD_MAX_SWEEPS)
 
 
 @njit(nogil=True, cache=True)
@@ -278,7 +373,7 @@ def solve_subproblem(Q, c, alpha_S, y_S, loss_kind, loss_param):
         _cd_sweeps(Q, r, a, y_S, loss_kind, loss_param, 1)
         _logistic_newton(Q, c, alpha_S, a, y_S)
         return a
-    _cd_sweeps(Q, r, a, y_S, loss_kind, loss_param, CD_MAX_SWEEPS)
+    _box_qp(Q, r, a, y_S, loss_kind, loss_param)
     return a
 
 
