@@ -5,6 +5,12 @@
 
 The same script runs on a workstation with ``--system local`` (a LocalCluster).
 With ``--checkpoint`` a killed driver can be restarted with ``--resume``.
+
+Every cluster it starts speaks TLS with temporary credentials (a local port
+is reachable by every user of the machine, and a scheduler port runs any
+code it is sent), and its dashboard listens on 127.0.0.1 only: reach it with
+``ssh -L 8787:localhost:8787 login-node``.  The local cluster's scheduler
+listens on 127.0.0.1 too.
 """
 
 from __future__ import annotations
@@ -13,9 +19,16 @@ import argparse
 import logging
 
 from distributed import Client, LocalCluster
+from distributed.security import Security
 
 import daskdca
-from jobqueue_cluster import SYSTEMS, make_cluster
+from jobqueue_cluster import DEFAULT_DASHBOARD_ADDRESS, DEFAULT_SHARED_TEMP_DIRECTORY, SYSTEMS, make_cluster
+
+
+def make_local_cluster(n_workers, *, dashboard_address=DEFAULT_DASHBOARD_ADDRESS):
+    """A LocalCluster on 127.0.0.1 over TLS with temporary credentials, dashboard on 127.0.0.1."""
+    return LocalCluster(n_workers=n_workers, threads_per_worker=1, host="127.0.0.1", protocol="tls",
+                        security=Security.temporary(), dashboard_address=dashboard_address)
 
 
 def main():
@@ -33,12 +46,19 @@ def main():
     p.add_argument("--max-rounds", type=int, default=1000)
     p.add_argument("--checkpoint", default=None)
     p.add_argument("--resume", action="store_true")
+    p.add_argument("--dashboard-address", default=DEFAULT_DASHBOARD_ADDRESS,
+                   help="where the dashboard listens (default: %(default)s, localhost only; tunnel it over ssh)")
+    p.add_argument("--shared-temp-directory", default=DEFAULT_SHARED_TEMP_DIRECTORY,
+                   help="folder the compute nodes read, for the workers' temporary TLS credentials "
+                        "(default: %(default)s)")
     args = p.parse_args()
     logging.basicConfig(level=logging.INFO)
     if args.system == "local":
-        cluster = LocalCluster(n_workers=args.jobs, threads_per_worker=1)
+        cluster = make_local_cluster(args.jobs, dashboard_address=args.dashboard_address)
     else:
-        cluster = make_cluster(args.system, cores=args.cores, memory=args.memory, walltime=args.walltime)
+        cluster = make_cluster(args.system, cores=args.cores, memory=args.memory, walltime=args.walltime,
+                               dashboard_address=args.dashboard_address,
+                               shared_temp_directory=args.shared_temp_directory)
         cluster.scale(jobs=args.jobs)
     with cluster, Client(cluster) as client:
         model = daskdca.fit(args.store, loss=args.loss, lam=args.lam, solver=args.solver, tol=args.tol,
