@@ -134,3 +134,58 @@ def solve(X, y, lam, loss, iters=200):
         if np.abs(step).max() < 1e-15:
             break
     return w, -derivative(loss, y, A @ w)
+
+
+def water_fill(weights, b):
+    """``q = min(1, tau w)`` with ``sum q = b``, ``tau`` by bisection (independent of the kernel's sort)."""
+    w = np.asarray(weights, dtype=float)
+    if np.count_nonzero(w) <= b:
+        return (w > 0).astype(float)
+    lo, hi = 0.0, 1.0
+    while np.minimum(1.0, hi * w).sum() < b:
+        hi *= 2.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if np.minimum(1.0, mid * w).sum() < b else (lo, mid)
+    return np.minimum(1.0, hi * w)
+
+
+def subset_probabilities(perm, t, i_st, j_st, b):
+    """``{subset: P(subset)}`` of Algorithm 3's stages, by enumeration (stage k: top ``i_k - 1`` sorted rows
+    plus a uniform ``(b - i_k + 1)``-subset of sorted positions ``i_k..j_k``, 1-based)."""
+    from itertools import combinations
+    from math import comb
+
+    out = {}
+    for tk, i, j in zip(t, i_st, j_st):
+        top = [int(perm[k]) for k in range(i - 1)]
+        block = [int(perm[k]) for k in range(i - 1, j)]
+        for rest in combinations(block, b - i + 1):
+            key = tuple(sorted(top + list(rest)))
+            out[key] = out.get(key, 0.0) + tk / comb(len(block), b - i + 1)
+    return out
+
+
+def minibatch_steps(X, y, alpha, u, delta_w, batches, b, loss, lam_n, curv, share=1.0, k2_rest=0.0, d_rest=0.0,
+                    sigma=1.0):
+    """Algorithm 4 replayed on given batches: residues, water-filled ``q``, ``Theta_b``, Jacobi steps."""
+    A = dense(X)
+    base = lam_n ** 2 / SMOOTHNESS[loss]
+    csq = curv * (A ** 2).sum(axis=1) + base
+    thetas = []
+    for batch in batches:
+        kappa = alpha + derivative(loss, y, A @ u)
+        wts = np.sqrt(csq) * np.abs(kappa)
+        q = water_fill(wts, b)
+        b_eff = min(b, np.count_nonzero(wts))
+        on = wts > 0
+        denom = np.sum(csq[on] * kappa[on] ** 2 / (share * q[on]))
+        th = b_eff * base * (np.sum(kappa ** 2) + k2_rest) / (b_eff * denom + d_rest)
+        rows = [i for i in batch if i >= 0]
+        da = {i: -th * kappa[i] / (share * q[i]) for i in rows}
+        for i in rows:
+            alpha[i] += da[i]
+            delta_w += da[i] / lam_n * A[i]
+            u += sigma * da[i] / lam_n * A[i]
+        thetas.append(th)
+    return np.array(thetas)

@@ -223,6 +223,133 @@ def test_squared_loss_importance_step_is_the_sdca_step():
         assert a2[i] - alpha[i] == pytest.approx(delta, rel=1e-12, abs=1e-15)
 
 
+# --- Algorithm 3 and mini-batch adfSDCA (Algorithm 4) -------------------------------------------
+
+def test_algorithm3_toy_example_exact():
+    """001 Fig. 1: q = (0.8, 0.6, 0.4, 0.2), b = 2 gives t = (0.2, 0.4, 0.4), P{1,2} = 7/15, P{1,3} = 4/15, rest 1/15."""
+    perm, t, i_st, j_st, m = kern.alg3_stages(np.array([0.8, 0.6, 0.4, 0.2]), 2, 1e-12)
+    assert m == 3
+    np.testing.assert_allclose(t, [0.2, 0.4, 0.4], atol=1e-15)
+    assert list(i_st) == [2, 2, 1] and list(j_st) == [2, 3, 4]
+    probs = ref.subset_probabilities(perm, t, i_st, j_st, 2)
+    expected = {(0, 1): 7 / 15, (0, 2): 4 / 15, (0, 3): 1 / 15, (1, 2): 1 / 15, (1, 3): 1 / 15, (2, 3): 1 / 15}
+    assert set(probs) == set(expected)
+    for key, value in expected.items():
+        assert probs[key] == pytest.approx(value, abs=1e-14)
+    # the sampler's draws follow them (Monte Carlo, 6 sigma)
+    state = np.array([7], dtype=np.uint64)
+    out = np.empty(2, dtype=np.int64)
+    counts = {}
+    draws = 30_000
+    for _ in range(draws):
+        kern.alg3_sample(perm, t, i_st, j_st, 2, state, out)
+        key = tuple(sorted(int(v) for v in out))
+        counts[key] = counts.get(key, 0) + 1
+    for key, value in expected.items():
+        assert abs(counts.get(key, 0) / draws - value) <= 6 * np.sqrt(value * (1 - value) / draws)
+
+
+def test_algorithm3_inclusion_probabilities_by_enumeration():
+    """T6 on random q (n <= 7, every b, some q_i = 0 or 1): |S| = b distinct, marginals q, sum t = 1, m <= n."""
+    rng = np.random.default_rng(0)
+    for trial in range(300):
+        n = int(rng.integers(2, 8))
+        b = int(rng.integers(1, n + 1))
+        w = rng.exponential(1.0, n) * (rng.random(n) < 0.85)
+        if trial % 7 == 0:
+            w[:2] = w[:2] * 50  # forces caps q_i = 1
+        if np.count_nonzero(w) < b:
+            continue
+        q, b_eff = kern.water_fill(w, b)
+        assert b_eff == b and q.sum() == pytest.approx(b) and np.all(q <= 1) and np.all(q >= 0)
+        np.testing.assert_allclose(q, ref.water_fill(w, b), atol=1e-12)
+        perm, t, i_st, j_st, m = kern.alg3_stages(q, b, 1e-12)
+        assert m <= n and t.sum() == pytest.approx(1.0, abs=1e-12)
+        probs = ref.subset_probabilities(perm, t, i_st, j_st, b)
+        marg = np.zeros(n)
+        for subset, pr in probs.items():
+            assert len(set(subset)) == b
+            marg[list(subset)] += pr
+        np.testing.assert_allclose(marg, q, atol=1e-9)
+
+
+def test_water_fill_shrinks_the_batch_to_the_positive_weights():
+    q, b = kern.water_fill(np.array([0.0, 2.0, 0.0, 1.0]), 3)
+    assert b == 2 and list(q) == [0.0, 1.0, 0.0, 1.0]
+
+
+@pytest.mark.parametrize("loss", ["logistic", "squared"])
+@pytest.mark.parametrize("share, k2_rest, d_rest, sigma", [(1.0, 0.0, 0.0, 1.0), (0.5, 2.0, 30.0, 2.0)])
+def test_minibatch_kernel_matches_reference(loss, share, k2_rest, d_rest, sigma):
+    X, y = _problem(loss, seed=11)
+    lam_n = 0.05 * X.shape[0]
+    indptr, indices, data, sqnorm = _rows(X)
+    alpha, w = _state(X, y, lam_n, 3)
+    u, dw = w.copy(), np.zeros_like(w)
+    a_ref, u_ref, dw_ref = alpha.copy(), u.copy(), dw.copy()
+    b, n_iter = 4, 15
+    curv = min(b, max_column_nnz(X)) * sigma * lam_n
+    batches, thetas = np.empty((n_iter, b), dtype=np.int64), np.empty(n_iter)
+    taken = kern.minibatch_adaptive_steps(indptr, indices, data, y, sqnorm, alpha, u, dw, 0, X.shape[0], n_iter, b,
+                                          5, 1, 0, share, k2_rest, d_rest, curv, lam_n ** 2 / ref.SMOOTHNESS[loss],
+                                          int(get_loss(loss).kind), 1.0, sigma, 1.0 / lam_n, batches, thetas)
+    assert taken == n_iter * b and all(len(set(row)) == b for row in batches)
+    th_ref = ref.minibatch_steps(X, y, a_ref, u_ref, dw_ref, batches, b, loss, lam_n, curv, share, k2_rest, d_rest,
+                                 sigma)
+    np.testing.assert_allclose(thetas, th_ref, rtol=1e-10)
+    np.testing.assert_allclose(alpha, a_ref, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(dw, dw_ref, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("loss", ["logistic", "squared"])
+def test_minibatch_step_unbiased_and_contracts_by_enumeration(loss):
+    """T2 and T5 for Algorithm 4: ``E_S[sum_{i in S} kappa_i x_i / (n q_i)] = grad P`` and
+    ``E[G+] <= (1 - Theta_b) G`` over every subset of Algorithm 3 (Thm 4, ESO (10))."""
+    X, y = _problem(loss, n=8, d=4, seed=12)
+    n, lam, b = X.shape[0], 0.05, 3
+    lam_n = lam * n
+    A = X.toarray()
+    w_star, a_star = ref.solve(X, y, lam, loss)
+    curv = min(b, max_column_nnz(X)) * lam_n
+    base = lam_n ** 2 / ref.SMOOTHNESS[loss]
+    csq = curv * (A ** 2).sum(axis=1) + base
+    rng = np.random.default_rng(1)
+    for _ in range(10):
+        alpha = a_star + rng.standard_normal(n) * 0.5
+        w = A.T @ alpha / lam_n
+        kappa = ref.residues(X, y, alpha, w, loss)
+        q = ref.water_fill(np.sqrt(csq) * np.abs(kappa), b)
+        th = base * np.sum(kappa ** 2) / np.sum(csq * kappa ** 2 / q)
+        perm, t, i_st, j_st, _ = kern.alg3_stages(q, b, 1e-12)
+        probs = ref.subset_probabilities(perm, t, i_st, j_st, b)
+        grad = A.T @ ref.derivative(loss, y, A @ w) / n + lam * w
+        est = sum(pr * sum(kappa[i] * A[i] / (n * q[i]) for i in S) for S, pr in probs.items())
+        np.testing.assert_allclose(est, grad, rtol=1e-9, atol=1e-12)
+        G = ref.lyapunov(alpha, w, a_star, w_star, lam_n, loss)
+        EG = 0.0
+        for S, pr in probs.items():
+            a2, w2 = alpha.copy(), w.copy()
+            for i in S:
+                da = -th * kappa[i] / q[i]
+                a2[i] += da
+                w2 += da / lam_n * A[i]
+            EG += pr * ref.lyapunov(a2, w2, a_star, w_star, lam_n, loss)
+        assert EG <= (1 - th) * G * (1 + 1e-12)
+
+
+def test_minibatch_fit_converges_with_a_certificate():
+    X, y = load_dataset("heart")
+    lam = 1e-2
+    for K in (1, 2):
+        m = _fit(X, y, AdaptiveDualFreeSDCA(batch_size=4), "logistic", lam, tol=1e-7, max_rounds=400,
+                 n_partitions=K)
+        assert m.converged_
+        primal, dual, _ = _certify(m, X, y, lam, "logistic")
+        assert 0 <= primal - dual <= 1e-7 * primal
+    m = daskdca.fit(X, y, loss="logistic", lam=lam, solver="adfsdca", batch_size=4, tol=1e-6)
+    assert m.converged_ and m.solver.batch_size == 4
+
+
 # --- fits: real data against LIBLINEAR, the certificate from the returned dual point -----------------
 
 def _fit(X, y, solver, loss, lam, **kwargs):
@@ -318,6 +445,11 @@ def test_bad_settings_raise():
             AdaptiveDualFreeSDCA(local_iters=bad)
     with pytest.raises(ValueError, match="batch_size"):
         daskdca.fit(*load_dataset("heart"), loss="logistic", solver="dfsdca", batch_size=4)
+    for bad in (0, -2, 1.5, True):
+        with pytest.raises(ValueError, match="batch_size"):
+            AdaptiveDualFreeSDCA(batch_size=bad)
+    with pytest.raises(ValueError, match="batch_size"):
+        daskdca.fit(*load_dataset("heart"), loss="logistic", solver="adfsdca", batch_size=271)
     assert {"dfsdca", "adfsdca"} <= set(REGISTRY)
 
 

@@ -37,8 +37,9 @@ from numba import njit
 from daskdca.kernels.sampling import _GOLDEN, _S11, _TWO_M53, _mix, stream_seed
 from daskdca.losses import conjugate_value, loss_derivative, loss_value
 
-__all__ = ["adaptive_steps", "dual_free_steps", "residue_sums", "sumtree_build", "sumtree_draw",
-           "sumtree_update", "weighted_order"]
+__all__ = ["adaptive_steps", "alg3_sample", "alg3_stages", "dual_free_steps", "minibatch_adaptive_steps",
+           "residue_sums", "sumtree_build", "sumtree_draw",
+           "sumtree_update", "water_fill", "weighted_order"]
 
 
 @njit(nogil=True, cache=True)
@@ -255,3 +256,191 @@ def adaptive_steps(indptr, indices, data, y, sqnorm, alpha, u, delta_w, row_star
         order_out[t] = i
         theta_out[t] = theta
     return n_steps
+
+
+# --- mini-batches with prescribed marginals (seed 001 §5.2, Algorithms 3 and 4) ------------------------
+
+@njit(nogil=True, cache=True)
+def water_fill(weights, b):
+    """Marginals ``q_i = min(1, tau w_i)`` with ``sum q = b`` (spec §2.7, the cap ``b p_i <= 1``).
+
+    The maximiser of ``Theta_b`` under ``p_i <= 1/b`` (KKT).  With fewer
+    than ``b`` positive weights every positive one gets ``q_i = 1`` and the
+    batch shrinks to their number (spec §2.7, "reduce b to |I_kappa|").
+    Returns ``(q, b_eff)``.
+    """
+    n = weights.shape[0]
+    q = np.zeros(n)
+    positive = 0
+    for i in range(n):
+        if weights[i] > 0.0:
+            positive += 1
+    if positive <= b:
+        for i in range(n):
+            if weights[i] > 0.0:
+                q[i] = 1.0
+        return q, positive
+    order = np.argsort(-weights, kind="mergesort")
+    tail = np.empty(n + 1)
+    tail[n] = 0.0
+    for k in range(n - 1, -1, -1):
+        tail[k] = tail[k + 1] + weights[order[k]]
+    for k in range(b):  # k rows capped at 1; k = b - 1 always satisfies the test
+        tau = (b - k) / tail[k]
+        if weights[order[k]] * tau <= 1.0 or k == b - 1:
+            for j in range(n):
+                q[order[j]] = 1.0 if j < k else min(1.0, tau * weights[order[j]])
+            return q, b
+    return q, b
+
+
+@njit(nogil=True, cache=True)
+def alg3_stages(q, b, tol):
+    """Algorithm 3's decomposition of marginals ``q`` (``sum q = b``, ``0 <= q_i <= 1``) into stages.
+
+    The structural form of spec §2.6 (seed 001 Alg. 3 with errata 8: the
+    current ``q``, ``+inf`` for the first term when ``j = b``, the
+    ``q_{n+1} = 0`` sentinel).  Stage ``k`` takes the top ``i_k - 1`` rows of
+    the sorted ``q`` for sure and a uniform ``(b - i_k + 1)``-subset of sorted
+    positions ``[i_k, j_k]`` (1-based, inclusive), with probability ``t_k``.
+    Returns ``(perm, t, i, j, m)``: ``perm`` sorts ``q`` descending, the first
+    ``m`` entries of ``t, i, j`` are the stages.
+    """
+    n = q.shape[0]
+    perm = np.argsort(-q, kind="mergesort")
+    v = np.zeros(n + 2)  # v[1..n] sorted descending, v[n + 1] = 0
+    for k in range(n):
+        v[k + 1] = q[perm[k]]
+    t_out = np.zeros(2 * n + 2)
+    i_out = np.zeros(2 * n + 2, dtype=np.int64)
+    j_out = np.zeros(2 * n + 2, dtype=np.int64)
+    bv = v[b]
+    i = b
+    j = b
+    while i > 1 and abs(v[i - 1] - bv) <= tol:
+        i -= 1
+    while j < n and abs(v[j + 1] - bv) <= tol:
+        j += 1
+    shift = 0.0
+    m = 0
+    while m < 2 * n + 2:
+        r = (b - i + 1) / (j - i + 1)
+        t1 = (j - i + 1) / (j - b) * ((v[i - 1] - shift) - bv) if (i > 1 and j > b) else np.inf
+        t2 = (j - i + 1) / (b - i + 1) * (bv - v[j + 1])
+        t = max(min(t1, t2), 0.0)
+        t_out[m] = t
+        i_out[m] = i
+        j_out[m] = j
+        m += 1
+        shift += t
+        bv -= r * t
+        if i == 1 and j == n:
+            break
+        while i > 1 and abs((v[i - 1] - shift) - bv) <= tol:
+            i -= 1
+        while j < n and abs(v[j + 1] - bv) <= tol:
+            j += 1
+        if i == 1 and bv <= tol:
+            break
+    return perm, t_out[:m], i_out[:m], j_out[:m], m
+
+
+@njit(nogil=True, cache=True)
+def alg3_sample(perm, t, i_st, j_st, b, state, out):
+    """One draw of Algorithm 3 (lines 10-12) into ``out[:b]``: stage ``K ~ t``, then its subset."""
+    total = 0.0
+    for k in range(t.shape[0]):
+        total += t[k]
+    target = _next_uniform(state) * total
+    K = t.shape[0] - 1
+    acc = 0.0
+    for k in range(t.shape[0]):
+        acc += t[k]
+        if target < acc and t[k] > 0.0:
+            K = k
+            break
+    i = i_st[K]
+    j = j_st[K]
+    for k in range(i - 1):
+        out[k] = perm[k]
+    block = np.arange(i - 1, j)  # 0-based sorted positions of the tied block
+    need = b - i + 1
+    for k in range(need):  # partial Fisher-Yates
+        left = block.shape[0] - k
+        r = k + min(np.int64(_next_uniform(state) * left), left - 1)
+        tmp = block[k]
+        block[k] = block[r]
+        block[r] = tmp
+        out[i - 1 + k] = perm[block[k]]
+
+
+@njit(nogil=True, cache=True)
+def minibatch_adaptive_steps(indptr, indices, data, y, sqnorm, alpha, u, delta_w, row_start, row_end, n_iter, b,
+                             random_state, round_index, stream, share, k2_rest, d_rest, curv, base, loss_kind,
+                             loss_param, sigma, inv_lam_n, batches_out, theta_out):
+    """Mini-batch adfSDCA, seed 001 Algorithm 4, on rows ``[row_start, row_end)``.
+
+    Each iteration: all residues at ``u`` (line 4), ``c_i |kappa_i|`` with the
+    ESO constant already in ``curv`` (eq. (10)), capped water-filled
+    marginals ``q`` (spec §2.7), a ``b``-subset with those marginals by
+    Algorithm 3 (line 6), the step of App. D (corrected, erratum 2)
+
+        Theta_b = b base (sum kappa^2 + k2_rest) / (b sum_i c_i^2 kappa_i^2 / (share q_i) + d_rest),
+
+    and ``alpha_i -= Theta_b kappa_i / (share q_i)`` for every ``i`` of the
+    subset, all read at the same ``u`` (lines 7-10).  ``batches_out[t]`` gets
+    the rows (``-1`` pads a shrunken batch), ``theta_out[t]`` the step.
+    Returns the number of coordinate steps.
+    """
+    n_rows = row_end - row_start
+    kappa = np.empty(n_rows)
+    weights = np.empty(n_rows)
+    csq = np.empty(n_rows)
+    chosen = np.empty(b, dtype=np.int64)
+    state = np.empty(1, dtype=np.uint64)
+    state[0] = stream_seed(random_state, round_index, stream)
+    steps = 0
+    for t in range(n_iter):
+        s_loc = 0.0
+        k2_loc = 0.0
+        for jj in range(n_rows):
+            i = row_start + jj
+            m = 0.0
+            for p in range(indptr[i], indptr[i + 1]):
+                m += data[p] * u[indices[p]]
+            kap = alpha[i] + loss_derivative(loss_kind, loss_param, y[i], m)
+            kappa[jj] = kap
+            csq[jj] = curv * sqnorm[i] + base
+            wj = math.sqrt(csq[jj]) * abs(kap)
+            weights[jj] = wj
+            s_loc += wj
+            k2_loc += kap * kap
+        if s_loc == 0.0:
+            return steps
+        q, b_eff = water_fill(weights, b)
+        denom = 0.0
+        for jj in range(n_rows):
+            if weights[jj] > 0.0:
+                denom += csq[jj] * kappa[jj] * kappa[jj] / (share * q[jj])
+        theta = b_eff * base * (k2_loc + k2_rest) / (b_eff * denom + d_rest)
+        perm, ts, i_st, j_st, _ = alg3_stages(q, b_eff, 1e-12)
+        alg3_sample(perm, ts, i_st, j_st, b_eff, state, chosen)
+        for k in range(b):
+            batches_out[t, k] = -1
+        for k in range(b_eff):
+            jj = chosen[k]
+            batches_out[t, k] = row_start + jj
+            kappa[jj] = -theta * kappa[jj] / (share * q[jj])  # the step, from the iteration's u
+        for k in range(b_eff):
+            jj = chosen[k]
+            i = row_start + jj
+            da = kappa[jj]
+            alpha[i] += da
+            c = da * inv_lam_n
+            cs = sigma * c
+            for p in range(indptr[i], indptr[i + 1]):
+                delta_w[indices[p]] += c * data[p]
+                u[indices[p]] += cs * data[p]
+        theta_out[t] = theta
+        steps += b_eff
+    return steps

@@ -54,6 +54,7 @@ and equal to ``alpha*`` at the optimum.  Each round measures
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -157,13 +158,24 @@ class AdaptiveDualFreeSDCA:
     (Cor. 1).  A step costs a pass over the partition (``O(n nnz)`` per
     epoch, seed 001 Table 1): use it on small data or for the comparison.
 
+    With ``batch_size = b > 1`` it is mini-batch adfSDCA, seed 001
+    Algorithm 4: each iteration water-fills the marginals
+    ``q_i = min(1, tau c_i |kappa_i|)``, ``sum q = b`` (the cap ``b p_i <= 1``,
+    spec §2.7), draws ``b`` distinct rows with exactly those marginals by
+    Algorithm 3, and steps all of them from the same ``w`` with
+    ``Theta_b`` (App. D, corrected) and the ESO constant
+    ``v_i = min(b, max_j |J_j|) ||x_i||^2`` (eq. (10)).
+
     Parameters
     ----------
     local_iters : float, default=1.0
-        Steps per round, in multiples of the rows (one epoch per round by default).
+        Coordinate steps per round, in multiples of the rows (one epoch per round by default).
+    batch_size : int or None, default=None
+        ``b``, rows per iteration; None or 1 is Algorithm 1.
     """
 
     local_iters: float = 1.0
+    batch_size: int | None = None
     name = "adfsdca"
     capabilities = Capabilities(losses=SMOOTH_LOSSES, many_partitions=True, cluster=True, shrinking=False)
     adaptive = True
@@ -171,9 +183,15 @@ class AdaptiveDualFreeSDCA:
 
     def __post_init__(self):
         check_local_iters(self.local_iters)
+        b = self.batch_size
+        if b is not None and (isinstance(b, bool) or not isinstance(b, numbers.Integral) or b < 1):
+            raise ValueError(f"batch_size must be a positive int or None, got {b!r}.")
 
     def setup(self, info, ops):
-        """The plan: ``sigma' = K`` (module docstring) and the loss's smoothness ``L~``."""
+        """The plan: ``sigma' = K`` (module docstring), ``L~`` and the ESO factor ``min(b, max_j |J_j|)``."""
+        if self.batch_size is not None and self.batch_size > min(info.partition_sizes):
+            raise ValueError(f"batch_size={self.batch_size} is more than the {min(info.partition_sizes)} rows of "
+                             f"the smallest partition; use batch_size <= {min(info.partition_sizes)}.")
         return _plan(self, info)
 
 
@@ -184,11 +202,14 @@ def _plan(settings, info):
                          f"got loss={info.loss.name!r}.")
     sigma = float(info.n_partitions)
     lam_n = info.lam_n
+    b = int(getattr(settings, "batch_size", None) or 1)
+    # ESO (seed 001 eq. (10)): v_i = min(b, max_j |J_j|) ||x_i||^2; 1 for b = 1
+    eso = float(min(b, max(1, int(info.max_column_nnz))))
     return DualFreePlan(settings=settings, loss=info.loss, n=info.n, d=info.d, lam_n=lam_n,
                         n_partitions=info.n_partitions, sigma_prime=sigma, smoothness=smoothness,
                         # c_i^2 = v_i gamma + n^2 lam^2 beta_i with v_i = sigma' ||x_i||^2,
                         # gamma = lam n, beta_i = 1/L~ (seed 001 Thm 1 case 1; spec §2.3)
-                        curv=sigma * lam_n, base=lam_n * lam_n / smoothness)
+                        curv=eso * sigma * lam_n, base=lam_n * lam_n / smoothness, batch_size=b)
 
 
 @dataclass(frozen=True)
@@ -205,6 +226,7 @@ class DualFreePlan:
     smoothness: float
     curv: float
     base: float
+    batch_size: int = 1
     eval_every: int = 1
     rounds_per_epoch: int = 1
     primal_from_dual = False
@@ -355,8 +377,16 @@ class DualFreePlan:
                 if s_u <= 0.0:
                     continue
                 share = s_u / s_all
-                n_steps = int(round(self.settings.local_iters * self.n * share))
+                b = self.batch_size
+                n_steps = int(round(self.settings.local_iters * self.n * share / b))
                 if n_steps == 0:
+                    continue
+                if b > 1:
+                    steps += kern.minibatch_adaptive_steps(
+                        rows.indptr, rows.indices, rows.data, rows.y, rows.sqnorm, row_view(alpha, rows, lo, start),
+                        u, delta_w, lo, hi, n_steps, b, ctx.random_state, ctx.round, stream, share, k2_all - k2_u,
+                        s_all * (s_all - s_u), self.curv, self.base, kind, param, self.sigma_prime,
+                        1.0 / self.lam_n, np.empty((n_steps, b), dtype=np.int64), np.empty(n_steps))
                     continue
                 order = np.empty(n_steps, dtype=np.int64)
                 thetas = np.empty(n_steps)
