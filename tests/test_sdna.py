@@ -276,7 +276,7 @@ def test_an_unsupported_loss_raises_from_the_capability_table():
         daskdca.fit(X, y, loss="huber", solver="sdna")
 
 
-# --- real data against LIBLINEAR ---------------------------------------------------------------------------------------
+# --- real data against LIBLINEAR --------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("loss, lam", [("hinge", 1e-2), ("squared_hinge", 1e-3), ("logistic", 1e-3)])
 def test_sdna_matches_liblinear_on_a9a(loss, lam):
@@ -299,7 +299,7 @@ def test_sdna_matches_liblinear_on_a9a(loss, lam):
         assert abs(primal - p_ll) <= 1e-6 * p_ll
 
 
-# --- the claim (003 Fig. 1) on small data -------------------------------------------------------------------------------
+# --- the claim (003 Fig. 1) on small data -----------------------------------------------------------------------------
 
 def _epochs_to(X, y, solver, target, max_rounds):
     with warnings.catch_warnings():

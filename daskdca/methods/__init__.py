@@ -12,13 +12,14 @@ The drivers, the API's error messages and the contract tests
 from __future__ import annotations
 
 from daskdca.methods.base import Capabilities, Ctx, DataInfo, RoundReport
-from daskdca.methods.dual_free import AdaptiveDualFreeSDCA, DualFreeSDCA
+from daskdca.methods.dual_free import AdaptiveDualFreeSDCA, AdaptiveDualFreeSDCAPlus, DualFreeSDCA
 from daskdca.methods.minibatch import MinibatchSDCA
 from daskdca.methods.sdca import SDCA, CoCoAPlus
 from daskdca.methods.sdna import SDNA
 
 __all__ = [
     "AdaptiveDualFreeSDCA",
+    "AdaptiveDualFreeSDCAPlus",
     "DualFreeSDCA",
     "REGISTRY",
     "SOLVERS",
@@ -34,7 +35,8 @@ __all__ = [
 ]
 
 #: name -> settings class, for every method a user can ask for by name
-REGISTRY = {cls.name: cls for cls in (SDCA, CoCoAPlus, MinibatchSDCA, SDNA, DualFreeSDCA, AdaptiveDualFreeSDCA)}
+REGISTRY = {cls.name: cls for cls in (SDCA, CoCoAPlus, MinibatchSDCA, SDNA, DualFreeSDCA, AdaptiveDualFreeSDCA,
+                                      AdaptiveDualFreeSDCAPlus)}
 SOLVERS = REGISTRY
 
 
