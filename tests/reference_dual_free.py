@@ -189,3 +189,29 @@ def minibatch_steps(X, y, alpha, u, delta_w, batches, b, loss, lam_n, curv, shar
             u += sigma * da[i] / lam_n * A[i]
         thetas.append(th)
     return np.array(thetas)
+
+
+def plus_steps(X, y, alpha, u, delta_w, order, loss, lam_n, curv, s_all, c_all, floor, shrink, share=1.0,
+               k2_rest=0.0, d_rest=0.0, sigma=1.0):
+    """Algorithm 2 replayed on ``order``: epoch residues, floored weights, ``Theta(kappa~, p^(t))`` with the
+    denominator recomputed from scratch every step, fresh ``kappa_i``, ``omega_i /= shrink``; returns thetas."""
+    A = dense(X)
+    base = lam_n ** 2 / SMOOTHNESS[loss]
+    csq = curv * (A ** 2).sum(axis=1) + base
+    kappa_ep = alpha + derivative(loss, y, A @ u)
+    omega = (1 - floor) * np.sqrt(csq) * np.abs(kappa_ep) / s_all + floor * csq / c_all
+    a = csq * kappa_ep ** 2
+    thetas = []
+    for i in order:
+        W = omega.sum()
+        on = omega > 0
+        th = base * (np.sum(kappa_ep ** 2) + k2_rest) / (W * np.sum(a[on] / omega[on]) / share + d_rest)
+        p_i = share * omega[i] / W
+        kappa = alpha[i] + derivative(loss, y[i], A[i] @ u)
+        da = -th * kappa / p_i
+        alpha[i] += da
+        delta_w += da / lam_n * A[i]
+        u += sigma * da / lam_n * A[i]
+        omega[i] /= shrink
+        thetas.append(th)
+    return np.array(thetas)

@@ -350,6 +350,48 @@ def test_minibatch_fit_converges_with_a_certificate():
     assert m.converged_ and m.solver.batch_size == 4
 
 
+# --- adfSDCA+ (Algorithm 2) ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("loss", ["logistic", "squared"])
+@pytest.mark.parametrize("floor, shrink, share, d_rest", [(0.5, 10.0, 1.0, 0.0), (0.0, 20.0, 1.0, 0.0),
+                                                          (0.3, 1.0, 0.6, 40.0)])
+def test_plus_kernel_matches_reference(loss, floor, shrink, share, d_rest):
+    """The incremental ``A`` and the sum-tree give the from-scratch Theta and the same steps."""
+    X, y = _problem(loss, seed=13)
+    lam_n = 0.05 * X.shape[0]
+    indptr, indices, data, sqnorm = _rows(X)
+    alpha, w = _state(X, y, lam_n, 4)
+    u, dw = w.copy(), np.zeros_like(w)
+    a_ref, u_ref, dw_ref = alpha.copy(), u.copy(), dw.copy()
+    curv, base = lam_n, lam_n ** 2 / ref.SMOOTHNESS[loss]
+    kappa = ref.residues(X, y, alpha, w, loss)
+    csq = curv * sqnorm + base
+    s_all, c_all = np.sum(np.sqrt(csq) * np.abs(kappa)) / share, np.sum(csq) / share
+    n_steps = 80
+    order, thetas = np.empty(n_steps, dtype=np.int64), np.empty(n_steps)
+    kern.plus_steps(indptr, indices, data, y, sqnorm, alpha, u, dw, 0, X.shape[0], n_steps, 3, 0, 0, share, 1.5,
+                    d_rest, s_all, c_all, floor, shrink, curv, base, int(get_loss(loss).kind), 1.0, 1.0, 1.0 / lam_n,
+                    order, thetas)
+    th_ref = ref.plus_steps(X, y, a_ref, u_ref, dw_ref, order, loss, lam_n, curv, s_all, c_all, floor, shrink,
+                            share, 1.5, d_rest)
+    np.testing.assert_allclose(thetas, th_ref, rtol=1e-10)
+    np.testing.assert_allclose(alpha, a_ref, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(dw, dw_ref, rtol=1e-10, atol=1e-12)
+
+
+def test_plus_converges_with_the_floor_on_one_and_two_partitions():
+    """With the importance floor every shrink converges (spec §2.4; s = 1 without it diverges there and here)."""
+    X, y = load_dataset("heart")
+    lam = 1e-2
+    for shrink in (1.0, 10.0, 20.0):
+        for K in (1, 2):
+            m = _fit(X, y, REGISTRY["adfsdca+"](shrink=shrink), "logistic", lam, tol=1e-7, max_rounds=400,
+                     n_partitions=K)
+            assert m.converged_
+            primal, dual, _ = _certify(m, X, y, lam, "logistic")
+            assert 0 <= primal - dual <= 1e-7 * primal
+
+
 # --- fits: real data against LIBLINEAR, the certificate from the returned dual point -----------------
 
 def _fit(X, y, solver, loss, lam, **kwargs):
@@ -365,8 +407,9 @@ def _certify(m, X, y, lam, loss):
 
 
 @pytest.mark.parametrize("name, rows", [("a9a", 2000), ("w8a", 2000)])
-@pytest.mark.parametrize("solver", [DualFreeSDCA(), DualFreeSDCA(sampling="importance"), AdaptiveDualFreeSDCA()],
-                         ids=["uniform", "importance", "adaptive"])
+@pytest.mark.parametrize("solver", [DualFreeSDCA(), DualFreeSDCA(sampling="importance"), AdaptiveDualFreeSDCA(),
+                                    AdaptiveDualFreeSDCA(batch_size=8), REGISTRY["adfsdca+"]()],
+                         ids=["uniform", "importance", "adaptive", "adaptive-b8", "adaptive+"])
 def test_real_data_matches_liblinear_with_a_certificate(name, rows, solver):
     X, y = load_dataset(name)
     X, y = X[:rows], y[:rows]
@@ -410,7 +453,7 @@ def test_out_of_core_blocks_converge_and_keep_the_invariant(tmp_path):
                     max_column_nnz=max_column_nnz(X))
     from daskdca.driver import run_rounds
 
-    for method in (DualFreeSDCA(sampling="importance"), AdaptiveDualFreeSDCA()):
+    for method in (DualFreeSDCA(sampling="importance"), AdaptiveDualFreeSDCA(), REGISTRY["adfsdca+"]()):
         ex = InProcess(parts, info, 0)
         plan = ex.setup(method)
         res = run_rounds(ex, plan, tol=1e-7, max_rounds=500)
@@ -422,7 +465,7 @@ def test_out_of_core_blocks_converge_and_keep_the_invariant(tmp_path):
 
 # --- bad input -----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("solver", ["dfsdca", "adfsdca"])
+@pytest.mark.parametrize("solver", ["dfsdca", "adfsdca", "adfsdca+"])
 def test_hinge_raises_and_names_the_smooth_alternatives(solver):
     X, y = load_dataset("heart")
     with pytest.raises(ValueError) as err:
@@ -450,7 +493,13 @@ def test_bad_settings_raise():
             AdaptiveDualFreeSDCA(batch_size=bad)
     with pytest.raises(ValueError, match="batch_size"):
         daskdca.fit(*load_dataset("heart"), loss="logistic", solver="adfsdca", batch_size=271)
-    assert {"dfsdca", "adfsdca"} <= set(REGISTRY)
+    for bad in (0.5, float("inf"), True, "10"):
+        with pytest.raises(ValueError, match="shrink"):
+            REGISTRY["adfsdca+"](shrink=bad)
+    for bad in (1.0, -0.1, float("nan"), True):
+        with pytest.raises(ValueError, match="floor"):
+            REGISTRY["adfsdca+"](floor=bad)
+    assert {"dfsdca", "adfsdca", "adfsdca+"} <= set(REGISTRY)
 
 
 # --- the claim, small: after 10 epochs adfSDCA's gap is below uniform dfSDCA's ---------------------

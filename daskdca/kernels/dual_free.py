@@ -38,7 +38,7 @@ from daskdca.kernels.sampling import _GOLDEN, _S11, _TWO_M53, _mix, stream_seed
 from daskdca.losses import conjugate_value, loss_derivative, loss_value
 
 __all__ = ["adaptive_steps", "alg3_sample", "alg3_stages", "dual_free_steps", "minibatch_adaptive_steps",
-           "residue_sums", "sumtree_build", "sumtree_draw",
+           "plus_steps", "residue_sums", "sumtree_build", "sumtree_draw",
            "sumtree_update", "water_fill", "weighted_order"]
 
 
@@ -444,3 +444,68 @@ def minibatch_adaptive_steps(indptr, indices, data, y, sqnorm, alpha, u, delta_w
         theta_out[t] = theta
         steps += b_eff
     return steps
+
+
+@njit(nogil=True, cache=True)
+def plus_steps(indptr, indices, data, y, sqnorm, alpha, u, delta_w, row_start, row_end, n_steps, random_state,
+               round_index, stream, share, k2_rest, d_rest, s_all, c_all, floor, shrink, curv, base, loss_kind,
+               loss_param, sigma, inv_lam_n, order_out, theta_out):
+    """Heuristic adfSDCA+, seed 001 Algorithm 2, on rows ``[row_start, row_end)`` (spec §2.4, pitfall P6).
+
+    Residues ``kappa~`` once at the start (lines 5-7), weights
+    ``omega_j = (1 - floor) c_j |kappa~_j| / s_all + floor c_j^2 / c_all`` (the
+    adaptive ``p*`` mixed with the importance floor ``p_IS ∝ c_j^2 ∝ lam n + L_j``;
+    ``s_all = sum c |kappa~|`` and ``c_all = sum c^2`` over all rows) in a sum-tree.
+    Each step draws ``i`` (line 9) with ``p_i = share omega_i / W``, takes the
+    fresh residue ``kappa_i`` at ``u`` and the step
+    ``theta_t = Theta(kappa~, p^(t)) = base (sum kappa~^2 + k2_rest) / (W A / share + d_rest)``,
+    ``A = sum_j c_j^2 kappa~_j^2 / omega_j`` kept incrementally (spec §2.4),
+    then shrinks ``omega_i <- omega_i / shrink`` in ``O(log n)`` (line 12).
+    Returns the number of steps.
+    """
+    n_rows = row_end - row_start
+    weights = np.empty(n_rows)
+    a = np.empty(n_rows)
+    k2_loc = 0.0
+    for jj in range(n_rows):
+        i = row_start + jj
+        m = 0.0
+        for p in range(indptr[i], indptr[i + 1]):
+            m += data[p] * u[indices[p]]
+        kap = alpha[i] + loss_derivative(loss_kind, loss_param, y[i], m)
+        csq = curv * sqnorm[i] + base
+        weights[jj] = (1.0 - floor) * math.sqrt(csq) * abs(kap) / s_all + floor * csq / c_all
+        a[jj] = csq * kap * kap
+        k2_loc += kap * kap
+    big_a = 0.0
+    for jj in range(n_rows):
+        if weights[jj] > 0.0:
+            big_a += a[jj] / weights[jj]
+    tree = sumtree_build(weights)
+    state = np.empty(1, dtype=np.uint64)
+    state[0] = stream_seed(random_state, round_index, stream)
+    for t in range(n_steps):
+        total = tree[1]
+        if total <= 0.0:
+            return t
+        jj = sumtree_draw(tree, _next_uniform(state))
+        i = row_start + jj
+        theta = base * (k2_loc + k2_rest) / (total * big_a / share + d_rest)
+        p_i = share * weights[jj] / total
+        m = 0.0
+        for p in range(indptr[i], indptr[i + 1]):
+            m += data[p] * u[indices[p]]
+        kappa = alpha[i] + loss_derivative(loss_kind, loss_param, y[i], m)
+        da = -theta * kappa / p_i
+        alpha[i] += da
+        c = da * inv_lam_n
+        cs = sigma * c
+        for p in range(indptr[i], indptr[i + 1]):
+            delta_w[indices[p]] += c * data[p]
+            u[indices[p]] += cs * data[p]
+        big_a += (shrink - 1.0) * a[jj] / weights[jj]
+        weights[jj] /= shrink
+        sumtree_update(tree, jj, weights[jj])
+        order_out[t] = i
+        theta_out[t] = theta
+    return n_steps
