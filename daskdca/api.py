@@ -117,6 +117,9 @@ def _check_X(X):
         if X.ndim != 2:
             raise ValueError(f"X must be 2-D, got a sparse array with shape {X.shape}.")
         X = sp.csr_matrix(X)
+        if X.dtype.kind not in "biuf":
+            raise TypeError(f"X must hold real numbers, got a sparse matrix of dtype {X.dtype}; "
+                            "for complex data pass the real part (X.real) explicitly.")
         if X.dtype not in (np.float32, np.float64):
             X = X.astype(np.float64)
         X.sum_duplicates()
@@ -134,7 +137,10 @@ def _check_X(X):
             f"X must be a numpy array or a scipy sparse matrix, got {type(X).__name__}; "
             "convert it with np.asarray(X) or scipy.sparse.csr_matrix(X)."
         )
-    arr = np.asarray(X)
+    try:
+        arr = np.asarray(X)
+    except ValueError as exc:  # ragged nested lists
+        raise ValueError(f"X could not be read as a 2-D array ({exc}); pass rows of equal length.") from None
     if arr.ndim != 2:
         raise ValueError(
             f"X must be 2-D (n_samples, n_features), got shape {arr.shape}; "
@@ -156,6 +162,22 @@ def _check_X(X):
 def _check_y(y, n, loss):
     """Labels mapped to {-1, +1} (sorted classes, the second is +1) or real targets."""
     y = np.asarray(y)
+    if y.dtype.kind == "c":
+        raise TypeError(f"y must hold real numbers or labels, got dtype {y.dtype}.")
+    if y.dtype.kind == "O":
+        # labels of one type are fine (strings, or numbers); a mix would sort at random or fail deep inside numpy
+        types = sorted({type(v).__name__ for v in y.ravel()})
+        if types == ["str"]:
+            y = y.astype(str)
+        else:
+            try:
+                numeric = y.astype(np.float64)
+            except (TypeError, ValueError):
+                raise TypeError(
+                    f"y of dtype object holds values of types {types}; pass numeric labels or targets, "
+                    "or labels that are all strings (e.g. np.asarray(y, dtype=str)).") from None
+            # nan or None must not become a class; labels keep their own values in classes_
+            y = numeric if not loss.is_classification or _first_nonfinite(numeric.ravel()) is not None else y
     if y.ndim != 1:
         raise ValueError(f"y must be 1-D, got shape {y.shape}; pass y.ravel() for a column vector.")
     if y.shape[0] != n:
