@@ -107,7 +107,6 @@ def c(id_, entry, build, exc, word, after=None):
 
 
 XY = lambda **kw: lambda ctx: ((X0, Y0), kw)  # noqa: E731
-XT = lambda **kw: lambda ctx: ((X0, T0), dict(loss="squared", **kw))  # noqa: E731
 
 CASES = [
     # --- daskdca.fit in memory: the arrays
@@ -123,6 +122,7 @@ CASES = [
     c("y-shorter", "fit", lambda ctx: ((X0, Y0[:-1]), {}), ValueError, "rows"),
     c("y-longer", "fit", lambda ctx: ((X0, np.r_[Y0, 1]), {}), ValueError, "rows"),
     c("y-2d", "fit", lambda ctx: ((X0, np.c_[Y0, Y0]), {}), ValueError, "1-D"),
+    c("complex-y", "fit", lambda ctx: ((X0, T0 + 1j), {"loss": "squared"}), TypeError, "complex"),
     c("y-missing", "fit", lambda ctx: ((X0, None), {}), ValueError, "y is required"),
     c("complex-X", "fit", lambda ctx: ((X0 + 1j, Y0), {}), TypeError, "complex"),
     c("complex-sparse-X", "fit", lambda ctx: ((sp.csr_matrix(X0 + 1j), Y0), {}), TypeError, "complex"),

@@ -48,10 +48,6 @@ def _inc(x):
     return x + 1
 
 
-def _host_of(address):
-    return address.split("://", 1)[1].rsplit(":", 1)[0].strip("[]")
-
-
 def _non_loopback_address():
     """An address of this machine other than 127.0.0.1, or None."""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
