@@ -14,7 +14,13 @@ Solves ``min_w P(w) = 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2`` for smooth
   (spec §2.2, the fixed-p bound ``theta <= min_i p_i lam n / (lam n + L_i)``).
 * ``adfsdca``: Algorithm 1, ``p_i* ∝ c_i |kappa_i|`` recomputed from every
   residue before every step, ``theta_t = Theta(kappa, p*)`` of Theorem 1 and
-  Lemma 1 (corrected denominator, spec §8 erratum 1), sum-tree sampling.
+  Lemma 1 (corrected denominator, spec §8 erratum 1), sum-tree sampling;
+  with ``batch_size = b > 1`` Algorithm 4 (water-filled marginals under
+  ``b p_i <= 1``, Algorithm 3's ``b``-subsets, ``Theta_b`` of App. D
+  corrected, ESO constant eq. (10)).
+* ``adfsdca+``: Algorithm 2, residues once per round, weights mixed with an
+  importance floor and divided by ``s`` after each pick (sum-tree, O(log n));
+  the step rule is ours (spec §2.4: the paper gives none).
 
 Here ``L_i = L~ ||x_i||^2`` with ``L~`` the loss's smoothness (``phi_i'`` is
 ``L~``-Lipschitz; seed 001 eq. (1)), case 1 constants ``beta_i = 1/L~``,
