@@ -8,7 +8,7 @@ import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
 import daskdca
-from daskdca.driver import InProcess, max_column_nnz
+from daskdca.driver import InProcess, max_column_nnz, run_rounds
 from daskdca.kernels import dual_free as kern
 from daskdca.losses import get_loss
 from daskdca.methods import REGISTRY, AdaptiveDualFreeSDCA, DualFreeSDCA
@@ -147,7 +147,7 @@ def test_gradient_identity_and_unbiased_step(loss):
 
 @pytest.mark.parametrize("loss", SMOOTH)
 def test_lemma1_p_star_maximises_theta_and_cor1_lower_bound(loss):
-    """T3 and T4: ``Theta(kappa, p*)`` is the closed form, beats random ``p``, and is at least ``lam/(lam n + L_bar)``."""
+    """T3, T4: ``Theta(kappa, p*)`` is the closed form, beats random ``p``, is at least ``lam/(lam n + L_bar)``."""
     X, y = _problem(loss)
     n, lam_n = X.shape[0], 0.05 * X.shape[0]
     rng = np.random.default_rng(0)
@@ -226,7 +226,7 @@ def test_squared_loss_importance_step_is_the_sdca_step():
 # --- Algorithm 3 and mini-batch adfSDCA (Algorithm 4) -------------------------------------------
 
 def test_algorithm3_toy_example_exact():
-    """001 Fig. 1: q = (0.8, 0.6, 0.4, 0.2), b = 2 gives t = (0.2, 0.4, 0.4), P{1,2} = 7/15, P{1,3} = 4/15, rest 1/15."""
+    """001 Fig. 1: q = (0.8, 0.6, 0.4, 0.2), b = 2: t = (0.2, 0.4, 0.4), P{1,2} = 7/15, P{1,3} = 4/15, rest 1/15."""
     perm, t, i_st, j_st, m = kern.alg3_stages(np.array([0.8, 0.6, 0.4, 0.2]), 2, 1e-12)
     assert m == 3
     np.testing.assert_allclose(t, [0.2, 0.4, 0.4], atol=1e-15)
@@ -451,8 +451,6 @@ def test_out_of_core_blocks_converge_and_keep_the_invariant(tmp_path):
     lam, loss = 1e-2, get_loss("logistic")
     info = DataInfo(n=X.shape[0], d=X.shape[1], partition_sizes=(X.shape[0],), loss=loss, lam=lam,
                     max_column_nnz=max_column_nnz(X))
-    from daskdca.driver import run_rounds
-
     for method in (DualFreeSDCA(sampling="importance"), AdaptiveDualFreeSDCA(), REGISTRY["adfsdca+"]()):
         ex = InProcess(parts, info, 0)
         plan = ex.setup(method)

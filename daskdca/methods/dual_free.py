@@ -81,8 +81,8 @@ from daskdca.methods.base import (
 )
 from daskdca.partitions import row_view
 
-__all__ = ["AdaptiveDualFreeSDCA", "AdaptiveDualFreeSDCAPlus", "DualFreeGlobal", "DualFreeLocal", "DualFreePlan", "DualFreeSDCA",
-           "SMOOTH_LOSSES"]
+__all__ = ["AdaptiveDualFreeSDCA", "AdaptiveDualFreeSDCAPlus", "DualFreeGlobal", "DualFreeLocal", "DualFreePlan",
+           "DualFreeSDCA", "SMOOTH_LOSSES"]
 
 #: The losses with a Lipschitz ``phi'`` (seed 001 assumption L34: ``L~_i > 0`` finite); hinge is not one.
 SMOOTH_LOSSES = tuple(name for name, cls in LOSSES.items() if math.isfinite(cls().smoothness))
@@ -101,7 +101,7 @@ class DualFreeGlobal(NamedTuple):
 
 
 class DualFreeLocal(NamedTuple):
-    """A partition's pseudo-duals ``alpha`` and, per sampling unit, ``(S_u, sum kappa^2, sum c^2)`` at the round's ``w``."""
+    """A partition's pseudo-duals ``alpha``; per sampling unit ``(S_u, sum kappa^2, sum c^2)`` at the round's ``w``."""
 
     alpha: np.ndarray
     unit_sums: np.ndarray
