@@ -180,9 +180,13 @@ def _save_state(state, url, prefix):
     group = zarr.open_group(url, mode="a")
     for field in state._fields:
         values = np.asarray(getattr(state, field))
+        scalar = values.ndim == 0
+        if scalar:  # a 0-d field (e.g. a step size) is stored as one element
+            values = values.reshape(1)
         arr = group.create_array(f"{prefix}_{field}", shape=values.shape, dtype=values.dtype, overwrite=True,
-                                 chunks=tuple(max(1, min(s, 2**20)) for s in values.shape) or None)
+                                 chunks=tuple(max(1, min(s, 2**20)) for s in values.shape))
         arr[...] = values
+        arr.attrs["daskdca_scalar"] = scalar
     return _class_path(state)
 
 
@@ -195,7 +199,12 @@ def _load_state(url, prefix, class_path):
     if missing:
         raise ValueError(f"checkpoint {url!r} is missing the arrays {missing}; it is damaged. "
                          "Start a new fit (resume=False) or use another checkpoint path.")
-    return cls(*[group[name][...] for name in names])
+    fields = []
+    for name in names:
+        arr = group[name]
+        values = arr[...]
+        fields.append(values.reshape(()) if arr.attrs.get("daskdca_scalar", False) else values)
+    return cls(*fields)
 
 
 def _checkpoint_meta(url):

@@ -258,3 +258,17 @@ def test_solver_objects_and_their_conflicts(heart):
     m = daskdca.fit(X, y, lam=1e-2, solver=daskdca.SDCA(sampling="iid", shrinking=False), tol=1e-6,
                     max_rounds=5000)
     assert m.converged_
+
+
+def test_cocoa_line_search_never_lowers_the_dual_and_takes_fewer_rounds():
+    """The line search includes t = 1/K (averaging), so the dual rises every round."""
+    X, y = load_dataset("a9a")
+    X, y = X[:8000], y[:8000]
+    kwargs = dict(loss="logistic", lam=1e-4, n_partitions=4, tol=1e-4, max_rounds=2000)
+    adding = daskdca.fit(X, y, solver=daskdca.CoCoAPlus(), **kwargs)
+    searched = daskdca.fit(X, y, solver=daskdca.CoCoAPlus(aggregation="line_search"), **kwargs)
+    assert adding.converged_ and searched.converged_
+    duals = [r.dual for r in searched.history_[:-1]]
+    assert all(b >= a - 1e-15 * abs(a) for a, b in zip(duals[:-1], duals[1:]))
+    assert searched.n_rounds_ < adding.n_rounds_
+    assert searched.primal_ == pytest.approx(adding.primal_, rel=1e-4)

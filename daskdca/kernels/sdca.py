@@ -17,8 +17,8 @@ from numba import njit
 
 from daskdca.losses import conjugate_value, dual_update, loss_value
 
-__all__ = ["local_sdca", "minibatch_sdca", "minibatch_sdca_rounds", "movable_rows", "objective_sums",
-           "objective_sums_movable"]
+__all__ = ["line_conjugate_sums", "local_sdca", "minibatch_sdca", "minibatch_sdca_rounds", "movable_rows",
+           "objective_sums", "objective_sums_movable"]
 
 
 @njit(nogil=True, cache=True)
@@ -214,3 +214,18 @@ def movable_rows(indptr, indices, data, y, sqnorm, alpha, w, row_start, row_end,
             out[count] = i
             count += 1
     return out[:count]
+
+
+@njit(nogil=True, cache=True)
+def line_conjugate_sums(y, start, direction, steps, loss_kind, loss_param):
+    """``sum_i phi_i*(-(start_i + t direction_i))`` for every ``t`` of ``steps``.
+
+    The conjugate part of the dual along a line, for the line search of
+    CoCoA rounds (:class:`daskdca.methods.sdca.LineSearchPlan`); ``+inf`` for
+    a step that leaves the dual domain.
+    """
+    out = np.zeros(steps.shape[0])
+    for i in range(y.shape[0]):
+        for j in range(steps.shape[0]):
+            out[j] += conjugate_value(loss_kind, loss_param, y[i], start[i] + steps[j] * direction[i])
+    return out

@@ -23,6 +23,7 @@ __all__ = [
     "DualFreeSDCA",
     "REGISTRY",
     "SOLVERS",
+    "VARIANTS",
     "Capabilities",
     "CoCoAPlus",
     "Ctx",
@@ -38,6 +39,13 @@ __all__ = [
 REGISTRY = {cls.name: cls for cls in (SDCA, CoCoAPlus, MinibatchSDCA, SDNA, DualFreeSDCA, AdaptiveDualFreeSDCA,
                                       AdaptiveDualFreeSDCAPlus)}
 SOLVERS = REGISTRY
+
+#: settings other than a method's defaults that change its algorithm; the
+#: contract tests run each of them beside the REGISTRY defaults
+VARIANTS = {
+    "cocoa+(line_search)": lambda: CoCoAPlus(aggregation="line_search"),
+    "minibatch_sdca(no shrinking)": lambda: MinibatchSDCA(shrinking=False),
+}
 
 
 def capability_table():

@@ -23,7 +23,13 @@ from typing import NamedTuple
 import numpy as np
 
 from daskdca.kernels.sampling import iid_order, permutation_order
-from daskdca.kernels.sdca import local_sdca, movable_rows, objective_sums, objective_sums_movable
+from daskdca.kernels.sdca import (
+    line_conjugate_sums,
+    local_sdca,
+    movable_rows,
+    objective_sums,
+    objective_sums_movable,
+)
 from daskdca.losses import LOSSES
 from daskdca.methods.base import (
     Capabilities,
@@ -40,6 +46,10 @@ from daskdca.partitions import row_view
 __all__ = ["SDCA", "CoCoAPlus", "DualGlobal", "DualLocal", "LocalSDCAPlan"]
 
 _SAMPLINGS = ("permutation", "iid")
+_AGGREGATIONS = ("adding", "line_search")
+# Candidate steps of the line search along the summed direction: t = j / 8 for
+# j = 1..8, and 1/K (averaging, the safe step) whatever K is.
+LINE_SEARCH_STEPS = tuple(j / 8 for j in range(1, 9))
 
 
 class DualGlobal(NamedTuple):
@@ -86,21 +96,37 @@ class CoCoAPlus:
         Each round, visit only the rows whose step at the round's ``w`` is
         non-zero (LIBLINEAR's shrinking, Hsieh et al. 2008 §3.2).  Only
         hinge-type losses have such rows.
+    aggregation : {"adding", "line_search"}, default="adding"
+        ``"adding"``: ``sigma' = K``, ``w += sum_k delta_w_k`` (safe for any
+        data, and the most conservative local model).  ``"line_search"``:
+        every partition maximises the dual restricted to its own rows
+        (``sigma' = 1``); the combine takes the step ``t`` along the summed
+        direction that maximises the dual over ``LINE_SEARCH_STEPS``
+        (``1/K`` ... ``1``), from conjugate sums every partition returns in
+        the same task.  ``t = 1/K`` is CoCoA's averaging, which never lowers
+        the dual (concavity), so neither does the line search.
     """
 
     local_iters: float = 1.0
     sampling: str = "permutation"
     shrinking: bool = True
+    aggregation: str = "adding"
     name = "cocoa+"
     capabilities = Capabilities(losses=tuple(LOSSES), many_partitions=True, cluster=True, shrinking=True)
 
     def __post_init__(self):
         _check(self.local_iters, self.sampling, self.shrinking)
+        if self.aggregation not in _AGGREGATIONS:
+            raise ValueError(f"Unknown aggregation {self.aggregation!r}; use one of {list(_AGGREGATIONS)}.")
 
     def setup(self, info, ops):
-        """The plan for this data: ``sigma' = K`` (adding, gamma = 1; Ma et al. 2015 §3)."""
+        """The plan for this data: ``sigma' = K`` (adding, gamma = 1; Ma et al. 2015 §3), or the line search."""
+        K = info.n_partitions
+        if self.aggregation == "line_search" and K > 1:
+            return LineSearchPlan(settings=self, loss=info.loss, n=info.n, d=info.d, lam_n=info.lam_n,
+                                  n_partitions=K, sigma_prime=1.0)
         return LocalSDCAPlan(settings=self, loss=info.loss, n=info.n, d=info.d, lam_n=info.lam_n,
-                             n_partitions=info.n_partitions, sigma_prime=float(info.n_partitions))
+                             n_partitions=K, sigma_prime=float(K))
 
 
 @dataclass(frozen=True)
@@ -169,21 +195,31 @@ class LocalSDCAPlan:
     def local(self, part, local, state, ctx):
         """One round on one partition: gap sums at the round's start, then the local steps.
 
-        Held in memory, the partition's rows are swept with one permutation
-        from the stream ``(random_state, round, partition)``; the gap sums and
-        the shrinking test share one pass (both need every margin at ``w``).
-        Out of core, the blocks are visited in a seeded random order, each
-        with its own permutation, carrying ``u = w + sigma' delta_w`` from one
-        block to the next.  With one partition the contribution is the new
-        ``w`` itself (no ``delta_w`` to track); otherwise ``delta_w_k``.
+        With one partition the contribution is the new ``w`` itself (no
+        ``delta_w`` to track); otherwise ``delta_w_k``.
         """
-        loss, w = self.loss, state.w
+        single = self.n_partitions == 1
+        alpha = local.alpha.copy()
+        loss_sum, conj_sum, n_steps, u, delta_w = self._sweep(part, alpha, state.w, ctx, track=not single)
+        vector = u if single else compress(delta_w)
+        return DualLocal(alpha), Contribution(vector, np.array([loss_sum, conj_sum, float(n_steps)]))
+
+    def _sweep(self, part, alpha, w, ctx, *, track):
+        """Gap sums at ``(w, alpha)``, then the round's local steps on ``alpha`` (in place).
+
+        Returns ``(loss_sum, conj_sum, n_steps, u, delta_w)`` with
+        ``u = w + sigma' delta_w``.  Held in memory, the partition's rows are
+        swept with one permutation from the stream ``(random_state, round,
+        partition)``; the gap sums and the shrinking test share one pass (both
+        need every margin at ``w``).  Out of core, the blocks are visited in a
+        seeded random order, each with its own permutation, carrying ``u``
+        from one block to the next.
+        """
+        loss = self.loss
         kind, param = int(loss.kind), loss.param
         shrink = self.settings.shrinking and loss.has_active_bounds
-        alpha = local.alpha.copy()
         u = w.copy()
-        single = self.n_partitions == 1
-        delta_w = np.empty(0) if single else np.zeros_like(w)
+        delta_w = np.zeros_like(w) if track else np.empty(0)
         rows = part.whole()
         if rows is not None:
             if shrink:
@@ -196,34 +232,32 @@ class LocalSDCAPlan:
                 visit = None
             order = self._order(rows.n_rows, visit, ctx, ctx.partition)
             local_sdca(rows.indptr, rows.indices, rows.data, rows.y, rows.sqnorm, alpha, u, delta_w, order,
-                       kind, param, self.lam_n, self.sigma_prime, not single)
-            n_steps = order.shape[0]
-        else:
-            # Out of core a block is read when its turn comes.  Sweeping block
-            # after block converges more slowly than one permutation of the
-            # whole partition (a9a, logistic, lam 1e-3, one partition of 2
-            # blocks: relative gap 5e-4 after 6 epochs against 2e-8;
-            # benchmarks/RESULTS.md, engine section).
-            loss_sum = conj_sum = 0.0
-            n_steps = 0
-            nb = len(part.block_starts) - 1
-            block_order = permutation_order(ctx.random_state, ctx.round, ctx.partition, nb, nb, 0)
-            for j, (blk, lo, hi, start) in zip(block_order, part.pieces(block_order)):
-                a = row_view(alpha, blk, lo, start)
-                ls, cs = objective_sums(blk.indptr, blk.indices, blk.data, blk.y, a, w, lo, hi, kind, param)
-                loss_sum, conj_sum = loss_sum + ls, conj_sum + cs
-                visit = (movable_rows(blk.indptr, blk.indices, blk.data, blk.y, blk.sqnorm, a, u, lo, hi, kind,
-                                      param, self.lam_n, self.sigma_prime) if shrink else None)
-                # a one-block partition uses the partition's stream, as in memory
-                order = self._order(hi - lo, visit, ctx, ctx.partition if nb == 1 else _block_stream(ctx.partition,
-                                                                                                      int(j)))
-                if visit is None:
-                    order = order + lo  # store pieces start at lo = 0; kept general
-                local_sdca(blk.indptr, blk.indices, blk.data, blk.y, blk.sqnorm, a, u, delta_w, order,
-                           kind, param, self.lam_n, self.sigma_prime, not single)
-                n_steps += order.shape[0]
-        vector = u if single else compress(delta_w)
-        return DualLocal(alpha), Contribution(vector, np.array([loss_sum, conj_sum, float(n_steps)]))
+                       kind, param, self.lam_n, self.sigma_prime, track)
+            return loss_sum, conj_sum, order.shape[0], u, delta_w
+        # Out of core a block is read when its turn comes.  Sweeping block
+        # after block converges more slowly than one permutation of the
+        # whole partition (a9a, logistic, lam 1e-3, one partition of 2
+        # blocks: relative gap 5e-4 after 6 epochs against 2e-8;
+        # benchmarks/RESULTS.md, engine section).
+        loss_sum = conj_sum = 0.0
+        n_steps = 0
+        nb = len(part.block_starts) - 1
+        block_order = permutation_order(ctx.random_state, ctx.round, ctx.partition, nb, nb, 0)
+        for j, (blk, lo, hi, start) in zip(block_order, part.pieces(block_order)):
+            a = row_view(alpha, blk, lo, start)
+            ls, cs = objective_sums(blk.indptr, blk.indices, blk.data, blk.y, a, w, lo, hi, kind, param)
+            loss_sum, conj_sum = loss_sum + ls, conj_sum + cs
+            visit = (movable_rows(blk.indptr, blk.indices, blk.data, blk.y, blk.sqnorm, a, u, lo, hi, kind,
+                                  param, self.lam_n, self.sigma_prime) if shrink else None)
+            # a one-block partition uses the partition's stream, as in memory
+            stream = ctx.partition if nb == 1 else _block_stream(ctx.partition, int(j))
+            order = self._order(hi - lo, visit, ctx, stream)
+            if visit is None:
+                order = order + lo  # store pieces start at lo = 0; kept general
+            local_sdca(blk.indptr, blk.indices, blk.data, blk.y, blk.sqnorm, a, u, delta_w, order,
+                       kind, param, self.lam_n, self.sigma_prime, track)
+            n_steps += order.shape[0]
+        return loss_sum, conj_sum, n_steps, u, delta_w
 
     def combine(self, state, total, ctx):
         """``w += sum_k delta_w_k`` (one partition: the new ``w``); the gap of the round's start."""
@@ -233,3 +267,73 @@ class LocalSDCAPlan:
         reg = 0.5 * self.lam_n / self.n * float(w @ w)
         report = RoundReport(True, loss_sum / self.n + reg, -conj_sum / self.n - reg, float(steps))
         return DualGlobal(new_w), report
+
+
+class LineSearchGlobal(NamedTuple):
+    """``w``, and the step ``t`` the last combine chose (partitions apply it to their pending steps)."""
+
+    w: np.ndarray
+    step: np.ndarray
+
+
+class PendingLocal(NamedTuple):
+    """A partition's duals and its last local direction, applied as ``alpha + t * pending``."""
+
+    alpha: np.ndarray
+    pending: np.ndarray
+
+
+@dataclass(frozen=True)
+class LineSearchPlan(LocalSDCAPlan):
+    """CoCoA rounds with ``sigma' = 1`` local solves and a dual line search in the combine.
+
+    The dual along the summed direction ``alpha + t Delta alpha`` is
+    ``D(t) = -1/n sum_i phi_i*(-alpha_i - t Delta alpha_i) - lam/2 ||w + t Delta w||^2``:
+    each partition returns its conjugate sums at the candidate steps, and
+    ``||w + t Delta w||^2`` needs only ``w`` and ``Delta w``, which the combine
+    has.  The chosen ``t`` reaches the partitions with the next round's
+    ``w`` and is applied to their duals at its start.
+    """
+
+    def _steps(self):
+        return np.unique(np.array(LINE_SEARCH_STEPS + (1.0 / self.n_partitions,)))
+
+    def init_global(self):
+        return LineSearchGlobal(np.zeros(self.d), np.array(0.0))
+
+    def init_local(self, part, ctx):
+        return PendingLocal(np.zeros(part.n_rows), np.zeros(part.n_rows))
+
+    def dual_point(self, part, local, state):
+        return local.alpha + float(state.step) * local.pending
+
+    def _labels(self, part):
+        rows = part.whole()
+        if rows is not None:
+            return rows.y
+        return np.concatenate([blk.y[lo:hi] for blk, lo, hi, _ in part.pieces()])
+
+    def local(self, part, local, state, ctx):
+        """Apply the last step, take the gap sums and the local steps, and the conjugate sums along the line."""
+        alpha = local.alpha + float(state.step) * local.pending
+        start = alpha.copy()
+        loss_sum, conj_sum, n_steps, _, delta_w = self._sweep(part, alpha, state.w, ctx, track=True)
+        direction = alpha - start
+        y = self._labels(part)
+        line = line_conjugate_sums(y, start, direction, self._steps(), int(self.loss.kind), self.loss.param)
+        scalars = np.concatenate(([loss_sum, conj_sum, float(n_steps)], line))
+        return PendingLocal(start, direction), Contribution(compress(delta_w), scalars)
+
+    def combine(self, state, total, ctx):
+        """The best ``t`` of the candidates for ``D(alpha + t Delta alpha)``; ``w += t Delta w``."""
+        w = state.w
+        delta = dense(total.vector, self.d)
+        loss_sum, conj_sum, steps = total.scalars[:3]
+        lam = self.lam_n / self.n
+        ww, wd, dd = float(w @ w), float(w @ delta), float(delta @ delta)
+        candidates = self._steps()
+        duals = [-c / self.n - 0.5 * lam * (ww + 2 * t * wd + t * t * dd) for t, c in zip(candidates, total.scalars[3:])]
+        t = float(candidates[int(np.argmax(duals))])
+        reg = 0.5 * lam * ww
+        report = RoundReport(True, loss_sum / self.n + reg, -conj_sum / self.n - reg, float(steps))
+        return LineSearchGlobal(apply_vector(w, total.vector, scale=t), np.array(t)), report
