@@ -105,7 +105,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     n = 20_000 if args.quick else 100_000
     print("### CoCoA+ on rows sorted by label (logistic, lam 1e-4, d = 20, n = %d, in process)\n" % n)
-    print(sorted_table(n, max_rounds=300 if args.quick else 1000))
+    print(sorted_table(n, max_rounds=1000 if args.quick else 3000))
     m = 20_000 if args.quick else 100_000
     print("\n### Distributed mini-batch SDCA, 2-worker LocalCluster (logistic, b = 256, n = %d, d = 50)\n" % m)
     print(minibatch_table(m, rounds=200 if args.quick else 800))

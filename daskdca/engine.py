@@ -105,6 +105,11 @@ def _pick(out, i):
     return out[i]
 
 
+def _pinned(home):
+    """``submit`` options that soft-pin a task to ``home`` (none while no worker is alive)."""
+    return {"workers": [home], "allow_other_workers": True} if home else {}
+
+
 def _merge_reports(first, *rest):
     """The first round's report with the steps of every round."""
     return first._replace(steps=first.steps + sum(r.steps for r in rest))
@@ -273,7 +278,7 @@ class DaskExecutor:
         homes = self.placement.homes(self.client)
         G = self.client.submit(plan.init_global, key=f"daskdca-setup-{self.run_id}-global0", pure=False)
         Ls = [self.client.submit(plan.init_local, p, self.ctx(0, k), key=f"daskdca-setup-{self.run_id}-local0-{k}",
-                                 workers=[homes[k]] if homes[k] else None, allow_other_workers=True, pure=False)
+                                 pure=False, **_pinned(homes[k]))
               for k, p in enumerate(self.parts)]
         return G, Ls
 
@@ -367,7 +372,7 @@ class DaskExecutor:
     def _load(self, slot, global_class, local_class, name):
         homes = self.placement.homes(self.client)
         Ls = [self.client.submit(_load_state, self.checkpoint, f"{slot}_local{k}", local_class, key=f"{name}{k}",
-                                 workers=[homes[k]] if homes[k] else None, allow_other_workers=True, pure=False)
+                                 pure=False, **_pinned(homes[k]))
               for k in range(len(self.parts))]
         G = self.client.submit(_load_state, self.checkpoint, f"{slot}_global", global_class, key=f"{name}G",
                                pure=False)
