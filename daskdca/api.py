@@ -244,8 +244,9 @@ def _resolve_solver(solver, *, batch_size, local_iters, on_cluster):
         raise ValueError(f"Unknown solver {solver!r}; use one of {sorted(REGISTRY)}.")
     cls = REGISTRY[solver]
     if batch_size is not None and "batch_size" not in cls.__dataclass_fields__:
+        takers = sorted(name for name, c in REGISTRY.items() if "batch_size" in c.__dataclass_fields__)
         raise ValueError(
-            f"batch_size applies to solver='minibatch_sdca' only, got solver={solver!r} "
+            f"batch_size applies to solver={takers} only, got solver={solver!r} "
             f"with batch_size={batch_size!r}; drop batch_size or change the solver."
         )
     if local_iters != 1.0 and "local_iters" not in cls.__dataclass_fields__:

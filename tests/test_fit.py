@@ -199,7 +199,7 @@ def test_predict_validates_features(heart):
     ({"max_rounds": 0}, "max_rounds must be >= 1"),
     ({"n_partitions": 2}, "solver='sdca' is serial"),
     ({"solver": "cocoa+", "n_partitions": 1000}, "n_partitions=1000 is more than the 270 rows"),
-    ({"batch_size": 8}, "batch_size applies to solver='minibatch_sdca' only"),
+    ({"batch_size": 8}, r"batch_size applies to solver=\[.*'minibatch_sdca'.*\] only"),
     ({"solver": "minibatch_sdca", "batch_size": 300}, "batch_size=300 is more than the 270 rows"),
     ({"solver": "minibatch_sdca", "local_iters": 2.0}, "local_iters does not apply"),
     ({"n_partitions": 0}, "n_partitions must be >= 1"),
