@@ -36,6 +36,10 @@ LOOSER_TOL = {
     ("w8a", 1e-5, "hinge"): 1e-6,
 }
 
+# Mini-batch SDCA within its default 1000 epochs (a round is one mini-batch):
+# w8a, lam 1e-5, squared hinge reaches a relative gap of 3.0e-7.
+MINIBATCH_LOOSER_TOL = {("w8a", 1e-5, "squared_hinge"): 1e-6}
+
 # Heavy cases run only with ``-m slow`` (CI runs them; see .ci/run).
 SLOW = {("w8a", 1e-5, "hinge"), ("reuters", 1e-5, "hinge"), ("a9a", 1e-5, "squared_hinge")}
 
@@ -82,7 +86,10 @@ def _check(name, lam, loss, solver, tol, max_rounds, **fit_args):
 @pytest.mark.parametrize("name, lam, loss, solver", _cases(["sdca", "minibatch_sdca"]))
 def test_dual_coordinate_ascent_matches_liblinear(name, lam, loss, solver):
     tol = LOOSER_TOL.get((name, lam, loss), TOL)
-    _check(name, lam, loss, solver, tol, max_rounds=5000)
+    if solver == "minibatch_sdca":
+        tol = max(tol, MINIBATCH_LOOSER_TOL.get((name, lam, loss), tol))
+    # a mini-batch round is one mini-batch: None allows it 1000 epochs
+    _check(name, lam, loss, solver, tol, max_rounds=5000 if solver == "sdca" else None)
 
 
 @pytest.mark.parametrize("name, loss", [
