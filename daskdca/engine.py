@@ -40,7 +40,7 @@ import zarr
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from daskdca.driver import HistoryRecord, objectives, run_rounds, sum_arrays
-from daskdca.kernels.sdca import objective_sums
+from daskdca.kernels import warm_up
 from daskdca.methods.base import Ctx, DataInfo, Ops, RoundReport, add_contributions, tree_reduce
 from daskdca.partitions import (
     StorePartition,
@@ -70,21 +70,7 @@ class _WarmUp(WorkerPlugin):
     name = "daskdca-warm-up"
 
     def setup(self, worker):
-        from daskdca.kernels.sdca import local_sdca, minibatch_sdca, movable_rows, objective_sums_movable
-
-        indptr = np.array([0, 1], dtype=np.int64)
-        indices = np.array([0], dtype=np.int32)
-        data = np.array([1.0])
-        one = np.ones(1)
-        for kind in range(5):
-            local_sdca(indptr, indices, data, one, one, np.zeros(1), np.zeros(1), np.zeros(1),
-                       np.zeros(1, dtype=np.int64), kind, 1.0, 1.0, 1.0, True)
-            movable_rows(indptr, indices, data, one, one, np.zeros(1), np.zeros(1), 0, 1, kind, 1.0, 1.0, 1.0)
-            objective_sums(indptr, indices, data, one, np.zeros(1), np.zeros(1), 0, 1, kind, 1.0)
-            objective_sums_movable(indptr, indices, data, one, one, np.zeros(1), np.zeros(1), 0, 1, kind, 1.0,
-                                   1.0, 1.0)
-            minibatch_sdca(indptr, indices, data, one, one, np.zeros(1), np.zeros(1), np.zeros(1),
-                           np.zeros((1, 1), dtype=np.int64), kind, 1.0, 1.0)
+        warm_up()
 
 
 def _delayed(func, *args, name, worker=None):

@@ -23,4 +23,29 @@ __all__ = [
     "objective_sums",
     "permutation_order",
     "stream_seed",
+    "warm_up",
 ]
+
+
+def warm_up():
+    """Compile (or load from numba's cache) the kernels every round calls, on a one-row problem.
+
+    The Dask engine runs this once per worker process (a worker plugin), so
+    that the first round does not pay the compilation.
+    """
+    import numpy as np
+
+    from daskdca.kernels.sdca import local_sdca, minibatch_sdca, movable_rows, objective_sums_movable
+
+    indptr = np.array([0, 1], dtype=np.int64)
+    indices = np.array([0], dtype=np.int32)
+    data = np.array([1.0])
+    one = np.ones(1)
+    for kind in range(5):
+        local_sdca(indptr, indices, data, one, one, np.zeros(1), np.zeros(1), np.zeros(1),
+                   np.zeros(1, dtype=np.int64), kind, 1.0, 1.0, 1.0, True)
+        movable_rows(indptr, indices, data, one, one, np.zeros(1), np.zeros(1), 0, 1, kind, 1.0, 1.0, 1.0)
+        objective_sums(indptr, indices, data, one, np.zeros(1), np.zeros(1), 0, 1, kind, 1.0)
+        objective_sums_movable(indptr, indices, data, one, one, np.zeros(1), np.zeros(1), 0, 1, kind, 1.0, 1.0, 1.0)
+        minibatch_sdca(indptr, indices, data, one, one, np.zeros(1), np.zeros(1), np.zeros(1),
+                       np.zeros((1, 1), dtype=np.int64), kind, 1.0, 1.0)
