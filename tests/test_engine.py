@@ -33,8 +33,11 @@ def _in_memory_optimum(name, loss, lam):
     return daskdca.fit(X, y, loss=loss, lam=lam, tol=1e-10, max_rounds=5000).primal_
 
 
-@pytest.mark.parametrize("loss", ["hinge", "logistic"])
-@pytest.mark.parametrize("block_rows", [7770, 3885, 1295], ids=["1-partition", "2-partitions", "6-partitions"])
+@pytest.mark.parametrize("loss, block_rows", [
+    ("hinge", 7770), ("logistic", 7770), ("hinge", 3885), ("logistic", 3885), ("logistic", 1295),
+    pytest.param("hinge", 1295, marks=pytest.mark.slow),  # 47 s; 6 partitions are covered by logistic
+], ids=["1-partition-hinge", "1-partition-logistic", "2-partitions-hinge", "2-partitions-logistic",
+        "6-partitions-logistic", "6-partitions-hinge"])
 def test_cocoa_plus_on_cluster_reaches_the_optimum(client, tmp_path_factory, loss, block_rows):
     store = _store(tmp_path_factory, "reuters", block_rows)
     m = daskdca.fit(store, loss=loss, lam=1e-3, solver="cocoa+", tol=1e-7, max_rounds=3000, client=client)
@@ -47,7 +50,9 @@ def test_cocoa_plus_on_cluster_reaches_the_optimum(client, tmp_path_factory, los
 
 
 @pytest.mark.parametrize("loss, batch_size, block_rows", [
-    ("logistic", None, 1000), ("logistic", None, 500), ("logistic", None, 200),
+    ("logistic", None, 200),
+    pytest.param("logistic", None, 1000, marks=pytest.mark.slow),
+    pytest.param("logistic", None, 500, marks=pytest.mark.slow),
     pytest.param("hinge", 200, 500, marks=pytest.mark.slow),
 ])
 def test_minibatch_sdca_on_cluster_reaches_the_optimum(client, tmp_path_factory, loss, batch_size, block_rows):
@@ -60,7 +65,9 @@ def test_minibatch_sdca_on_cluster_reaches_the_optimum(client, tmp_path_factory,
 
 
 @pytest.mark.parametrize("solver, loss, batch_size, n_partitions", [
-    ("cocoa+", "hinge", None, 6), ("minibatch_sdca", "logistic", 100, 2)])
+    ("cocoa+", "logistic", None, 6), ("minibatch_sdca", "logistic", 100, 2),
+    pytest.param("cocoa+", "hinge", None, 6, marks=pytest.mark.slow),  # 219 rounds twice: 87 s
+])
 def test_out_of_core_gives_the_in_memory_bits(client, tmp_path_factory, solver, loss, batch_size, n_partitions):
     """Read block by block every round, or held in memory.
 
@@ -141,26 +148,29 @@ def test_cluster_runs_are_bit_identical(client, tmp_path_factory):
     np.testing.assert_array_equal(runs[0].dual_coef_, runs[1].dual_coef_)
 
 
-def test_killed_worker_gives_the_undisturbed_result(client, tmp_path_factory):
+@pytest.mark.slow  # 132 s; tests/test_method_contract.py kills a worker of every method's fit
+def test_killed_worker_gives_the_undisturbed_result(tmp_path_factory):
+    """Six partitions, a kill at round 6 of a fit to 1e-7, on a cluster of its own."""
     store = _store(tmp_path_factory, "reuters", 1295)
-    kwargs = dict(loss="hinge", lam=1e-3, solver="cocoa+", tol=1e-7, client=client, random_state=3,
-                  checkpoint_every=4)
-    undisturbed = daskdca.fit(store, **kwargs)
-    killed = []
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  silence_logs=50) as cluster, distributed.Client(cluster) as client:
+        kwargs = dict(loss="hinge", lam=1e-3, solver="cocoa+", tol=1e-7, client=client, random_state=3,
+                      checkpoint_every=4)
+        undisturbed = daskdca.fit(store, **kwargs)
+        killed = []
 
-    def kill_one_worker(record, state):
-        if record.round == 6 and not killed:
-            victim = sorted(client.scheduler_info()["workers"])[0]
-            killed.append(victim)
-            try:
-                client.run(os._exit, 1, workers=[victim])
-            except Exception:  # the worker dies while answering
-                pass
-        return False
+        def kill_one_worker(record, state):
+            if record.round == 6 and not killed:
+                victim = sorted(client.scheduler_info()["workers"])[0]
+                killed.append(victim)
+                try:
+                    client.run(os._exit, 1, workers=[victim])
+                except Exception:  # the worker dies while answering
+                    pass
+            return False
 
-    disturbed = daskdca.fit(store, callback=kill_one_worker, **kwargs)
+        disturbed = daskdca.fit(store, callback=kill_one_worker, **kwargs)
     assert killed
-    client.wait_for_workers(2, timeout=60)
     assert disturbed.n_rounds_ == undisturbed.n_rounds_
     np.testing.assert_array_equal(disturbed.dual_coef_, undisturbed.dual_coef_)
     np.testing.assert_array_equal(disturbed.coef_, undisturbed.coef_)
@@ -168,8 +178,8 @@ def test_killed_worker_gives_the_undisturbed_result(client, tmp_path_factory):
 
 def test_interrupted_fit_resumes_from_checkpoint(client, tmp_path_factory, tmp_path):
     store = _store(tmp_path_factory, "reuters", 2590)
-    kwargs = dict(loss="hinge", lam=1e-3, solver="cocoa+", tol=1e-7, client=client, random_state=1,
-                  checkpoint_every=5)
+    kwargs = dict(loss="hinge", lam=1e-3, solver="cocoa+", tol=1e-4, client=client, random_state=1,
+                  checkpoint_every=5)  # 34 rounds
     uninterrupted = daskdca.fit(store, checkpoint=tmp_path / "a", **kwargs)
 
     class DriverDied(Exception):
@@ -228,14 +238,15 @@ def test_dask_array_and_in_memory_inputs(client):
     da = pytest.importorskip("dask.array")
     X, y = load_dataset("heart")
     Xd = da.from_array(X, chunks=(90, 13), asarray=False)
-    m = daskdca.fit(Xd, y, loss="logistic", lam=1e-2, solver="cocoa+", tol=1e-8, client=client)
-    ref = daskdca.fit(X, y, loss="logistic", lam=1e-2, tol=1e-10)
+    # lam 1e-1: about 30 rounds to 1e-8 (1e-2 took 250 rounds a fit)
+    m = daskdca.fit(Xd, y, loss="logistic", lam=1e-1, solver="cocoa+", tol=1e-8, client=client)
+    ref = daskdca.fit(X, y, loss="logistic", lam=1e-1, tol=1e-10)
     assert m.primal_ == pytest.approx(ref.primal_, rel=1e-7)
     np.testing.assert_array_equal(m.classes_, ref.classes_)
-    m2 = daskdca.fit(X, y, loss="logistic", lam=1e-2, solver="cocoa+", tol=1e-8, client=client, n_partitions=3)
+    m2 = daskdca.fit(X, y, loss="logistic", lam=1e-1, solver="cocoa+", tol=1e-8, client=client, n_partitions=3)
     assert m2.primal_ == pytest.approx(ref.primal_, rel=1e-7)
     words = np.where(y > 0, "yes", "no")  # any two labels, as in memory
-    m3 = daskdca.fit(X, words, loss="logistic", lam=1e-2, solver="cocoa+", tol=1e-8, client=client)
+    m3 = daskdca.fit(X, words, loss="logistic", lam=1e-1, solver="cocoa+", tol=1e-8, client=client)
     np.testing.assert_array_equal(m3.classes_, ["no", "yes"])
     assert m3.primal_ == pytest.approx(ref.primal_, rel=1e-7)
     assert set(m3.predict(X)) <= {"no", "yes"}

@@ -566,7 +566,6 @@ def test_optional_dependencies_missing(monkeypatch):
 # on a Dask cluster
 
 
-@pytest.mark.slow
 def test_fit_on_a_local_cluster():
     from distributed import Client, LocalCluster
 

@@ -221,7 +221,6 @@ def _convert_cmd(src, url, extra=""):
             f"convert_svmlight({str(src)!r}, {str(url)!r}, block_rows=500, chunk_bytes=20000{extra})")
 
 
-@pytest.mark.slow
 def test_killed_shuffle_conversion_keeps_old_store_and_next_write_cleans(tmp_path):
     src = tmp_path / "big.svm"
     src.write_text(_svm_text(20000, 2000, 1, 0.5))
@@ -243,7 +242,6 @@ def test_killed_shuffle_conversion_keeps_old_store_and_next_write_cleans(tmp_pat
     assert store.n == 20000 and _leftovers(tmp_path) == []
 
 
-@pytest.mark.slow
 def test_concurrent_conversions_give_one_whole_store(tmp_path):
     a, b = tmp_path / "a.svm", tmp_path / "b.svm"
     a.write_text(_svm_text(4000, 500, 1, 1.5, seed=1))
