@@ -17,8 +17,8 @@ from numba import njit
 
 from daskdca.losses import conjugate_value, dual_update, loss_value
 
-__all__ = ["line_conjugate_sums", "local_sdca", "minibatch_sdca", "minibatch_sdca_rounds", "movable_rows",
-           "objective_sums", "objective_sums_movable"]
+__all__ = ["line_conjugate_sums", "local_sdca", "minibatch_sdca", "minibatch_sdca_rounds", "minibatch_trial_step",
+           "movable_rows", "objective_sums", "objective_sums_movable"]
 
 
 @njit(nogil=True, cache=True)
@@ -229,3 +229,39 @@ def line_conjugate_sums(y, start, direction, steps, loss_kind, loss_param):
         for j in range(steps.shape[0]):
             out[j] += conjugate_value(loss_kind, loss_param, y[i], start[i] + steps[j] * direction[i])
     return out
+
+
+@njit(nogil=True, cache=True)
+def minibatch_trial_step(indptr, indices, data, y, sqnorm, alpha, w, rows, beta, loss_kind, loss_param, lam_n,
+                         new_alpha, delta_w):
+    """One mini-batch step with ``v_i = beta ||x_i||^2`` that moves nothing (seed 002 Algorithm 2).
+
+    For every row ``i = rows[k]`` the step of seed 002 eq. (15) (general
+    loss: seed 000 Algorithm 1 line 6) is taken from the same ``w`` with
+    curvature ``q_i = beta ||x_i||^2 / lam_n``; ``new_alpha[k]`` receives the
+    new value, ``delta_w += (delta_i / lam_n) x_i``, and ``alpha`` is left
+    as it is (the aggressive method accepts or rejects the step globally).
+    Returns ``(zeta, conj_change)``: ``zeta = sum ||x_i||^2 delta_i^2`` (the
+    denominator of rho, eq. (23) with per-row norms) and
+    ``sum phi_i*(-new) - phi_i*(-old)`` (the conjugate part of the dual change).
+    """
+    inv_lam_n = 1.0 / lam_n
+    zeta = 0.0
+    conj_change = 0.0
+    for k in range(rows.shape[0]):
+        i = rows[k]
+        m = 0.0
+        for p in range(indptr[i], indptr[i + 1]):
+            m += data[p] * w[indices[p]]
+        a_old = alpha[i]
+        a_new = dual_update(loss_kind, loss_param, y[i], a_old, beta * sqnorm[i] * inv_lam_n, m)
+        new_alpha[k] = a_new
+        delta = a_new - a_old
+        if delta != 0.0:
+            zeta += sqnorm[i] * delta * delta
+            conj_change += (conjugate_value(loss_kind, loss_param, y[i], a_new)
+                            - conjugate_value(loss_kind, loss_param, y[i], a_old))
+            c = delta * inv_lam_n
+            for p in range(indptr[i], indptr[i + 1]):
+                delta_w[indices[p]] += c * data[p]
+    return zeta, conj_change

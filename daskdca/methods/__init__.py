@@ -45,6 +45,8 @@ SOLVERS = REGISTRY
 VARIANTS = {
     "cocoa+(line_search)": lambda: CoCoAPlus(aggregation="line_search"),
     "minibatch_sdca(no shrinking)": lambda: MinibatchSDCA(shrinking=False),
+    "minibatch_sdca(naive)": lambda: MinibatchSDCA(step="naive"),
+    "minibatch_sdca(aggressive)": lambda: MinibatchSDCA(step="aggressive"),
 }
 
 

@@ -32,11 +32,41 @@ measured a 4.9x ESO violation on a short block of duplicate rows).  Choosing
 ``tau_c`` proportional to ``s_c`` keeps ``p_c`` close to ``b / n`` for every
 row.  ``tests/test_eso.py`` checks the formula by ``lambda_max`` with exact
 pair-inclusion probabilities.
+
+Naive and aggressive steps (seed 002 §4.1 and §4.3)
+----------------------------------------------------
+``step="naive"`` takes the serial step ``v_i = ||x_i||^2`` (``beta = 1``)
+for every row of the batch from the same ``w`` (seed 002 §4.1).  It is
+exact SDCA at ``b = 1`` and can diverge for ``b >> 1/sigma^2`` (the
+two-identical-rows toy of §4.1 oscillates forever), so it warns.
+
+``step="aggressive"`` is seed 002 Algorithm 2 (typos fixed, spec §B5) as a
+round of two phases:
+
+1. ``trial``: each partition commits or drops the previous round's pending
+   step (by the flag the last combine set), measures the gap of the round's
+   start, draws its ``tau_c`` rows and takes the tentative step with
+   ``beta^(t)``; it sends ``delta~_w`` and ``zeta = sum ||x_i||^2 delta~_i^2``.
+   The combine sets ``rho = clip_[1, beta_b](||X^T delta~||^2 / zeta)``
+   (eq. (23)) and ``beta^(t+1) = (beta^(t))^gamma rho^(1 - gamma)`` with
+   ``gamma = 0.95`` (Algorithm 2).
+2. ``step``: each partition recomputes the step of the same rows with
+   ``beta = rho``, keeps the new values as *pending* and sends ``delta_w``
+   and the conjugate change; the combine computes the exact dual change
+   ``D(alpha + delta) - D(alpha) = -conj_change / n - lam/2 (2 w.delta_w + ||delta_w||^2)``
+   and accepts the step (``w += delta_w``) only if it is > 0.
+
+``dual_point`` applies a pending step that was accepted, so
+``w = X^T alpha / (lam n)`` holds after every round, rejected steps
+included.  ``beta_b`` is the largest safe ``beta_c`` of the module
+docstring above (with one partition seed 002 eq. (11) exactly).
 """
 
 from __future__ import annotations
 
+import math
 import numbers
+import warnings
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -45,14 +75,23 @@ import scipy.sparse as sp
 
 from daskdca.kernels import eso
 from daskdca.kernels.sampling import minibatch_indices, minibatch_schedule
-from daskdca.kernels.sdca import minibatch_sdca, minibatch_sdca_rounds, objective_sums_movable
+from daskdca.kernels.sdca import (
+    minibatch_sdca,
+    minibatch_sdca_rounds,
+    minibatch_trial_step,
+    objective_sums_movable,
+)
 from daskdca.losses import LOSSES
-from daskdca.methods.base import Capabilities, Contribution, Phase, RoundReport, apply_vector, compress
+from daskdca.methods.base import Capabilities, Contribution, Phase, RoundReport, apply_vector, compress, dense
 from daskdca.partitions import objective_sums_part, row_view
 
-__all__ = ["MinibatchSDCA", "MinibatchLocal", "MinibatchPlan", "partition_batch_sizes", "partition_betas"]
+__all__ = ["AggressiveGlobal", "AggressiveLocal", "AggressivePlan", "MinibatchSDCA", "MinibatchLocal",
+           "MinibatchPlan", "partition_batch_sizes", "partition_betas"]
 
 _ESO = ("auto", "spectral", "sparse")
+_STEPS = ("safe", "naive", "aggressive")
+# The step-size adaptation parameter of seed 002 Algorithm 2 (gamma = 0.95; spec §0 calls it gamma_agg).
+AGGRESSIVE_GAMMA = 0.95
 
 
 class MinibatchLocal(NamedTuple):
@@ -135,12 +174,20 @@ class MinibatchSDCA:
         that row set: ``beta_c`` of the module docstring with ``s_c`` the
         active count (``n sigma^2`` still bounds ``lambda_max`` of any subset).
         Only hinge-type losses have such rows.
+    step : {"safe", "naive", "aggressive"}, default="safe"
+        ``"safe"``: the ESO weights above (seed 002 eq. (15) with
+        ``beta = beta_b``).  ``"naive"``: ``beta = 1`` (seed 002 §4.1); it
+        can diverge when ``b >> 1/sigma^2`` and warns.  ``"aggressive"``:
+        seed 002 Algorithm 2, ``beta`` adapted in ``[1, beta_b]`` and
+        non-improving steps rejected (two reductions a round; module
+        docstring).  ``eso`` other than "auto" applies to ``"safe"`` only.
     """
 
     batch_size: int | None = None
     eso: str = "auto"
     eval_every: int | None = None
     shrinking: bool = True
+    step: str = "safe"
     name = "minibatch_sdca"
     capabilities = Capabilities(losses=tuple(LOSSES), many_partitions=True, cluster=True, shrinking=True)
 
@@ -149,6 +196,16 @@ class MinibatchSDCA:
             raise ValueError(f"shrinking must be True or False, got {self.shrinking!r}.")
         if self.eso not in _ESO:
             raise ValueError(f"Unknown eso {self.eso!r}; use one of {list(_ESO)}.")
+        if self.step not in _STEPS:
+            raise ValueError(f"Unknown step {self.step!r}; use one of {list(_STEPS)}.")
+        if self.step != "safe" and self.eso != "auto":
+            raise ValueError(f"eso={self.eso!r} sets the safe step's weights; step={self.step!r} takes "
+                             "eso='auto' only.")
+        if self.step == "naive":
+            warnings.warn("MinibatchSDCA(step='naive') adds the serial steps of the whole batch (beta = 1) and "
+                          "can diverge or stall when batch_size >> 1/sigma^2 (seed 002 §4.1); use step='safe' "
+                          "(the default) or step='aggressive' for a step that converges.", UserWarning,
+                          stacklevel=3)
         for field in ("batch_size", "eval_every"):
             value = getattr(self, field)
             if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Integral)
@@ -168,9 +225,12 @@ class MinibatchSDCA:
         b = self.batch_size if self.batch_size is not None else max(1, int(round(1.0 / sigma2)))
         taus = partition_batch_sizes(b, info.partition_sizes)
         betas = partition_betas(info.partition_sizes, taus, sigma2)
+        if self.step == "naive":
+            betas = np.ones_like(betas)  # v_i = ||x_i||^2, the serial step (seed 002 eq. (14))
         b_eff = int(taus.sum())
         eval_every = self.eval_every if self.eval_every is not None else max(1, -(-n // b_eff))
-        return MinibatchPlan(settings=self, loss=info.loss, n=n, d=info.d, lam_n=info.lam_n, n_partitions=K,
+        plan = AggressivePlan if self.step == "aggressive" else MinibatchPlan
+        return plan(settings=self, loss=info.loss, n=n, d=info.d, lam_n=info.lam_n, n_partitions=K,
                              sigma2=float(sigma2), taus=tuple(int(t) for t in taus),
                              betas=tuple(float(x) for x in betas), batch_size=b_eff, eval_every=int(eval_every),
                              rounds_per_epoch=max(1, -(-n // b_eff)))
@@ -211,7 +271,7 @@ class MinibatchPlan:
         sqnorm = np.concatenate([rows.sqnorm[lo:hi] for rows, lo, hi, _ in part.pieces()])
         v_spectral = self.betas[ctx.partition] * sqnorm
         v = v_spectral
-        if self.n_partitions == 1 and self.settings.eso != "spectral":
+        if self.n_partitions == 1 and self.settings.eso != "spectral" and self.settings.step == "safe":
             X = sp.vstack([rows.csr()[lo:hi] for rows, lo, hi, _ in part.pieces()], format="csr")
             v_sparse = eso.v_sparse_standard(X, self.batch_size)
             if self.settings.eso == "sparse" or v_sparse.sum() < v_spectral.sum():
@@ -249,7 +309,9 @@ class MinibatchPlan:
         if active.shape[0] == part.n_rows:
             return np.array([loss_sum, conj_sum]), local._replace(active=active, step_curvature=local.curvature)
         tau = min(self.taus[k], max(1, active.shape[0]))
-        if self.n_partitions == 1:
+        if self.settings.step == "naive":
+            beta = 1.0  # the serial step on any row set
+        elif self.n_partitions == 1:
             beta = partition_betas([max(1, active.shape[0])], [tau], self._active_sigma2(active.shape[0]))[0]
         else:
             # beta_c of the module docstring for tau rows out of the active ones;
@@ -327,3 +389,179 @@ class MinibatchPlan:
                                           self.lam_n, np.zeros_like(w))
         report = RoundReport(measured, sums[0] / self.n + reg, -sums[1] / self.n - reg, float(steps))
         return local, type(state)(w), report
+
+
+class AggressiveGlobal(NamedTuple):
+    """The aggressive method's global state (seed 002 Algorithm 2).
+
+    Attributes
+    ----------
+    w : ndarray (d,)
+        ``w(alpha)`` of the committed duals plus the pending step if accepted.
+    beta : float
+        ``beta^(t)``, the step size of the next tentative step, in ``[1, beta_b]``.
+    rho : float
+        The step size of this round's actual step (set by the ``trial`` combine).
+    accepted : float
+        1.0 when the last round's step was accepted (its pending values count), else 0.0.
+    sums : ndarray (4,)
+        ``(loss_sum, conj_sum, measured, steps)`` of the round's start, carried to its report.
+    """
+
+    w: np.ndarray
+    beta: float
+    rho: float
+    accepted: float
+    sums: np.ndarray
+
+
+class AggressiveLocal(NamedTuple):
+    """A partition's committed duals, the rows it samples from, and the round's step.
+
+    Attributes
+    ----------
+    alpha : ndarray (n_k,)
+        Committed duals.
+    sqnorm : ndarray (n_k,)
+        ``||x_i||^2`` of the partition's rows.
+    active : ndarray of int64
+        The rows the batches are drawn from (all, or the shrinking set).
+    batch : ndarray of int64
+        This round's rows (partition-local).
+    pending : ndarray (len(batch),) or (0,)
+        The new duals of ``batch`` after the ``step`` phase; they count when
+        the global state says ``accepted``.
+    """
+
+    alpha: np.ndarray
+    sqnorm: np.ndarray
+    active: np.ndarray
+    batch: np.ndarray
+    pending: np.ndarray
+
+
+_NO_ROWS = np.zeros(0, dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class AggressivePlan(MinibatchPlan):
+    """:class:`MinibatchSDCA` with ``step="aggressive"`` resolved for one data set (module docstring)."""
+
+    fused_rounds = None  # two phases a round; no single-partition fast path
+
+    @property
+    def beta_b(self):
+        """The upper clip of ``beta`` (seed 002 Algorithm 2): the largest safe ``beta_c``."""
+        return max(self.betas)
+
+    def init_global(self):
+        # beta^(0) = beta_b (Algorithm 2, "Initialize")
+        return AggressiveGlobal(np.zeros(self.d), float(self.beta_b), float(self.beta_b), 0.0, np.zeros(4))
+
+    def init_local(self, part, ctx):
+        sqnorm = np.concatenate([rows.sqnorm[lo:hi] for rows, lo, hi, _ in part.pieces()])
+        return AggressiveLocal(np.zeros(part.n_rows), sqnorm, np.arange(part.n_rows, dtype=np.int64), _NO_ROWS,
+                               np.zeros(0))
+
+    def phases(self):
+        return (Phase("trial", self.local_trial, self.combine_trial),
+                Phase("step", self.local_step, self.combine_step))
+
+    @staticmethod
+    def _committed(local, state):
+        """The partition's duals with the last round's step applied if it was accepted."""
+        if float(state.accepted) > 0.0 and local.pending.shape[0]:
+            alpha = local.alpha.copy()
+            alpha[local.batch] = local.pending
+            return alpha
+        return local.alpha
+
+    def dual_point(self, part, local, state):
+        return self._committed(local, state)
+
+    def _evaluate(self, part, local, w, k):
+        """Gap sums at ``w`` and, with shrinking, the rows whose step at ``w`` is non-zero."""
+        if not self._shrinks():
+            return objective_sums_part(part, local.alpha, w, self.loss), local
+        kind, param = int(self.loss.kind), self.loss.param
+        loss_sum = conj_sum = 0.0
+        found = []
+        for rows, lo, hi, start in part.pieces():
+            a = row_view(local.alpha, rows, lo, start)
+            ls, cs, movable = objective_sums_movable(rows.indptr, rows.indices, rows.data, rows.y, rows.sqnorm, a,
+                                                     w, lo, hi, kind, param, self.lam_n, 1.0)
+            loss_sum, conj_sum = loss_sum + ls, conj_sum + cs
+            found.append(movable - lo + start)
+        return np.array([loss_sum, conj_sum]), local._replace(active=np.concatenate(found).astype(np.int64))
+
+    def _steps(self, part, local, w, beta):
+        """The step of ``local.batch`` with ``v_i = beta ||x_i||^2``: ``(new duals, delta_w, zeta, conj change)``."""
+        batch = local.batch
+        new_alpha = np.empty(batch.shape[0])
+        delta_w = np.zeros_like(w)
+        zeta = conj_change = 0.0
+        if batch.shape[0]:
+            blocks = np.unique(np.searchsorted(part.block_starts, batch, side="right") - 1)
+            for rows, lo, hi, start in part.pieces(blocks):
+                inside = (batch >= start) & (batch < start + hi - lo)
+                if not inside.any():
+                    continue
+                out = np.empty(int(inside.sum()))
+                z, c = minibatch_trial_step(rows.indptr, rows.indices, rows.data, rows.y, rows.sqnorm,
+                                            row_view(local.alpha, rows, lo, start), w, batch[inside] - start + lo,
+                                            float(beta), int(self.loss.kind), self.loss.param, self.lam_n, out,
+                                            delta_w)
+                new_alpha[inside] = out
+                zeta, conj_change = zeta + z, conj_change + c
+        return new_alpha, delta_w, zeta, conj_change
+
+    def local_trial(self, part, local, state, ctx):
+        """Commit or drop the last step, gap sums, draw the batch, tentative step with ``beta^(t)``."""
+        w = state.w
+        local = local._replace(alpha=self._committed(local, state), batch=_NO_ROWS, pending=np.zeros(0))
+        measured = self.measures(ctx.round)
+        sums = np.zeros(2)
+        if measured:
+            sums, local = self._evaluate(part, local, w, ctx.partition)
+        active = local.active
+        tau = min(self.taus[ctx.partition], active.shape[0])
+        if tau > 0:
+            local = local._replace(
+                batch=active[minibatch_indices(ctx.random_state, ctx.round, ctx.partition, active.shape[0], tau, 0)])
+        _, delta_w, zeta, _ = self._steps(part, local, w, state.beta)
+        scalars = np.array([sums[0], sums[1], float(measured), float(tau), zeta])
+        return local, Contribution(compress(delta_w), scalars)
+
+    def combine_trial(self, state, total, ctx):
+        """``rho = clip_[1, beta_b](||sum delta~_i x_i||^2 / zeta)`` (eq. (23)) and the next ``beta``."""
+        loss_sum, conj_sum, measured, steps, zeta = total.scalars
+        beta, beta_b = float(state.beta), float(self.beta_b)
+        if zeta > 0.0:
+            dw = dense(total.vector, self.d)  # = X^T delta~ / (lam n)
+            rho = min(beta_b, max(1.0, self.lam_n * self.lam_n * float(dw @ dw) / zeta))
+        else:
+            rho = beta  # no tentative movement: nothing to learn about the curvature
+        # beta^(t+1) = (beta^(t))^gamma rho^(1 - gamma) (Algorithm 2)
+        new_beta = min(beta_b, max(1.0, math.exp(AGGRESSIVE_GAMMA * math.log(beta)
+                                                 + (1.0 - AGGRESSIVE_GAMMA) * math.log(rho))))
+        report = RoundReport(False, math.nan, math.nan, 0.0)
+        return AggressiveGlobal(state.w, new_beta, rho, 0.0,
+                                np.array([loss_sum, conj_sum, measured, steps])), report
+
+    def local_step(self, part, local, state, ctx):
+        """The actual step of the same rows with ``beta = rho``, kept pending."""
+        new_alpha, delta_w, _, conj_change = self._steps(part, local, state.w, state.rho)
+        return local._replace(pending=new_alpha), Contribution(compress(delta_w), np.array([conj_change]))
+
+    def combine_step(self, state, total, ctx):
+        """Accept the step iff it increases ``D`` (Algorithm 2); the report of the round's start."""
+        w = state.w
+        dw = dense(total.vector, self.d)
+        lam = self.lam_n / self.n
+        gain = -float(total.scalars[0]) / self.n - 0.5 * lam * (2.0 * float(w @ dw) + float(dw @ dw))
+        accepted = gain > 0.0
+        loss_sum, conj_sum, measured, steps = state.sums
+        reg = 0.5 * lam * float(w @ w)
+        report = RoundReport(bool(measured > 0), loss_sum / self.n + reg, -conj_sum / self.n - reg, float(steps))
+        return AggressiveGlobal(w + dw if accepted else w, state.beta, state.rho, float(accepted),
+                                state.sums), report
