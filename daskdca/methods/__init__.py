@@ -16,6 +16,7 @@ from daskdca.methods.dual_free import AdaptiveDualFreeSDCA, AdaptiveDualFreeSDCA
 from daskdca.methods.minibatch import MinibatchSDCA
 from daskdca.methods.sdca import SDCA, CoCoAPlus
 from daskdca.methods.sdna import SDNA
+from daskdca.methods.spdc import SPDC
 
 __all__ = [
     "AdaptiveDualFreeSDCA",
@@ -31,13 +32,14 @@ __all__ = [
     "MinibatchSDCA",
     "RoundReport",
     "SDCA",
+    "SPDC",
     "capability_table",
     "check_supported",
 ]
 
 #: name -> settings class, for every method a user can ask for by name
 REGISTRY = {cls.name: cls for cls in (SDCA, CoCoAPlus, MinibatchSDCA, SDNA, DualFreeSDCA, AdaptiveDualFreeSDCA,
-                                      AdaptiveDualFreeSDCAPlus)}
+                                      AdaptiveDualFreeSDCAPlus, SPDC)}
 SOLVERS = REGISTRY
 
 #: settings other than a method's defaults that change its algorithm; the

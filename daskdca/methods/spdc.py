@@ -1,0 +1,439 @@
+"""SPDC: Stochastic Primal-Dual Coordinate method (Zhang & Xiao, JMLR; paper 004), in global mini-batch rounds.
+
+Solves the saddle problem (paper eq. (4))
+
+    min_x max_y 1/n sum_i (y_i a_i.x - phi_i*(y_i)) + lam/2 ||x||^2
+
+of ``P(x) = 1/n sum_i phi_i(a_i.x) + lam/2 ||x||^2`` (the project's ``P(w)``,
+with ``x = w``, ``a_i = x_i``, and the paper's dual ``y_i = -alpha_i``; spec
+``spdc.md`` §0).  A round is one iteration of Algorithm 2 (``batch_size =
+m``; ``m = 1`` is Algorithm 1) or of Algorithm 3 (``sampling="weighted"``,
+one row per iteration with ``p_k = (1 - a)/n + a ||a_k|| / sum_i ||a_i||``,
+eq. (20), and the mixing ``a`` of eq. (25)):
+
+* the sample: ``m`` distinct rows of all ``n`` drawn from one stream of
+  ``(random_state, round)`` that every partition computes and filters to its
+  own rows (so ``P(i in K) = m/n`` and ``|K| = m`` exactly, the two conditions
+  Theorem 1 needs, spec §2.2, whatever the partitions); Algorithm 3 draws the
+  partition from that stream and the row from the partition's stream
+  ``(random_state, round, partition)``;
+* the partitions take the dual steps (eq. (9)/(21)) at ``xbar(t)`` and send
+  ``sum_k dy_k a_k`` (sparse);
+* the combine takes the primal step (eq. (10)/(23)), ``u += sum dy a / n`` and
+  the extrapolation ``xbar = x + theta (x - x_prev)``.
+
+The global state keeps ``x`` lazily (spec §2.5.1): each coordinate as of its
+last touch, so the combine and the fused in-memory loop touch only the
+coordinates of the sampled rows (:mod:`daskdca.kernels.spdc`).  Step
+parameters are eq. (12) (uniform) or eq. (24) (weighted) from ``R = max_i
+||a_i||`` and ``R_bar = 1/n sum_i ||a_i||``.  The protocol's ``setup`` sees no
+rows, so round 0 is a *setup round*: every partition sends its ``max ||a_i||``
+and ``sum ||a_i||`` (kept in its local state since ``init_local``), the
+combine fixes ``tau, sigma, theta`` in the global state, and no step is taken
+(the driver never records round 0).
+
+Losses: ``gamma`` is the strong convexity of ``phi_i*`` (``1 /`` the loss's
+smoothness).  The hinge loss is not smooth; it runs on the perturbed saddle
+function (16) with ``phi* + delta/2 y^2`` (``smoothing = delta``), which is
+the smoothed hinge with parameter ``delta`` (spec §1.4), so ``gamma =
+delta``.  The certificate and the reports use the *original* hinge ``P`` and
+``D`` (spec §2.7); the perturbation leaves a gap floor of at most
+``delta/4`` times the share of rows whose margin ends in ``(1 - delta, 1)``.
+
+Certificate: the dual point is ``alpha = -y`` (feasible: every dual step is a
+prox on ``dom phi*``) and the model the flushed ``x``; the driver computes
+``P(x) - D(alpha)`` from scratch (Corollary 4 bounds exactly this pair).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from daskdca.kernels import spdc as kern
+from daskdca.kernels.sdca import objective_sums
+from daskdca.losses import HINGE, LOSSES, SMOOTHED_HINGE
+from daskdca.methods.base import Capabilities, Contribution, Phase, RoundReport, compress, dense
+from daskdca.partitions import row_view
+
+__all__ = ["SPDC", "SPDCGlobal", "SPDCLocal", "SPDCPlan", "optimal_mixing", "step_parameters",
+           "weighted_step_parameters"]
+
+_SAMPLINGS = ("uniform", "weighted")
+# params vector of the global state: R, sum_i ||a_i||, tau, sigma, theta, mixing a
+_R, _SUM, _TAU, _SIGMA, _THETA, _MIX = range(6)
+
+
+class SPDCGlobal(NamedTuple):
+    """The lazy primal state (spec §2.5.1) and the constants fixed by the setup round.
+
+    ``x[j]`` and ``x_prev[j]`` are ``x_j`` at iterations ``last[j]`` and
+    ``last[j] - 1``; ``u = 1/n A^T y``; ``t`` the iterations done;
+    ``params = (R, sum ||a_i||, tau, sigma, theta, a)`` (all 0 before round 0's
+    combine); ``norm_sums[k] = sum_{i in partition k} ||a_i||``.
+    """
+
+    x: np.ndarray
+    x_prev: np.ndarray
+    u: np.ndarray
+    last: np.ndarray
+    t: np.ndarray
+    params: np.ndarray
+    norm_sums: np.ndarray
+
+
+class SPDCLocal(NamedTuple):
+    """A partition's duals ``y = -alpha`` and the running sums of its row norms (``cumnorm[-1] = sum ||a_i||``)."""
+
+    y: np.ndarray
+    cumnorm: np.ndarray
+    max_norm: np.ndarray
+
+
+def step_parameters(R, n, m, lam, gamma):
+    """``(tau, sigma, theta)`` of paper eq. (12) for mini-batch size ``m``.
+
+    ``tau = sqrt(m gamma / (n lam)) / (2R)``, ``sigma = sqrt(n lam / (m gamma)) / (2R)``,
+    ``theta = 1 - 1 / (n/m + 2R sqrt(n / (m lam gamma)))``; ``sigma tau = 1/(4R^2)``.
+    """
+    tau = math.sqrt(m * gamma / (n * lam)) / (2.0 * R)
+    sigma = math.sqrt(n * lam / (m * gamma)) / (2.0 * R)
+    theta = 1.0 - 1.0 / (n / m + 2.0 * R * math.sqrt(n / (m * lam * gamma)))
+    return tau, sigma, theta
+
+
+def optimal_mixing(R, R_bar, n, lam, gamma):
+    """The mixing ``a*`` of paper eq. (25) (0 when ``rho <= sqrt(n / kappa)``).
+
+    ``rho = R / R_bar - 1``, ``kappa = R^2 / (lam gamma)``; ``a*`` minimises
+    ``n / (1 - a) + sqrt(n kappa) / (1 + a rho)`` (spec §2.4, which also notes
+    the erratum in the paper's prose: ``a*`` grows with ``kappa``).
+    """
+    rho = R / R_bar - 1.0
+    kappa = R * R / (lam * gamma)
+    if rho <= math.sqrt(n / kappa):
+        return 0.0
+    h = math.sqrt(rho) * (kappa / n) ** 0.25
+    return (h - 1.0) / (h + rho)
+
+
+def weighted_step_parameters(R, R_bar, n, lam, gamma, mix):
+    """``(tau, sigma, theta)`` of paper eq. (24), with ``R_a = 1 / ((1 - a)/R + a/R_bar)``."""
+    R_a = 1.0 / ((1.0 - mix) / R + mix / R_bar)
+    tau = math.sqrt(gamma / (n * lam)) / (2.0 * R_a)
+    sigma = math.sqrt(n * lam / gamma) / (2.0 * R_a)
+    theta = 1.0 - 1.0 / (n / (1.0 - mix) + R_a * math.sqrt(n / (lam * gamma)))
+    return tau, sigma, theta
+
+
+def _positive_int_or_none(name, value):
+    if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1):
+        raise ValueError(f"{name} must be a positive int or None, got {value!r}.")
+
+
+@dataclass(frozen=True)
+class SPDC:
+    """Stochastic Primal-Dual Coordinate method (paper 004, Algorithms 1-3).
+
+    Solves ``min_x 1/n sum_i phi_i(x_i.x) + lam/2 ||x||^2`` through the saddle
+    problem (4): every round samples rows, takes their dual prox steps at the
+    extrapolated point ``xbar``, then a primal prox step and the
+    extrapolation.  ``O(n/m + sqrt(kappa n/m))`` rounds per accuracy digit
+    with ``kappa = R^2/(lam gamma)`` (Theorem 1): for ``kappa > n`` it needs
+    far fewer passes than SDCA's ``O(n + kappa)`` steps.
+
+    Parameters
+    ----------
+    batch_size : int or None, default=None
+        ``m``, rows per round (Algorithm 2), at most ``n``; None is 1
+        (Algorithm 1, the most pass-efficient, paper §2.2).
+    sampling : {"uniform", "weighted"}, default="uniform"
+        ``"weighted"``: Algorithm 3, ``p_k`` of eq. (20) with the mixing of
+        eq. (25) and the parameters of eq. (24); one row per round (the paper
+        gives no parameters for weighted mini-batches).
+    l1_ratio : float, default=0.0
+        Elastic net ``g(x) = lam l1_ratio ||x||_1 + lam (1 - l1_ratio)/2 ||x||^2``
+        (primal prox eq. (37), lazy forms (38)-(44) in the kernel).  Only 0 is
+        accepted by the drivers: they certify the L2 objective.
+    smoothing : float, default=1e-3
+        ``delta`` of the perturbation (16), used for ``loss="hinge"`` only.
+    eval_every : int or None, default=None
+        Rounds between gap evaluations; None: once per epoch, ``ceil(n/m)``.
+    """
+
+    batch_size: int | None = None
+    sampling: str = "uniform"
+    l1_ratio: float = 0.0
+    smoothing: float = 1e-3
+    eval_every: int | None = None
+    name = "spdc"
+    capabilities = Capabilities(losses=tuple(LOSSES), many_partitions=True, cluster=True, shrinking=False)
+
+    def __post_init__(self):
+        _positive_int_or_none("batch_size", self.batch_size)
+        _positive_int_or_none("eval_every", self.eval_every)
+        if self.sampling not in _SAMPLINGS:
+            raise ValueError(f"Unknown sampling {self.sampling!r} for solver='spdc'; use one of {list(_SAMPLINGS)}.")
+        if self.sampling == "weighted" and self.batch_size not in (None, 1):
+            raise ValueError(f"sampling='weighted' is Algorithm 3, one row per round; got batch_size="
+                             f"{self.batch_size} (the paper gives no step parameters for weighted mini-batches). "
+                             "Use batch_size=None or sampling='uniform'.")
+        for field, low_open in (("l1_ratio", False), ("smoothing", True)):
+            value = getattr(self, field)
+            ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+            if not ok or value < 0 or (low_open and value == 0) or (field == "l1_ratio" and value >= 1):
+                bound = "in [0, 1)" if field == "l1_ratio" else "a finite number > 0"
+                raise ValueError(f"{field} must be {bound}, got {value!r}.")
+
+    def setup(self, info, ops):
+        """Check ``m`` and the options; the step parameters wait for the setup round (module docstring)."""
+        n = info.n
+        m = 1 if self.batch_size is None else int(self.batch_size)
+        if m > n:
+            raise ValueError(f"batch_size={m} is more than the {n} rows (a round samples m distinct rows of "
+                             f"all partitions); use batch_size <= {n}.")
+        if self.l1_ratio != 0.0:
+            raise ValueError(
+                f"l1_ratio={self.l1_ratio} is not supported by daskdca.fit: the drivers certify "
+                "P(w) = 1/n sum phi + lam/2 ||w||^2, so an elastic-net fit could not be certified. "
+                "The SPDC kernel has the elastic-net prox (daskdca.kernels.spdc); use l1_ratio=0.")
+        loss = info.loss
+        if int(loss.kind) == HINGE:
+            kind, param, gamma = SMOOTHED_HINGE, float(self.smoothing), float(self.smoothing)  # eq. (16)
+        else:
+            kind, param, gamma = int(loss.kind), float(loss.param), 1.0 / float(loss.smoothness)
+        eval_every = self.eval_every if self.eval_every is not None else -(-n // m)
+        offsets = np.concatenate(([0], np.cumsum(info.partition_sizes))).astype(np.int64)
+        return SPDCPlan(settings=self, loss=loss, n=n, d=info.d, lam=float(info.lam), m=m,
+                        weighted=self.sampling == "weighted", step_kind=kind, step_param=param, gamma=gamma,
+                        offsets=tuple(int(o) for o in offsets), eval_every=int(eval_every),
+                        rounds_per_epoch=-(-n // m))
+
+
+@dataclass(frozen=True)
+class SPDCPlan:
+    """:class:`SPDC` resolved for one data set (``m``, ``gamma``, the dual step's loss)."""
+
+    settings: SPDC
+    loss: object
+    n: int
+    d: int
+    lam: float
+    m: int
+    weighted: bool
+    step_kind: int
+    step_param: float
+    gamma: float
+    offsets: tuple
+    eval_every: int
+    rounds_per_epoch: int
+    primal_from_dual = False
+    lam1 = 0.0
+
+    @property
+    def name(self):
+        return self.settings.name
+
+    @property
+    def n_partitions(self):
+        return len(self.offsets) - 1
+
+    def measures(self, round_index):
+        return round_index % self.eval_every == 0
+
+    # --- states ---------------------------------------------------------------
+
+    def init_global(self):
+        d = self.d
+        return SPDCGlobal(np.zeros(d), np.zeros(d), np.zeros(d), np.zeros(d, dtype=np.int64),
+                          np.zeros((), dtype=np.int64), np.zeros(6), np.zeros(self.n_partitions))
+
+    def init_local(self, part, ctx):
+        """``y = 0`` and the partition's row norms (one pass over its rows)."""
+        norms = np.sqrt(np.concatenate([rows.sqnorm[lo:hi] for rows, lo, hi, _ in part.pieces()]))
+        max_norm = np.asarray(float(norms.max(initial=0.0)))
+        return SPDCLocal(np.zeros(part.n_rows), np.cumsum(norms), max_norm)
+
+    def phases(self):
+        return (Phase("round", self.local, self.combine),)
+
+    def _lazy(self, state):
+        """``(tau, lam1, lam2, log1p(lam2 tau))`` for the kernels."""
+        tau = float(state.params[_TAU])
+        return tau, self.lam1, self.lam, math.log1p(self.lam * tau)
+
+    def model(self, state):
+        """``x(t)``: every coordinate caught up to the state's iteration (flush)."""
+        tau, lam1, lam2, l1p = self._lazy(state)
+        return kern.flush(state.x, state.x_prev, state.u, state.last, int(state.t), tau, lam1, lam2, l1p)
+
+    def dual_point(self, part, local, state):
+        """``alpha = -y`` (feasible for the original loss)."""
+        return -local.y
+
+    # --- the setup round ------------------------------------------------------
+
+    def _with_parameters(self, state, norm_max, norm_sums):
+        """The global state with eq. (12) or (24) parameters from ``R`` and ``R_bar``."""
+        n = self.n
+        R = max(norm_max)
+        total = 0.0
+        for s in norm_sums:
+            total += s
+        if R == 0.0:  # every row is zero: x -> 0 whatever the steps; any R > 0 will do
+            R = total = 1.0
+        R_bar = total / n
+        if self.weighted:
+            mix = optimal_mixing(R, R_bar, n, self.lam, self.gamma)
+            tau, sigma, theta = weighted_step_parameters(R, R_bar, n, self.lam, self.gamma, mix)
+        else:
+            mix = 0.0
+            tau, sigma, theta = step_parameters(R, n, self.m, self.lam, self.gamma)
+        params = np.array([R, total, tau, sigma, theta, mix])
+        return state._replace(params=params, norm_sums=np.array(norm_sums, dtype=np.float64))
+
+    # --- sampling -------------------------------------------------------------
+
+    def _weights(self, state):
+        """Algorithm 3's ``p_i = w_uniform + w_norm ||a_i||`` (eq. (20))."""
+        mix, total = float(state.params[_MIX]), float(state.params[_SUM])
+        return (1.0 - mix) / self.n, mix / total
+
+    def _cum_mass(self, state):
+        w_uniform, w_norm = self._weights(state)
+        sizes = np.diff(np.asarray(self.offsets, dtype=np.float64))
+        return np.cumsum(w_uniform * sizes + w_norm * state.norm_sums)
+
+    def _sample(self, local, state, random_state, round_index, k):
+        """This partition's rows of the round (partition-local, sorted), their ``q = 1/s``, and ``omega``.
+
+        Uniform: ``q = 1/sigma``, ``omega = 1/m`` (eq. (9)-(10)); the combine
+        applies ``omega`` itself, so 0 is sent.  Weighted: the picked row's
+        ``q = p_k n / sigma`` and ``omega = 1/(p_k n)`` (eq. (21), (23)).
+        """
+        sigma = float(state.params[_SIGMA])
+        if self.weighted:
+            if kern.pick_partition(random_state, round_index, self._cum_mass(state)) != k:
+                return np.empty(0, dtype=np.int64), np.empty(0), 0.0
+            w_uniform, w_norm = self._weights(state)
+            i = kern.pick_row(random_state, round_index, k, local.cumnorm, w_uniform, w_norm)
+            norm = local.cumnorm[i] - (local.cumnorm[i - 1] if i > 0 else 0.0)
+            pn = (w_uniform + w_norm * norm) * self.n
+            return np.array([i], dtype=np.int64), np.array([pn / sigma]), 1.0 / pn
+        lo, hi = self.offsets[k], self.offsets[k + 1]
+        batch = kern.uniform_schedule(random_state, round_index, 1, self.n, self.m)[0]
+        rows = batch[(batch >= lo) & (batch < hi)] - lo
+        return rows, np.full(rows.shape[0], 1.0 / sigma), 0.0
+
+    # --- one round ------------------------------------------------------------
+
+    def _gap_sums(self, part, local, x):
+        """``[sum_i phi_i(a_i.x), sum_i phi_i*(y_i)]`` over the partition (original loss)."""
+        kind, param = int(self.loss.kind), self.loss.param
+        alpha = -local.y
+        loss_sum = conj_sum = 0.0
+        for rows, lo, hi, start in part.pieces():
+            ls, cs = objective_sums(rows.indptr, rows.indices, rows.data, rows.y, row_view(alpha, rows, lo, start),
+                                    x, lo, hi, kind, param)
+            loss_sum, conj_sum = loss_sum + ls, conj_sum + cs
+        return loss_sum, conj_sum
+
+    def local(self, part, local, state, ctx):
+        """Gap sums at the round's start (on evaluation rounds), then the dual steps of the round's rows.
+
+        Sends ``[g, count]`` (``g_j = sum_k dy_k a_kj``, ``count_j`` the
+        sampled entries in column ``j``, so the combine knows every touched
+        coordinate) and ``(loss_sum, conj_sum, steps, measured, omega)``.  In
+        the setup round it sends its norm statistics instead.
+        """
+        measured = self.measures(ctx.round)
+        sums = self._gap_sums(part, local, self.model(state)) if measured else (0.0, 0.0)
+        ready = state.params[_TAU] > 0.0
+        if not ready:
+            stats = ((float(local.max_norm), float(local.cumnorm[-1]) if local.cumnorm.shape[0] else 0.0),)
+            return local, Contribution(None, np.array([sums[0], sums[1], 0.0, float(measured), 0.0]), stats)
+        rows, qs, omega = self._sample(local, state, ctx.random_state, ctx.round, ctx.partition)
+        y = local.y.copy()
+        d = self.d
+        g, count = np.zeros(d), np.zeros(d)
+        if rows.shape[0]:
+            tau, lam1, lam2, l1p = self._lazy(state)
+            theta = float(state.params[_THETA])
+            t = int(state.t)
+            touched = np.empty(d, dtype=np.int64)
+            starts = part.block_starts
+            blocks = np.unique(np.searchsorted(starts, rows, side="right") - 1)
+            for blk, lo, hi, start in part.pieces(blocks):
+                inside = (rows >= start) & (rows < start + hi - lo)
+                kern.dual_half(blk.indptr, blk.indices, blk.data, blk.y, row_view(y, blk, lo, start),
+                               rows[inside] - start + lo, qs[inside], state.x, state.x_prev, state.u, state.last, t,
+                               tau, theta, lam1, lam2, l1p, self.step_kind, self.step_param, g, count, touched, 0)
+        vector = compress(np.concatenate([g, count]))
+        scalars = np.array([sums[0], sums[1], float(rows.shape[0]), float(measured), omega])
+        return local._replace(y=y), Contribution(vector, scalars)
+
+    def _report(self, state, scalars):
+        """``P(x)`` and ``D(y) = -1/n sum phi*(y_i) - ||u||^2 / (2 lam)`` of the round's start."""
+        loss_sum, conj_sum, steps, measured = scalars[:4]
+        if not measured > 0:
+            return RoundReport(False, math.nan, math.nan, float(steps))
+        x = self.model(state)
+        primal = loss_sum / self.n + 0.5 * self.lam * float(x @ x)
+        dual = -conj_sum / self.n - 0.5 * float(state.u @ state.u) / self.lam
+        return RoundReport(bool(measured > 0), primal, dual, float(steps))
+
+    def combine(self, state, total, ctx):
+        """The primal step on the touched coordinates, ``u += g/n``, ``t += 1`` (or the setup round's parameters)."""
+        report = self._report(state, total.scalars)
+        if not state.params[_TAU] > 0.0:
+            stats = total.gathered
+            return self._with_parameters(state, [s[0] for s in stats], [s[1] for s in stats]), report
+        both = dense(total.vector, 2 * self.d)
+        touched = np.flatnonzero(both[self.d:])
+        omega = 1.0 / self.m if not self.weighted else float(total.scalars[4])
+        x, xp, u, last = state.x.copy(), state.x_prev.copy(), state.u.copy(), state.last.copy()
+        tau, lam1, lam2, l1p = self._lazy(state)
+        kern.primal_half(x, xp, u, last, int(state.t), touched, both[:self.d][touched], omega, 1.0 / self.n,
+                         tau, lam1, lam2, l1p)
+        return state._replace(x=x, x_prev=xp, u=u, last=last, t=np.asarray(int(state.t) + 1, dtype=np.int64)), report
+
+    def fused_rounds(self, part, local, state, ctx, n_rounds):
+        """``n_rounds`` rounds on one in-memory partition in one kernel call (the same bits as :meth:`local`
+        and :meth:`combine` once per round): the lazy loop of :func:`~daskdca.kernels.spdc.spdc_iterations`."""
+        rows = part.whole()
+        measured = self.measures(ctx.round)
+        sums = self._gap_sums(part, local, self.model(state)) if measured else (0.0, 0.0)
+        report = self._report(state, np.array([sums[0], sums[1], 0.0, float(measured)]))
+        first = ctx.round
+        if not state.params[_TAU] > 0.0:
+            state = self._with_parameters(state, [float(local.max_norm)],
+                                          [float(local.cumnorm[-1]) if local.cumnorm.shape[0] else 0.0])
+            first, n_rounds = first + 1, n_rounds - 1
+        if n_rounds == 0:
+            return local, state, report
+        sigma, theta = float(state.params[_SIGMA]), float(state.params[_THETA])
+        if self.weighted:
+            batches = np.empty((n_rounds, 1), dtype=np.int64)
+            qs = np.empty((n_rounds, 1))
+            omegas = np.empty(n_rounds)
+            for i in range(n_rounds):
+                b, q, omega = self._sample(local, state, ctx.random_state, first + i, 0)
+                batches[i, 0], qs[i, 0], omegas[i] = b[0], q[0], omega
+        else:
+            batches = kern.uniform_schedule(ctx.random_state, first, n_rounds, self.n, self.m)
+            qs = np.full(batches.shape, 1.0 / sigma)
+            omegas = np.full(n_rounds, 1.0 / self.m)
+        y = local.y.copy()
+        x, xp, u, last = state.x.copy(), state.x_prev.copy(), state.u.copy(), state.last.copy()
+        tau, lam1, lam2, _ = self._lazy(state)
+        d = self.d
+        steps = kern.spdc_iterations(rows.indptr, rows.indices, rows.data, rows.y, y, x, xp, u, last, int(state.t),
+                                     batches, qs, omegas, 1.0 / self.n, tau, theta, lam1, lam2, self.step_kind,
+                                     self.step_param, np.zeros(d), np.zeros(d), np.empty(d, dtype=np.int64))
+        new_state = state._replace(x=x, x_prev=xp, u=u, last=last,
+                                   t=np.asarray(int(state.t) + n_rounds, dtype=np.int64))
+        return local._replace(y=y), new_state, report._replace(steps=float(steps))

@@ -1,0 +1,309 @@
+"""SPDC (paper 004): lazy kernel == dense NumPy reference, m = n == Chambolle-Pock, weighted a = 0 ==
+Algorithm 1, the step parameters and mixing, fused == single rounds, converged fits against references."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+import scipy.optimize
+import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
+
+import daskdca
+from daskdca.driver import InProcess, in_process_partitions, max_column_nnz
+from daskdca.kernels import spdc as kern
+from daskdca.losses import get_loss
+from daskdca.methods import SPDC
+from daskdca.methods.base import Ctx, DataInfo, add_contributions, tree_reduce
+from daskdca.methods.spdc import optimal_mixing, step_parameters, weighted_step_parameters
+
+import reference_kernels as ref
+import reference_spdc as rs
+from references import primal_objective, ridge_closed_form
+
+# loss name -> (kernel kind, param, reference name, reference gamma)
+LOSS_CASES = {
+    "squared": ("squared", "squared", 1.0),
+    "logistic": ("logistic", "logistic", 1.0),
+    "smoothed_hinge": ("smoothed_hinge", "smoothed_hinge", 1.0),
+    "squared_hinge": ("squared_hinge", "squared_hinge", 1.0),
+    "hinge+delta": ("smoothed_hinge", "smoothed_hinge", 0.05),  # (16): hinge + delta/2 y^2
+}
+
+
+def _data(n=60, d=25, density=0.3, seed=0, spread=0.0):
+    rng = np.random.default_rng(seed)
+    X = sp.random(n, d, density=density, random_state=rng, format="csr")
+    X.data = rng.standard_normal(X.data.shape[0])
+    X = sp.csr_matrix(sp.diags(np.exp(spread * rng.standard_normal(n))) @ X)
+    w = rng.standard_normal(d)
+    return X, X @ w + 0.1 * rng.standard_normal(n), np.where(X @ w + 0.3 * rng.standard_normal(n) > 0, 1.0, -1.0)
+
+
+def _kernel_run(X, b, batches, qs, omegas, loss_case, tau, theta, lam1, lam2):
+    name, _, gamma = LOSS_CASES[loss_case]
+    loss = get_loss(name) if name != "smoothed_hinge" else daskdca.SmoothedHinge(gamma=gamma)
+    n, d = X.shape
+    x, xp, u = np.zeros(d), np.zeros(d), np.zeros(d)
+    last = np.zeros(d, dtype=np.int64)
+    y = np.zeros(n)
+    width = max(len(k) for k in batches)
+    B = np.full((len(batches), width), -1, dtype=np.int64)
+    Q = np.zeros((len(batches), width))
+    for i, (k, q) in enumerate(zip(batches, qs)):
+        B[i, :len(k)], Q[i, :len(k)] = k, q
+    steps = kern.spdc_iterations(X.indptr.astype(np.int64), X.indices, X.data, b, y, x, xp, u, last, 0, B, Q,
+                                 np.asarray(omegas, dtype=np.float64), 1.0 / n, tau, theta, lam1, lam2,
+                                 int(loss.kind), loss.param, np.zeros(d), np.zeros(d), np.empty(d, dtype=np.int64))
+    assert steps == sum(len(k) for k in batches)
+    T = len(batches)
+    log1p = math.log1p(lam2 * tau)
+    return kern.flush(x, xp, u, last, T, tau, lam1, lam2, log1p), y, u
+
+
+@pytest.mark.parametrize("lam1", [0.0, 0.2], ids=["l2", "elastic-net"])
+@pytest.mark.parametrize("m", [1, 7], ids=["alg1", "alg2-m7"])
+@pytest.mark.parametrize("loss_case", sorted(LOSS_CASES))
+def test_lazy_kernel_equals_the_dense_reference_on_the_same_index_sequence(loss_case, m, lam1):
+    X, target, labels = _data()
+    b = target if loss_case == "squared" else labels
+    n = X.shape[0]
+    lam2 = 1e-2
+    gamma = 1.0 / get_loss(LOSS_CASES[loss_case][0]).smoothness if loss_case != "hinge+delta" else 0.05
+    R = float(np.sqrt(X.multiply(X).sum(axis=1)).max())
+    tau, sigma, theta = step_parameters(R, n, m, lam2, gamma)
+    rng = np.random.default_rng(1)
+    T = 300
+    batches = [np.sort(rng.choice(n, m, replace=False)) for _ in range(T)]
+    qs = [np.full(m, 1.0 / sigma)] * T
+    omegas = [1.0 / m] * T
+    x, y, u = _kernel_run(X, b, batches, qs, omegas, loss_case, tau, theta, lam1, lam2)
+    _, refname, g = LOSS_CASES[loss_case]
+    x_ref, y_ref, u_ref, _ = rs.spdc(X.toarray(), b, batches, [np.full(m, sigma)] * T, omegas, refname, tau, theta,
+                                     lam1, lam2, gamma=g)
+    np.testing.assert_allclose(x, x_ref, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(y, y_ref, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(u, u_ref, rtol=0, atol=1e-12)
+    # invariant u = A^T y / n (spec §3.4 test 2)
+    np.testing.assert_allclose(u, X.T @ y / n, rtol=0, atol=1e-12)
+    if lam1 > 0:
+        assert np.any(x_ref == 0.0) and np.array_equal(x == 0.0, x_ref == 0.0)
+
+
+def test_weighted_steps_equal_the_dense_reference_and_alpha_zero_is_algorithm_1():
+    X, _, labels = _data(spread=1.0)
+    n = X.shape[0]
+    norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+    R, R_bar, lam, gamma = norms.max(), norms.mean(), 1e-2, 1.0
+    mix = optimal_mixing(R, R_bar, n, lam, gamma)
+    assert mix > 0
+    tau, sigma, theta = weighted_step_parameters(R, R_bar, n, lam, gamma, mix)
+    p = (1 - mix) / n + mix * norms / norms.sum()  # eq. (20)
+    rng = np.random.default_rng(2)
+    ks = rng.choice(n, 300, p=p / p.sum())
+    batches = [np.array([k]) for k in ks]
+    x, y, _ = _kernel_run(X, labels, batches, [np.array([p[k] * n / sigma]) for k in ks],
+                          [1.0 / (p[k] * n) for k in ks], "smoothed_hinge", tau, theta, 0.0, lam)
+    x_ref, y_ref, _, _ = rs.spdc(X.toarray(), labels, batches, [np.array([sigma / (p[k] * n)]) for k in ks],
+                                 [1.0 / (p[k] * n) for k in ks], "smoothed_hinge", tau, theta, 0.0, lam)
+    np.testing.assert_allclose(x, x_ref, atol=1e-10)
+    np.testing.assert_allclose(y, y_ref, atol=1e-10)
+    # a = 0: p_k = 1/n, so the step sigma/(p_k n) = sigma and the weight 1/(p_k n) = 1: Algorithm 1 (spec §2.3)
+    p0 = np.full(n, (1.0 - 0.0) / n + 0.0 * norms / norms.sum())
+    tau, sigma, theta = step_parameters(R, n, 1, lam, gamma)
+    weighted = rs.spdc(X.toarray(), labels, batches, [np.array([sigma / (p0[k] * n)]) for k in ks],
+                       [1.0 / (p0[k] * n) for k in ks], "smoothed_hinge", tau, theta, 0.0, lam)
+    uniform = rs.spdc(X.toarray(), labels, batches, [np.array([sigma])] * len(ks), [1.0] * len(ks),
+                      "smoothed_hinge", tau, theta, 0.0, lam)
+    np.testing.assert_allclose(weighted[0], uniform[0], rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(weighted[1], uniform[1], rtol=1e-13, atol=1e-15)
+
+
+@pytest.mark.parametrize("loss_case", ["squared", "logistic", "smoothed_hinge"])
+def test_m_equals_n_is_chambolle_pock(loss_case):
+    X, target, labels = _data(n=40, d=15)
+    b = target if loss_case == "squared" else labels
+    n = X.shape[0]
+    lam = 1e-2
+    R = float(np.sqrt(X.multiply(X).sum(axis=1)).max())
+    gamma = 1.0 / get_loss(loss_case).smoothness
+    tau, sigma, theta = step_parameters(R, n, n, lam, gamma)
+    T = 40
+    batches = [np.arange(n)] * T
+    x, y, _ = _kernel_run(X, b, batches, [np.full(n, 1.0 / sigma)] * T, [1.0 / n] * T, loss_case, tau, theta, 0.0,
+                          lam)
+    x_cp, y_cp = rs.chambolle_pock(X.toarray(), b, T, loss_case, tau, sigma, theta, 0.0, lam)
+    np.testing.assert_allclose(x, x_cp, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(y, y_cp, rtol=0, atol=1e-12)
+
+
+def test_idle_steps_in_closed_form_equal_stepping_one_at_a_time():
+    rng = np.random.default_rng(3)
+    cases = [(0.0, 0.5, 0.5, 1e-2, 0.3, 7), (1.0, -0.5, 0.5, 1e-2, 0.3, 0), (1.0, -0.5, 0.5, 1e-2, 0.3, 1),
+             (0.3, 0.2, 0.0, 0.0, 0.5, 40), (0.3, 0.2, 0.1, 0.0, 0.5, 40), (2.0, 0.05, 0.1, 1e-12, 0.5, 100),
+             (-2.0, -0.5, 0.1, 1e-12, 0.5, 100)]
+    for _ in range(3000):
+        cases.append((float(rng.normal() * rng.choice([0, 1, 10])), float(rng.normal()),
+                      float(rng.choice([0.0, abs(rng.normal())])), float(rng.choice([0.0, 1e-12, 1e-3, 0.5])),
+                      float(rng.uniform(0.01, 2.0)), int(rng.integers(0, 60))))
+    for x0, c, lam1, lam2, tau, s in cases:
+        got = kern.advance(x0, c, s, tau, lam1, lam2, math.log1p(lam2 * tau))
+        want = rs.idle_steps(x0, c, s, tau, lam1, lam2)
+        assert got == pytest.approx(want, rel=1e-9, abs=1e-12), (x0, c, lam1, lam2, tau, s)
+        assert (got == 0.0) == (want == 0.0) or abs(want) < 1e-12
+
+
+def test_step_parameters_identities_and_the_optimal_mixing():
+    R, R_bar, n, lam, gamma = 3.2, 1.15, 500, 1e-5, 1.0
+    for m in (1, 8, n):
+        tau, sigma, theta = step_parameters(R, n, m, lam, gamma)
+        assert sigma * tau == pytest.approx(1.0 / (4 * R * R), rel=1e-14)
+        assert 0 < theta < 1 and 1 - theta == pytest.approx(1 / (n / m + 2 * R * math.sqrt(n / (m * lam * gamma))))
+    kappa = R * R / (lam * gamma)
+    mix = optimal_mixing(R, R_bar, n, lam, gamma)
+    rho = R / R_bar - 1
+    h = lambda a: n / (1 - a) + math.sqrt(n * kappa) / (1 + a * rho)  # noqa: E731
+    best = scipy.optimize.minimize_scalar(h, bounds=(0, 1 - 1e-12), method="bounded", options={"xatol": 1e-12})
+    assert mix == pytest.approx(best.x, abs=1e-6)
+    tau, sigma, theta = weighted_step_parameters(R, R_bar, n, lam, gamma, mix)
+    R_a = 1 / ((1 - mix) / R + mix / R_bar)
+    assert sigma * tau * R_a ** 2 == pytest.approx(0.25, rel=1e-14) and 0 < theta < 1
+    # well conditioned (kappa <= n / rho^2): uniform sampling, a* = 0
+    assert optimal_mixing(R, R_bar, n, 10.0, gamma) == 0.0
+
+
+def _plan_and_parts(X, y, method, loss, lam, K, seed=5):
+    parts, _ = in_process_partitions(X, y, K, seed)
+    info = DataInfo(n=X.shape[0], d=X.shape[1], partition_sizes=tuple(p.n_rows for p in parts),
+                    loss=get_loss(loss), lam=lam, max_column_nnz=max_column_nnz(X))
+    return InProcess(parts, info, seed).setup(method), parts
+
+
+@pytest.mark.parametrize("method", [SPDC(), SPDC(batch_size=6), SPDC(sampling="weighted")],
+                         ids=["alg1", "alg2", "alg3"])
+def test_fused_rounds_give_the_bits_of_single_rounds(method):
+    X, _, labels = _data(spread=0.7)
+    plan, parts = _plan_and_parts(X, labels, method, "logistic", 1e-2, 1)
+    G, L = plan.init_global(), plan.init_local(parts[0], Ctx(5, 0, 0, 1))
+    fused_L, fused_G, report = plan.fused_rounds(parts[0], L, G, Ctx(5, 0, 0, 1), 50)
+    for r in range(50):
+        L, c = plan.local(parts[0], L, G, Ctx(5, r, 0, 1))
+        G, _ = plan.combine(G, tree_reduce([c], add_contributions), Ctx(5, r, -1, 1))
+    assert int(G.t) == int(fused_G.t) == 49
+    for field in G._fields:
+        np.testing.assert_array_equal(getattr(G, field), getattr(fused_G, field))
+    np.testing.assert_array_equal(L.y, fused_L.y)
+    assert report.steps == 49 * plan.m
+
+
+def test_the_sample_does_not_depend_on_the_partitions():
+    """m-nice over all rows from one stream: one and three partitions sample the same rows (up to order)."""
+    X, _, labels = _data(n=61)
+    one, _ = _plan_and_parts(X, labels, SPDC(batch_size=5), "logistic", 1e-2, 1)
+    three, parts = _plan_and_parts(X, labels, SPDC(batch_size=5), "logistic", 1e-2, 3)
+    G = one.init_global()._replace(params=np.array([1.0, 1.0, 1.0, 1.0, 0.5, 0.0]))
+    L = [three.init_local(p, Ctx(5, 0, k, 3)) for k, p in enumerate(parts)]
+    for r in range(1, 20):
+        rows = [three._sample(L[k], G, 5, r, k)[0] + three.offsets[k] for k in range(3)]
+        np.testing.assert_array_equal(np.concatenate(rows), one._sample(None, G, 5, r, 0)[0])
+
+
+def test_weighted_sampling_draws_rows_with_the_probabilities_of_eq_20():
+    X, _, labels = _data(n=30, spread=1.5)
+    plan, parts = _plan_and_parts(X, labels, SPDC(sampling="weighted"), "squared", 1e-6, 3)
+    Ls = [plan.init_local(p, Ctx(5, 0, k, 3)) for k, p in enumerate(parts)]
+    G = plan._with_parameters(plan.init_global(), [float(L.max_norm) for L in Ls],
+                              [float(L.cumnorm[-1]) for L in Ls])
+    mix = float(G.params[5])
+    assert 0 < mix < 1
+    norms = np.concatenate([np.diff(L.cumnorm, prepend=0.0) for L in Ls])
+    p = (1 - mix) / 30 + mix * norms / norms.sum()
+    counts = np.zeros(30)
+    for r in range(20000):
+        hits = [(k, plan._sample(Ls[k], G, 9, r, k)) for k in range(3)]
+        hits = [(k, s) for k, s in hits if s[0].shape[0]]
+        assert len(hits) == 1
+        k, (rows, q, omega) = hits[0]
+        i = plan.offsets[k] + rows[0]
+        counts[i] += 1
+        assert omega == pytest.approx(1 / (p[i] * 30)) and q[0] == pytest.approx(p[i] * 30 / G.params[3])
+    assert np.abs(counts / 20000 - p).max() < 4 * np.sqrt(p.max() / 20000)
+
+
+def _certificate(X, y, m, lam, loss):
+    ys = y if loss == "squared" else np.where(y == m.classes_[1], 1.0, -1.0)
+    dual, _ = ref.dual_objective(X, ys, m.dual_coef_, lam, loss)
+    primal = primal_objective(X, ys, m.coef_, lam, loss)
+    return primal, dual
+
+
+@pytest.mark.parametrize("K", [1, 3])
+@pytest.mark.parametrize("method", [SPDC(), SPDC(batch_size=4), SPDC(sampling="weighted")],
+                         ids=["alg1", "alg2", "alg3"])
+def test_converged_ridge_matches_the_closed_form(method, K):
+    X, target, _ = _data(n=200, d=30, density=0.4, seed=4, spread=0.5)
+    lam = 1e-2
+    w, P = ridge_closed_form(X, target, lam)
+    tol = 1e-10 if K == 1 else 1e-7  # several partitions: one round at a time in Python (no fused loop)
+    m = daskdca.fit(X, target, loss="squared", lam=lam, solver=method, tol=tol, n_partitions=K)
+    assert m.converged_
+    primal, dual = _certificate(X, target, m, lam, "squared")
+    assert m.primal_ == pytest.approx(primal, rel=1e-12) and m.dual_ == pytest.approx(dual, rel=1e-12)
+    assert primal - dual <= tol * primal and primal - P <= tol * P
+    np.testing.assert_allclose(m.coef_, w, atol=math.sqrt(tol) * np.abs(w).max())
+
+
+def test_logistic_fit_is_certified_and_matches_lbfgs(heart):
+    from references import lbfgs
+
+    X, y = heart
+    lam = 1e-3
+    m = daskdca.fit(X, y, loss="logistic", lam=lam, solver="spdc", tol=1e-8, n_partitions=2)
+    assert m.converged_
+    ys = np.where(y == m.classes_[1], 1.0, -1.0)
+    _, P = lbfgs(X, ys, lam, "logistic")
+    primal, dual = _certificate(X, y, m, lam, "logistic")
+    assert primal - dual <= 1e-8 * primal and abs(primal - P) <= 1e-7 * P
+
+
+def test_hinge_runs_on_the_perturbed_problem_and_is_certified_on_the_true_one(heart):
+    X, y = heart
+    lam = 1e-2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        m = daskdca.fit(X, y, loss="hinge", lam=lam, solver=SPDC(smoothing=0.1), tol=1e-6, max_rounds=150 * 270)
+    primal, dual = _certificate(X, y, m, lam, "hinge")
+    assert m.gap_ == pytest.approx(primal - dual, rel=1e-9)
+    # the perturbation's floor is at most delta/4 (module docstring); 150 passes reach it
+    assert 0 <= m.gap_ <= 0.1 / 4
+
+
+@pytest.fixture(scope="module")
+def heart():
+    from conftest import load_dataset
+
+    return load_dataset("heart")
+
+
+def test_bad_input_raises_with_the_fix():
+    X, target, labels = _data(n=20)
+    with pytest.raises(ValueError, match="use batch_size <= 20"):
+        daskdca.fit(X, target, loss="squared", solver="spdc", batch_size=21)
+    with pytest.raises(ValueError, match="one row per round"):
+        SPDC(sampling="weighted", batch_size=4)
+    with pytest.raises(ValueError, match="Unknown sampling"):
+        SPDC(sampling="importance")
+    with pytest.raises(ValueError, match="l1_ratio"):
+        daskdca.fit(X, target, loss="squared", solver=SPDC(l1_ratio=0.5))
+    for bad in (-0.1, 1.0, float("nan"), True):
+        with pytest.raises(ValueError, match="l1_ratio must be"):
+            SPDC(l1_ratio=bad)
+    with pytest.raises(ValueError, match="smoothing must be"):
+        SPDC(smoothing=0.0)
+    with pytest.raises(ValueError, match="batch_size must be"):
+        SPDC(batch_size=0)
+    with pytest.raises(ValueError, match="local_iters does not apply"):
+        daskdca.fit(X, target, loss="squared", solver="spdc", local_iters=2.0)
+    m = daskdca.fit(X, target, loss="squared", lam=0.1, solver="spdc", batch_size=20, tol=1e-8)
+    assert m.plan_.m == 20 and m.converged_
