@@ -83,7 +83,7 @@ def minibatch_table(n, rounds):
     with tempfile.TemporaryDirectory() as tmp, \
             LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None, silence_logs=40) as cluster, \
             Client(cluster) as client:
-        store = write_store(f"{tmp}/mb.zarr", X[shuffle], y[shuffle], block_rows=-(-n // 2))
+        store = write_store(f"{tmp}/mb.zarr", X[shuffle], y[shuffle], block_rows=-(-n // 2), shuffle=False)
         for eval_every in (1, None):
             solver = daskdca.MinibatchSDCA(batch_size=256, eval_every=eval_every)
             with warnings.catch_warnings():

@@ -475,8 +475,9 @@ def _fit_cluster(X, y, *, loss_obj, lam, method, tol, max_rounds, n_partitions, 
                     row_order = random_row_order(X.shape[0], seed)
                     X, y = X[row_order], np.asarray(y)[row_order]
                 rows = -(-X.shape[0] // parts)
+            # shuffle=False: the rows are already in the in-process partition order (above)
             store = write_store(os.path.join(tmpdir, "data.zarr"), X, y, block_rows=rows, compression="none",
-                                source="daskdca.fit input")
+                                shuffle=False, source="daskdca.fit input")
             store_partitions = None
         if store_partitions is not None and store_partitions > store.n_blocks:
             raise ValueError(
@@ -518,7 +519,7 @@ LABEL_FRACTION_SPREAD = 0.1
 
 def _warn_if_partitions_differ(store, positive, n_partitions):
     """Warn when an unshuffled store's partitions see different label proportions."""
-    if positive is None or store.attrs.get("shuffle_seed") is not None:
+    if positive is None or store.shuffled:
         return
     ranges = store_partition_ranges(store.n_blocks, n_partitions or store.n_blocks)
     if len(ranges) < 2:
@@ -531,7 +532,7 @@ def _warn_if_partitions_differ(store, positive, n_partitions):
             f"The store {store.url!r} was not shuffled and its {len(ranges)} partitions have positive-label "
             f"fractions from {min(fractions):.2f} to {max(fractions):.2f}; distributed solvers converge far "
             "slower on such partitions. Rewrite it shuffled: daskdca.rewrite_store(store, NEW_URL, shuffle=True) "
-            "or `daskdca convert FILE NEW_URL --shuffle`.", UserWarning, stacklevel=4)
+            "or `daskdca convert FILE NEW_URL` (which shuffles by default).", UserWarning, stacklevel=4)
 
 
 def _store_labels(store, loss_obj):

@@ -160,8 +160,11 @@ def build_parser():
                    help="index base, as scikit-learn's loader: 'auto' is one-based unless an index 0 occurs")
     c.add_argument("--chunk-mb", type=_positive_float, default=DEFAULT_CHUNK_BYTES / 2**20,
                    help="text parsed per call, in MiB (default: %(default)s)")
-    c.add_argument("--shuffle", action="store_true", help="shuffle rows uniformly (seeded, out of core)")
-    c.add_argument("--seed", type=_int_at_least(0), default=0, help="seed of --shuffle (default: 0)")
+    c.add_argument("--shuffle", action=argparse.BooleanOptionalAction, default=True,
+                   help="store the rows in a seeded uniform random order, out of core (default: on; real files "
+                        "are often sorted by label, which slows distributed solvers; --no-shuffle keeps the "
+                        "file's order and writes the rows once instead of twice)")
+    c.add_argument("--seed", type=_int_at_least(0), default=0, help="seed of the shuffle (default: 0)")
     c.add_argument("--renumber-features", action="store_true",
                    help="number features by decreasing frequency (the permutation is stored)")
     _add_store_options(c)

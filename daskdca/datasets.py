@@ -142,7 +142,8 @@ def _make(url, task, n_rows, n_features, nnz_per_row, zipf_exponent, row_norm_sp
                 bar.update(rows)
         if bar is not None:
             bar.close()
-        return w.finish(n_features=n_features, extra_attrs={"generator": params})
+        # rows drawn i.i.d. are in random order: no partition sees a different distribution
+        return w.finish(n_features=n_features, extra_attrs={"generator": params, "shuffled": True})
 
 
 def make_classification(url, n_rows, n_features, *, nnz_per_row=50.0, zipf_exponent=1.1, row_norm_spread=0.0,

@@ -7,7 +7,8 @@ Layout (one zarr v3 group, anndata-compatible CSR, spec ``dask-zarr-numba.md`` Â
                             daskdca={format_version, complete, writer, nnz, block_row_offsets,
                                      block_nnz_offsets, block_checksums, checksum,
                                      column_nnz_checksum, label_values, label_mapping,
-                                     value_dtype, index_dtype, source, max_row_norm, ...}
+                                     value_dtype, index_dtype, source, max_row_norm,
+                                     shuffled, shuffle_seed, ...}
       data        (nnz,)  float64 | float32   chunks 2**20
       indices     (nnz,)  int32 (int64 when d >= 2**31)
       indptr      (n+1,)  int64               chunks 2**16
@@ -277,6 +278,23 @@ class CSRStore:
         if not self.attrs.get("renumbered_features"):
             return None
         return self._read_checked("feature_permutation", self.attrs.get("feature_permutation_checksum"))
+
+    @property
+    def shuffled(self):
+        """Whether the rows are in a seeded uniform random order (the default of every write; generated
+        stores draw their rows i.i.d.)."""
+        return bool(self.attrs.get("shuffled", self.attrs.get("shuffle_seed") is not None))
+
+    @property
+    def row_permutation(self):
+        """``perm`` with stored row ``p`` = row ``perm[p]`` of the rows given to the write that shuffled
+        them (``write_store``'s X, ``convert_svmlight``'s file), or None when unknown or unshuffled.
+
+        ``fit`` on a store returns ``dual_coef_`` in stored row order; ``dual_coef_[np.argsort(perm)]``
+        is in the order of the original rows.
+        """
+        seed = self.attrs.get("shuffle_seed")
+        return None if seed is None else np.random.default_rng(int(seed)).permutation(self.n)
 
     def to_source_features(self, w):
         """A weight vector in stored column order, returned in the source's feature order."""
@@ -1128,7 +1146,7 @@ def _as_labels(y, n):
 
 
 def write_store(url, X, y, *, block_rows=DEFAULT_BLOCK_ROWS, compression="zstd", float32=False,
-                shuffle=False, seed=0, renumber_features=False, storage_options=None, source="arrays",
+                shuffle=True, seed=0, renumber_features=False, storage_options=None, source="arrays",
                 overwrite=False):
     """Write in-memory or dask data to a complete store and return its handle.
 
@@ -1147,8 +1165,16 @@ def write_store(url, X, y, *, block_rows=DEFAULT_BLOCK_ROWS, compression="zstd",
     compression : {"zstd", "zstd:LEVEL", "none"}
     float32 : bool
         Store values as float32.
-    shuffle : bool, seed : int
-        Permute rows with a seeded uniform permutation first (in memory).
+    shuffle : bool, default True
+        Store the rows in a seeded uniform random order, so that every run of
+        blocks (a partition) sees the data's distribution: real files are
+        often sorted by label, and distributed solvers converge far slower
+        on such partitions.  In memory for arrays; a dask array goes through
+        a temporary store and the out-of-core bucket shuffle of
+        :func:`rewrite_store`.  ``shuffle=False`` keeps the given order.
+        :attr:`CSRStore.row_permutation` maps stored rows back.
+    seed : int
+        Seed of the permutation.
     renumber_features : bool
         Renumber columns by decreasing frequency and store the permutation.
     storage_options : dict, optional
@@ -1183,12 +1209,20 @@ def write_store(url, X, y, *, block_rows=DEFAULT_BLOCK_ROWS, compression="zstd",
     except ImportError:  # pragma: no cover - dask is a dependency
         da = None
     if da is not None and isinstance(X, da.Array):
-        if shuffle or renumber_features:
-            raise ValueError("shuffle and renumber_features are not applied to dask arrays on the fly; "
-                             "write the store first, then use rewrite_store(open_store(url), new_url, "
-                             "shuffle=True, renumber_features=True).")
-        return _write_dask(url, X, y, block_rows=block_rows, compression=compression, float32=float32,
-                           storage_options=storage_options, source=source, overwrite=overwrite)
+        y = _check_dask_input(X, y)
+        index_dtype = np.int64 if X.shape[1] > INT32_LIMIT else np.int32
+        with _destination(url, storage_options, overwrite=overwrite) as dest:
+            if not (shuffle or renumber_features):
+                w = _Writer(dest.work_url, storage_options, block_rows=block_rows, compression=compression,
+                            float32=float32, source=source, index_dtype=index_dtype, dest=dest)
+                return _append_dask(w, X, y).finish(n_features=X.shape[1], extra_attrs=_order_attrs(False, None))
+            # rows are permuted out of core: staged as given, then bucket-shuffled like rewrite_store
+            w = _Writer(dest.scratch("staged"), storage_options, block_rows=block_rows, compression="none",
+                        float32=float32, source=source, index_dtype=index_dtype)
+            staged = _append_dask(w, X, y).finish(n_features=X.shape[1])
+            return _rewrite_into(staged, dest, storage_options, shuffle=shuffle, seed=seed,
+                                 renumber_features=renumber_features, block_rows=block_rows,
+                                 compression=compression, source_name=source)
     if sp.issparse(X):
         _check_dtype("X", X.dtype)
         if X.ndim != 2:
@@ -1222,11 +1256,21 @@ def write_store(url, X, y, *, block_rows=DEFAULT_BLOCK_ROWS, compression="zstd",
                   float32=float32, source=source, index_dtype=index_dtype) as w:
         for start in range(0, X.shape[0], block_rows):
             w.append(X[start:start + block_rows], y[start:start + block_rows])
-        extra = {"shuffle_seed": int(seed) if shuffle else None}
-        return w.finish(n_features=X.shape[1], extra_attrs=extra, feature_permutation=feature_permutation)
+        return w.finish(n_features=X.shape[1], extra_attrs=_order_attrs(shuffle, seed),
+                        feature_permutation=feature_permutation)
 
 
-def _write_dask(url, X, y, *, block_rows, compression, float32, storage_options, source, overwrite):
+def _order_attrs(shuffle, seed, source=None):
+    """The row-order attributes of a new store: shuffled by this write, or as ``source``'s rows."""
+    if shuffle:
+        return {"shuffled": True, "shuffle_seed": int(seed)}
+    if source is not None:  # same rows in the same order: the source's record holds
+        return {"shuffled": source.shuffled, "shuffle_seed": source.attrs.get("shuffle_seed")}
+    return {"shuffled": False, "shuffle_seed": None}
+
+
+def _check_dask_input(X, y):
+    """Checks of a dask array input before anything is written; returns ``y`` (NumPy unless dask)."""
     _check_dtype("X", X.dtype)
     if X.ndim != 2:
         raise ValueError(f"X must be a 2-D dask array, got {X.ndim}-D.")
@@ -1250,23 +1294,25 @@ def _write_dask(url, X, y, *, block_rows, compression, float32, storage_options,
             raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} entries; they must match.")
     else:
         y = _as_labels(y, X.shape[0])
-    with _writing(url, storage_options, overwrite=overwrite, block_rows=block_rows, compression=compression,
-                  float32=float32, source=source,
-                  index_dtype=np.int64 if X.shape[1] > INT32_LIMIT else np.int32) as w:
-        start = 0
-        for block in X.to_delayed().ravel():
-            chunk = block.compute()
-            if sp.issparse(chunk) or isinstance(chunk, np.ndarray):
-                _check_dtype("X", chunk.dtype)
-            chunk = sp.csr_matrix(chunk, dtype=np.float64) if not sp.issparse(chunk) else sp.csr_matrix(chunk)
-            rows = chunk.shape[0]
-            yc = y[start:start + rows]
-            yc = np.asarray(yc.compute() if hasattr(yc, "compute") else yc, dtype=np.float64)
-            chunk.sum_duplicates()
-            _check_finite_block(chunk, yc, start, "")
-            w.append(chunk, yc)
-            start += rows
-        return w.finish(n_features=X.shape[1])
+    return y
+
+
+def _append_dask(w, X, y):
+    """Append a dask array's row chunks (each converted to CSR and checked) to writer ``w``; returns ``w``."""
+    start = 0
+    for block in X.to_delayed().ravel():
+        chunk = block.compute()
+        if sp.issparse(chunk) or isinstance(chunk, np.ndarray):
+            _check_dtype("X", chunk.dtype)
+        chunk = sp.csr_matrix(chunk, dtype=np.float64) if not sp.issparse(chunk) else sp.csr_matrix(chunk)
+        rows = chunk.shape[0]
+        yc = y[start:start + rows]
+        yc = np.asarray(yc.compute() if hasattr(yc, "compute") else yc, dtype=np.float64)
+        chunk.sum_duplicates()
+        _check_finite_block(chunk, yc, start, "")
+        w.append(chunk, yc)
+        start += rows
+    return w
 
 
 # ----------------------------------------------------------------- svmlight
@@ -1376,7 +1422,7 @@ def _index_shift(zero_based, min_index, path):
 
 
 def convert_svmlight(path, url, *, n_features=None, zero_based="auto", block_rows=DEFAULT_BLOCK_ROWS,
-                     chunk_bytes=DEFAULT_CHUNK_BYTES, compression="zstd", float32=False, shuffle=False,
+                     chunk_bytes=DEFAULT_CHUNK_BYTES, compression="zstd", float32=False, shuffle=True,
                      seed=0, renumber_features=False, storage_options=None, client=None, progress=None,
                      overwrite=False):
     """Convert an svmlight/LIBSVM file (plain, .gz, .bz2) into a store, streaming.
@@ -1389,10 +1435,12 @@ def convert_svmlight(path, url, *, n_features=None, zero_based="auto", block_row
     2**31 - 1 raises with the file, line and byte offset; a truncated
     compressed file, an empty file and a file without features raise too.
 
-    With ``shuffle`` (seeded, uniform over all rows) or ``renumber_features``
-    the data goes through a temporary store and an external bucket shuffle
-    inside the write's temporary folder, so memory stays bounded by about one
-    block.  With a Dask ``client`` and a plain-text file, byte ranges are
+    Rows are shuffled by default (seeded, uniform over all rows; see
+    :func:`write_store` for why): the data goes through a temporary store and
+    an external bucket shuffle inside the write's temporary folder, so memory
+    stays bounded by about one block; the text is parsed once and the rows
+    are written twice.  ``shuffle=False`` keeps the file's order and writes
+    once.  With a Dask ``client`` and a plain-text file, byte ranges are
     parsed on the workers.
 
     Parameters
@@ -1410,7 +1458,9 @@ def convert_svmlight(path, url, *, n_features=None, zero_based="auto", block_row
         Text parsed per parser call.
     compression : {"zstd", "zstd:LEVEL", "none"}
     float32 : bool
-    shuffle : bool, seed : int
+    shuffle : bool, default True
+        Store the rows in a seeded uniform random order (:func:`write_store`).
+    seed : int
     renumber_features : bool
     storage_options : dict, optional
     client : distributed.Client, optional
@@ -1479,7 +1529,7 @@ def _convert_into(path, work_url, dest, storage_options, *, n_features, zero_bas
     if n_features is None and w.d - shift < 1:
         raise ValueError(f"{path}: no features (d = 0): every row is empty. Pass n_features to convert rows "
                          "without features.")
-    return w.finish(n_features=n_features, shift_indices=shift)
+    return w.finish(n_features=n_features, shift_indices=shift, extra_attrs=_order_attrs(False, None))
 
 
 def _convert_pieces(pieces, w, bar, path, zero_based, raw_limit, n_features):
@@ -1610,7 +1660,10 @@ def rewrite_store(store, url, *, shuffle=False, seed=0, renumber_features=False,
         The source (every block is verified as it is read).
     url : str or path
         The new store; it may not be, or lie inside, the source.
-    shuffle : bool, seed : int
+    shuffle : bool, default False
+        Permute the rows (seeded, uniform); without it the rows keep the
+        source's order and its record of how they were shuffled.
+    seed : int
     renumber_features : bool
     block_rows : int
     compression : {"zstd", "zstd:LEVEL", "none"}
@@ -1654,7 +1707,7 @@ def _rewrite_into(store, dest, storage_options, *, shuffle, seed, renumber_featu
 
     value_dtype = np.dtype(store.attrs.get("value_dtype", "float64"))
     index_dtype = np.dtype(store.attrs.get("index_dtype", "int32"))
-    extra = {"shuffle_seed": int(seed) if shuffle else None}
+    extra = _order_attrs(shuffle, seed, source=store)
     w = _Writer(dest.work_url, storage_options, block_rows=block_rows, compression=compression,
                 float32=value_dtype == np.float32, source=source_name or store.attrs.get("source"),
                 index_dtype=index_dtype, dest=dest)

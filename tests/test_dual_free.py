@@ -450,7 +450,7 @@ def test_squared_loss_matches_ridge(solver, partitions):
 def test_out_of_core_blocks_converge_with_a_certificate(tmp_path):
     """One partition of 3 store blocks, in process: blocks are the sampling units; certified from the dual point."""
     X, y = load_dataset("heart")
-    store = write_store(tmp_path / "h.zarr", X, y, block_rows=100)
+    store = write_store(tmp_path / "h.zarr", X, y, block_rows=100, shuffle=False)
     parts = [StorePartition(store, 0, store.n_blocks, 1.0)]
     lam, loss = 1e-2, get_loss("logistic")
     info = DataInfo(n=X.shape[0], d=X.shape[1], partition_sizes=(X.shape[0],), loss=loss, lam=lam,

@@ -25,7 +25,7 @@ def client():
 def _store(tmp_path_factory, name, block_rows):
     X, y = load_dataset(name)
     url = tmp_path_factory.mktemp("stores") / f"{name}-{block_rows}.zarr"
-    return write_store(url, X, y, block_rows=block_rows)
+    return write_store(url, X, y, block_rows=block_rows, shuffle=False)
 
 
 def _in_memory_optimum(name, loss, lam):
@@ -102,7 +102,7 @@ def test_cocoa_plus_in_memory_on_cluster_repeats_the_in_process_solver(client, t
     # holds the rows in that order, 6 blocks, so partitions of 3 blocks
     order = random_row_order(X.shape[0], 3)
     store = write_store(tmp_path_factory.mktemp("stores") / "reuters-permuted.zarr", X[order], y[order],
-                        block_rows=1295)
+                        block_rows=1295, shuffle=False)
     kwargs = dict(loss=loss, lam=1e-4, solver="cocoa+", n_partitions=2, tol=1e-12, max_rounds=5, random_state=3)
     with pytest.warns(ConvergenceWarning):
         local = daskdca.fit(X, y, **kwargs)
@@ -124,7 +124,7 @@ def test_minibatch_sdca_on_cluster_repeats_the_in_process_solver(client, tmp_pat
     X, y = load_dataset("rcv1_1k")
     order = random_row_order(X.shape[0], 5)
     store = write_store(tmp_path_factory.mktemp("stores") / f"rcv1-mb-{in_memory}.zarr", X[order], y[order],
-                        block_rows=500)  # 2 blocks: partitions of 500 and 500 rows
+                        block_rows=500, shuffle=False)  # 2 blocks: partitions of 500 and 500 rows
     solver = daskdca.MinibatchSDCA(batch_size=64, eso="spectral", eval_every=3)
     kwargs = dict(loss="logistic", lam=1e-3, solver=solver, n_partitions=2, tol=1e-12, max_rounds=40,
                   random_state=5)
@@ -267,7 +267,7 @@ def test_renumbered_store_returns_coef_in_source_order(client, tmp_path):
 
 def test_cluster_bad_input(client, tmp_path):
     X, y = load_dataset("heart")
-    write_store(tmp_path / "h.zarr", X, y, block_rows=100)
+    write_store(tmp_path / "h.zarr", X, y, block_rows=100, shuffle=False)
     with pytest.raises(StoreError, match="No daskdca store"):
         daskdca.fit(tmp_path / "nothing.zarr", client=client)
     import zarr
@@ -276,12 +276,12 @@ def test_cluster_bad_input(client, tmp_path):
     g.attrs["daskdca"] = {**g.attrs["daskdca"], "complete": False}
     with pytest.raises(StoreError, match="not a complete daskdca store"):
         daskdca.fit(tmp_path / "h.zarr", client=client)
-    reg = write_store(tmp_path / "r.zarr", X, np.linspace(0, 1, X.shape[0]), block_rows=100)
+    reg = write_store(tmp_path / "r.zarr", X, np.linspace(0, 1, X.shape[0]), block_rows=100, shuffle=False)
     with pytest.raises(ValueError, match="needs exactly two label values.*more than 64"):
         daskdca.fit(reg, loss="hinge", client=client)
     with pytest.raises(ValueError, match="n_partitions=500 is more than the 270 rows"):
         daskdca.fit(X, y, solver="cocoa+", n_partitions=500, client=client)
-    three_blocks = write_store(tmp_path / "h2.zarr", X, y, block_rows=100)
+    three_blocks = write_store(tmp_path / "h2.zarr", X, y, block_rows=100, shuffle=False)
     with pytest.raises(ValueError, match="n_partitions=4 but the store has only 3 blocks"):
         daskdca.fit(three_blocks, solver="cocoa+", n_partitions=4, client=client)
     with pytest.raises(ValueError, match="solver='sdca' is serial"):
@@ -296,7 +296,7 @@ def test_cluster_bad_input(client, tmp_path):
 
 def test_cluster_warns_when_not_converged(client, tmp_path):
     X, y = load_dataset("heart")
-    store = write_store(tmp_path / "h.zarr", X, y, block_rows=100)
+    store = write_store(tmp_path / "h.zarr", X, y, block_rows=100, shuffle=False)
     with pytest.warns(ConvergenceWarning, match="max_rounds=3"):
         m = daskdca.fit(store, lam=1e-5, solver="cocoa+", tol=1e-12, max_rounds=3, client=client)
     assert not m.converged_ and m.n_rounds_ == 3 and np.isfinite(m.gap_) and m.gap_ > 0
@@ -329,7 +329,7 @@ def test_jobqueue_configs_build_their_job_scripts():
 def test_unshuffled_store_with_sorted_labels_warns(client, tmp_path):
     X, y = load_dataset("heart")
     order = np.argsort(y, kind="stable")
-    sorted_store = write_store(tmp_path / "sorted.zarr", X[order], y[order], block_rows=135)
+    sorted_store = write_store(tmp_path / "sorted.zarr", X[order], y[order], block_rows=135, shuffle=False)
     with pytest.warns(UserWarning, match=r"not shuffled.*fractions from 0\.00 to 0\.89.*rewrite_store"):
         daskdca.fit(sorted_store, loss="logistic", lam=1e-1, tol=1e-4, client=client)
     shuffled = write_store(tmp_path / "shuffled.zarr", X[order], y[order], block_rows=135, shuffle=True)

@@ -16,7 +16,7 @@ from conftest import load_dataset  # noqa: E402
 
 def test_embedded_local_cluster_when_no_client(tmp_path):
     X, y = load_dataset("heart")
-    store = write_store(tmp_path / "h.zarr", X, y, block_rows=135)
+    store = write_store(tmp_path / "h.zarr", X, y, block_rows=135, shuffle=False)
     with pytest.raises(ValueError):
         distributed.default_client()  # no client anywhere before the fit
     m = daskdca.fit(str(tmp_path / "h.zarr"), loss="logistic", lam=1e-2, tol=1e-8)  # cocoa+ by default

@@ -94,7 +94,7 @@ def test_in_process_equals_cluster_round_by_round(heart, client, tmp_path, name,
     X, y = heart
     K = _partitions(name)
     order = random_row_order(X.shape[0], 7) if K > 1 else np.arange(X.shape[0])
-    store = write_store(tmp_path / "h.zarr", X[order], y[order], block_rows=-(-X.shape[0] // K))
+    store = write_store(tmp_path / "h.zarr", X[order], y[order], block_rows=-(-X.shape[0] // K), shuffle=False)
     local = _fit(X, y, name, max_rounds=40, random_state=7)
     remote = _fit(store, None, name, max_rounds=40, random_state=7, client=client, in_memory=in_memory)
     np.testing.assert_array_equal(remote.dual_coef_, local.dual_coef_[order])
@@ -108,7 +108,7 @@ def test_a_killed_worker_changes_nothing(heart, tmp_path, name):
     """A cluster of its own: a killed worker's nanny may restart it or give up, and the
     shared cluster of the other tests must not depend on which (CI saw both)."""
     X, y = heart
-    store = write_store(tmp_path / "h.zarr", X, y, block_rows=135)
+    store = write_store(tmp_path / "h.zarr", X, y, block_rows=135, shuffle=False)
     # the kill comes at the first record, so the fit must go on past it
     rounds = max(20, 2 * _fit(X, y, name, max_rounds=1, random_state=3).plan_.eval_every)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,

@@ -361,13 +361,13 @@ def test_out_of_core_sweeps_block_by_block_and_one_block_equals_in_memory(tmp_pa
 
     X, y = load_dataset("heart")
     lam = 1e-2
-    many = write_store(tmp_path / "many.zarr", X, y, block_rows=45)  # 6 blocks
+    many = write_store(tmp_path / "many.zarr", X, y, block_rows=45, shuffle=False)  # 6 blocks
     res = _run_on([StorePartition(many, 0, 3, 1.0), StorePartition(many, 3, 6, 1.0)], X, "logistic", lam, 40)
     np.testing.assert_allclose(res.w, X.T @ res.alpha / (lam * X.shape[0]), rtol=1e-12, atol=1e-14)
     duals = np.array([r.dual for r in res.history])
     assert np.all(np.diff(duals) >= -1e-13 * np.abs(duals[1:]))
     assert res.gap <= 1e-3 * res.primal
-    one = write_store(tmp_path / "one.zarr", X, y, block_rows=135)  # one block per partition
+    one = write_store(tmp_path / "one.zarr", X, y, block_rows=135, shuffle=False)  # one block per partition
     stored = _run_on([StorePartition(one, 0, 1, 1.0), StorePartition(one, 1, 2, 1.0)], X, "logistic", lam, 10)
     memory = [MemoryPartition(rows_from_csr(X[a:b], y[a:b]), np.array([0, b - a], dtype=np.int64))
               for a, b in ((0, 135), (135, 270))]

@@ -13,7 +13,7 @@ import pytest
 import scipy.sparse as sp
 import sklearn
 import zarr
-from sklearn.datasets import load_svmlight_file
+from sklearn.datasets import dump_svmlight_file, load_svmlight_file
 
 from daskdca import datasets
 from daskdca.cli import main as cli_main
@@ -25,7 +25,7 @@ from daskdca.store import (
     write_store,
 )
 
-from conftest import DATA_DIR
+from conftest import DATA_DIR, load_dataset
 
 # every file of ../shared/data with its n_features (from its README)
 SHARED_FILES = {
@@ -65,7 +65,7 @@ def test_every_shared_file_round_trips_exactly(tmp_path, name):
     path = _shared(name)
     # small blocks and text chunks put many boundaries inside the file
     store = convert_svmlight(path, tmp_path / "s.zarr", n_features=SHARED_FILES[name], block_rows=3000,
-                             chunk_bytes=300_000)
+                             chunk_bytes=300_000, shuffle=False)
     X, y = load_svmlight_file(str(path), n_features=SHARED_FILES[name])
     assert (store.n, store.d, store.nnz) == (X.shape[0], X.shape[1], X.nnz)
     offsets = store.block_row_offsets
@@ -89,10 +89,10 @@ def test_sklearn_fixtures_are_treated_like_sklearn_treats_them(tmp_path, fixture
         X, y = load_svmlight_file(str(path))
     except ValueError:
         with pytest.raises(ValueError, match=f"{fixture}: malformed svmlight/LIBSVM data at line"):
-            convert_svmlight(path, tmp_path / "s.zarr")
+            convert_svmlight(path, tmp_path / "s.zarr", shuffle=False)
         assert not _exists(tmp_path / "s.zarr")
         return
-    store = convert_svmlight(path, tmp_path / "s.zarr", chunk_bytes=64)
+    store = convert_svmlight(path, tmp_path / "s.zarr", chunk_bytes=64, shuffle=False)
     Xs, ys = store.read_all()
     _assert_same_csr(Xs, X)  # auto index base, comments, empty rows, explicit zeros
     np.testing.assert_array_equal(ys, y)
@@ -126,14 +126,14 @@ def test_index_base_follows_sklearn(tmp_path):
     zero = _write_text(tmp_path / "zero.svm", "1 0:1 3:2\n-1 2:5\n")
     for path in (one, zero):
         for zb in ("auto", True, False) if path is one else ("auto", True):
-            store = convert_svmlight(path, tmp_path / f"{path.stem}-{zb}.zarr", zero_based=zb)
+            store = convert_svmlight(path, tmp_path / f"{path.stem}-{zb}.zarr", zero_based=zb, shuffle=False)
             _assert_same_csr(store.read_all()[0], load_svmlight_file(str(path), zero_based=zb)[0])
 
 
 def test_incomplete_and_tampered_stores_do_not_open(tmp_path):
     X, y = load_svmlight_file(str(_shared("heart_scale")), n_features=13)
     url = tmp_path / "h.zarr"
-    write_store(url, X, y, block_rows=100)
+    write_store(url, X, y, block_rows=100, shuffle=False)
     # a completion marker removed: as an interrupted write leaves it
     g = zarr.open_group(str(url), mode="a")
     meta = g.attrs["daskdca"]
@@ -178,7 +178,7 @@ def test_killed_conversion_leaves_nothing_valid_and_rerun_completes(tmp_path):
     assert len(list(tmp_path.glob("big.zarr.tmp-*"))) == 1
     with pytest.raises(StoreError, match="No daskdca store"):
         open_store(url)
-    store = convert_svmlight(path, url, block_rows=500)  # default chunks: the rerun is quick
+    store = convert_svmlight(path, url, block_rows=500, shuffle=False)  # default chunks: the rerun is quick
     X, y = load_svmlight_file(str(path))
     _assert_same_csr(store.read_all()[0], X)
     assert not list(tmp_path.glob("big.zarr.tmp-*"))  # the next write removed the leftover
@@ -187,7 +187,7 @@ def test_killed_conversion_leaves_nothing_valid_and_rerun_completes(tmp_path):
 def test_anndata_opens_the_store(tmp_path):
     anndata_io = pytest.importorskip("anndata.io")
     path = _shared("a9a.gz")
-    store = convert_svmlight(path, tmp_path / "a.zarr", n_features=123, block_rows=10000)
+    store = convert_svmlight(path, tmp_path / "a.zarr", n_features=123, block_rows=10000, shuffle=False)
     group = zarr.open_group(str(tmp_path / "a.zarr"), mode="r")
     M = anndata_io.read_elem(group)
     X, _ = load_svmlight_file(str(path), n_features=123)
@@ -207,7 +207,7 @@ def test_public_names():
 
 def test_handle_pickles_cheaply_and_reads_on_the_other_side(tmp_path):
     X, y = load_svmlight_file(str(_shared("heart_scale")), n_features=13)
-    store = write_store(tmp_path / "h.zarr", X, y, block_rows=64)
+    store = write_store(tmp_path / "h.zarr", X, y, block_rows=64, shuffle=False)
     store.read_block(0)  # opens the group
     blob = pickle.dumps(store)
     assert len(blob) < 4000
@@ -217,7 +217,7 @@ def test_handle_pickles_cheaply_and_reads_on_the_other_side(tmp_path):
 
 def test_memory_url_and_storage_options(tmp_path):
     X, y = load_svmlight_file(str(_shared("heart_scale")), n_features=13)
-    store = write_store("memory://daskdca-test/h.zarr", X, y, block_rows=100, compression="none")
+    store = write_store("memory://daskdca-test/h.zarr", X, y, block_rows=100, compression="none", shuffle=False)
     again = open_store("memory://daskdca-test/h.zarr", storage_options={})
     _assert_same_csr(again.read_all()[0], X)
     assert store.n_blocks == 3
@@ -233,7 +233,7 @@ def test_write_store_from_arrays(tmp_path, source):
         data = da.from_array(X, chunks=(50, 13), asarray=False)
     else:
         data = X
-    store = write_store(tmp_path / "s.zarr", data, y, block_rows=64)
+    store = write_store(tmp_path / "s.zarr", data, y, block_rows=64, shuffle=False)
     Xs, ys = store.read_all()
     np.testing.assert_array_equal(Xs.toarray(), X.toarray())
     np.testing.assert_array_equal(ys, y)
@@ -242,17 +242,17 @@ def test_write_store_from_arrays(tmp_path, source):
 
 def test_float32_and_compression_options(tmp_path):
     X, y = load_svmlight_file(str(_shared("heart_scale")), n_features=13)
-    s32 = write_store(tmp_path / "f.zarr", X, y, float32=True, compression="zstd:1")
+    s32 = write_store(tmp_path / "f.zarr", X, y, float32=True, compression="zstd:1", shuffle=False)
     assert s32.group["data"].dtype == np.float32 and s32.attrs["value_dtype"] == "float32"
     np.testing.assert_array_equal(s32.read_all()[0].toarray(), X.toarray().astype(np.float32))
-    raw = write_store(tmp_path / "n.zarr", X, y, compression="none")
+    raw = write_store(tmp_path / "n.zarr", X, y, compression="none", shuffle=False)
     assert raw.attrs["compression"] == "none"
     with pytest.raises(ValueError, match="Unknown compression 'lz5'"):
-        write_store(tmp_path / "x.zarr", X, y, compression="lz5")
+        write_store(tmp_path / "x.zarr", X, y, compression="lz5", shuffle=False)
     with pytest.raises(ValueError, match="non-finite value nan at row 2"):
         bad = X.copy().tolil()
         bad[2, 3] = np.nan
-        write_store(tmp_path / "y.zarr", bad, y)
+        write_store(tmp_path / "y.zarr", bad, y, shuffle=False)
     assert not _exists(tmp_path / "y.zarr")
 
 
@@ -279,6 +279,55 @@ def test_shuffle_and_renumber_are_seeded_and_reversible(tmp_path):
     assert not list(tmp_path.glob("*.tmp-*")) and not list(tmp_path.glob("*.buckets-*"))
 
 
+def test_every_write_shuffles_by_default_and_records_it(tmp_path):
+    """Real files are sorted (issue 10): a store's rows are in a seeded random order unless asked not to be."""
+    da = pytest.importorskip("dask.array")
+    X, y = load_dataset("heart")
+    order = np.argsort(y, kind="stable")  # sorted by label, as real files often are
+    Xs, ys = X[order], y[order]
+    text = tmp_path / "sorted.svm"
+    dump_svmlight_file(Xs, ys, str(text))
+    perm = np.random.default_rng(3).permutation(X.shape[0])
+    written = {
+        "arrays": write_store(tmp_path / "a.zarr", Xs, ys, block_rows=100, seed=3),
+        "dask": write_store(tmp_path / "d.zarr", da.from_array(Xs.toarray(), chunks=(64, 13)),
+                            da.from_array(ys, chunks=64), block_rows=100, seed=3),
+        "svmlight": convert_svmlight(text, tmp_path / "c.zarr", n_features=13, block_rows=100, seed=3),
+    }
+    for how, store in written.items():
+        assert store.shuffled and store.attrs["shuffle_seed"] == 3, how
+        np.testing.assert_array_equal(store.row_permutation, perm)
+        Xr, yr = store.read_all()
+        np.testing.assert_array_equal(yr, ys[perm], err_msg=how)
+        np.testing.assert_allclose(Xr.toarray(), Xs[perm].toarray(), rtol=0, atol=1e-15, err_msg=how)
+        # dual_coef_[np.argsort(perm)] is in the written rows' order (the docstring's recipe)
+        np.testing.assert_array_equal(yr[np.argsort(store.row_permutation)], ys)
+    kept = {
+        "arrays": write_store(tmp_path / "a0.zarr", Xs, ys, block_rows=100, shuffle=False),
+        "dask": write_store(tmp_path / "d0.zarr", da.from_array(Xs.toarray(), chunks=(64, 13)), ys,
+                            block_rows=100, shuffle=False),
+        "svmlight": convert_svmlight(text, tmp_path / "c0.zarr", n_features=13, block_rows=100, shuffle=False),
+    }
+    for how, store in kept.items():
+        assert not store.shuffled and store.row_permutation is None, how
+        np.testing.assert_array_equal(store.read_all()[1], ys, err_msg=how)
+    # a plain rewrite keeps the rows and their record; a shuffling rewrite records its own seed
+    copy = rewrite_store(written["arrays"], tmp_path / "r.zarr", block_rows=50)
+    assert copy.shuffled and copy.attrs["shuffle_seed"] == 3
+    np.testing.assert_array_equal(copy.read_all()[1], written["arrays"].read_all()[1])
+    assert not rewrite_store(kept["arrays"], tmp_path / "r0.zarr").shuffled
+    again = rewrite_store(kept["arrays"], tmp_path / "r1.zarr", shuffle=True, seed=3)
+    assert again.shuffled
+    np.testing.assert_array_equal(again.read_all()[1], ys[perm])
+    # the command line: shuffled by default, --no-shuffle keeps the file's order
+    assert cli_main(["convert", str(text), str(tmp_path / "cli.zarr"), "--n-features", "13", "--no-progress"]) == 0
+    assert open_store(tmp_path / "cli.zarr").shuffled
+    assert cli_main(["convert", str(text), str(tmp_path / "cli0.zarr"), "--n-features", "13", "--no-progress",
+                     "--no-shuffle"]) == 0
+    np.testing.assert_array_equal(open_store(tmp_path / "cli0.zarr").read_all()[1], ys)
+    assert not list(tmp_path.glob("*.tmp-*"))
+
+
 def test_parallel_conversion_on_a_cluster_matches_sequential(tmp_path):
     distributed = pytest.importorskip("distributed")
     import gzip
@@ -290,8 +339,8 @@ def test_parallel_conversion_on_a_cluster_matches_sequential(tmp_path):
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                                   dashboard_address=None) as cluster, distributed.Client(cluster) as client:
         par = convert_svmlight(plain, tmp_path / "p.zarr", n_features=123, chunk_bytes=200_000,
-                               block_rows=5000, client=client)
-    seq = convert_svmlight(plain, tmp_path / "s.zarr", n_features=123, block_rows=5000)
+                               block_rows=5000, client=client, shuffle=False)
+    seq = convert_svmlight(plain, tmp_path / "s.zarr", n_features=123, block_rows=5000, shuffle=False)
     _assert_same_csr(par.read_all()[0], seq.read_all()[0])
     np.testing.assert_array_equal(par.read_all()[1], seq.read_all()[1])
 

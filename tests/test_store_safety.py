@@ -39,7 +39,7 @@ def _small(seed=0, n=300, d=40):
 
 def _store(path, seed=0, **kw):
     X, y = _small(seed)
-    return write_store(path, X, y, block_rows=kw.pop("block_rows", 100), **kw)
+    return write_store(path, X, y, block_rows=kw.pop("block_rows", 100), shuffle=kw.pop("shuffle", False), **kw)
 
 
 def _svm_text(n, d, label, value, seed=0):
@@ -72,8 +72,8 @@ def test_a_users_folder_is_refused_and_its_files_survive(tmp_path):
     svm = tmp_path / "d.svm"
     svm.write_text("1 1:1\n-1 2:1\n")
     X, y = _small()
-    for write in (lambda ow: write_store(project, X, y, overwrite=ow),
-                  lambda ow: convert_svmlight(svm, project, overwrite=ow),
+    for write in (lambda ow: write_store(project, X, y, overwrite=ow, shuffle=False),
+                  lambda ow: convert_svmlight(svm, project, overwrite=ow, shuffle=False),
                   lambda ow: datasets.make_classification(project, 10, 10, overwrite=ow)):
         for overwrite in (False, True):
             with pytest.raises(FileExistsError, match="not a daskdca store.*[Pp]ick another path"):
@@ -103,9 +103,9 @@ def test_output_may_not_be_or_contain_the_input(tmp_path):
     svm = folder / "in.svm"
     svm.write_text("1 1:1\n-1 2:1\n")
     with pytest.raises(ValueError, match="is or contains the input"):
-        convert_svmlight(svm, folder, overwrite=True)
+        convert_svmlight(svm, folder, overwrite=True, shuffle=False)
     with pytest.raises(ValueError, match="is or contains the input"):
-        convert_svmlight(svm, svm, overwrite=True)
+        convert_svmlight(svm, svm, overwrite=True, shuffle=False)
     assert svm.read_text() == "1 1:1\n-1 2:1\n"
     store = _store(tmp_path / "s.zarr")
     with pytest.raises(ValueError, match="is or contains the input"):
@@ -200,10 +200,10 @@ def test_two_writers_on_one_path_never_mix(tmp_path, existing):
         _store(url, seed=9)
     Xa, ya = _small(1)
     Xb, yb = _small(2)
-    racing = _Racing(lambda: write_store(url, Xb, yb, block_rows=100, overwrite=existing))
+    racing = _Racing(lambda: write_store(url, Xb, yb, block_rows=100, overwrite=existing, shuffle=False))
     dXa = da.from_array(Xa.toarray(), chunks=(100, 40)).map_blocks(racing, dtype=np.float64, meta=np.empty((0, 0)))
     try:
-        write_store(url, dXa, ya, block_rows=100, overwrite=existing)
+        write_store(url, dXa, ya, block_rows=100, overwrite=existing, shuffle=False)
         a_won = True
     except (FileExistsError, StoreError) as exc:
         assert "another writer" in str(exc)
@@ -267,10 +267,10 @@ def test_concurrent_conversions_give_one_whole_store(tmp_path):
 def test_object_store_urls_commit_last_and_need_overwrite():
     url = "memory://daskdca-safety/s.zarr"
     X, y = _small(4)
-    store = write_store(url, X, y, block_rows=100, compression="none")
+    store = write_store(url, X, y, block_rows=100, compression="none", shuffle=False)
     with pytest.raises(FileExistsError, match="overwrite"):
-        write_store(url, X, y)
-    again = write_store(url, X[:200], y[:200], block_rows=100, overwrite=True)
+        write_store(url, X, y, shuffle=False)
+    again = write_store(url, X[:200], y[:200], block_rows=100, overwrite=True, shuffle=False)
     assert again.n == 200 and store.n == 300
     g = zarr.open_group(url, mode="a")
     meta = g.attrs["daskdca"]
@@ -285,7 +285,7 @@ def test_object_store_urls_commit_last_and_need_overwrite():
 @pytest.mark.parametrize("array", ["data", "indices", "indptr", "y", "row_sqnorm"])
 def test_a_deleted_chunk_of_any_block_array_raises_on_every_read(tmp_path, array):
     X, y = _small(5, n=400)
-    store = write_store(tmp_path / "s.zarr", X, y, block_rows=100, compression="none")
+    store = write_store(tmp_path / "s.zarr", X, y, block_rows=100, compression="none", shuffle=False)
     for k in range(store.n_blocks):
         store.read_block(k)  # read once: a per-process cache would now trust these blocks
     chunks = sorted(Path(store.url, array, "c").rglob("*"))
@@ -310,7 +310,7 @@ def test_an_array_rewritten_through_zarr_raises(tmp_path, array, change):
 
 def test_column_counts_and_permutation_are_verified(tmp_path):
     X, y = _small(6)
-    store = write_store(tmp_path / "s.zarr", X, y, renumber_features=True)
+    store = write_store(tmp_path / "s.zarr", X, y, renumber_features=True, shuffle=False)
     store.column_nnz, store.feature_permutation
     g = zarr.open_group(store.url, mode="a")
     g["column_nnz"][:] = g["column_nnz"][:] + 1
@@ -331,7 +331,7 @@ def test_a_damaged_chunk_raises_store_error(tmp_path):
 
 def test_blocks_read_back_equal_the_input(tmp_path):
     X, y = _small(7, n=1000)
-    store = write_store(tmp_path / "s.zarr", X, y, block_rows=128)
+    store = write_store(tmp_path / "s.zarr", X, y, block_rows=128, shuffle=False)
     for k in range(store.n_blocks):
         Xb, yb, sq = store.read_block(k, with_sqnorm=True)
         a, b = store.block_row_offsets[k:k + 2]
@@ -380,7 +380,7 @@ def _dask_write(make):
     def run(tmp_path):
         da = pytest.importorskip("dask.array")
         X, y = make(da)
-        return write_store(tmp_path / "o.zarr", X, y, block_rows=100)
+        return write_store(tmp_path / "o.zarr", X, y, block_rows=100, shuffle=False)
     return run
 
 
@@ -442,7 +442,7 @@ BAD_INPUT = [
      "truncated"),
     ("convert not gzip", _convert_text(b"this is not gzip", "f.gz"), ValueError, "damaged"),
     ("convert binary junk", _convert_text(bytes(range(256)) * 4), ValueError, "f.svm"),
-    ("convert input folder", lambda t: convert_svmlight(t, t / "o.zarr"), IsADirectoryError, "folder"),
+    ("convert input folder", lambda t: convert_svmlight(t, t / "o.zarr", shuffle=False), IsADirectoryError, "folder"),
     ("convert missing input", lambda t: convert_svmlight(t / "nope.svm", t / "o.zarr"), FileNotFoundError,
      "does not exist"),
     # convert_svmlight: the parameters
@@ -470,13 +470,13 @@ BAD_INPUT = [
     ("convert url None", _convert_kw(url=None), TypeError, "url"),
     ("convert url empty", _convert_kw(url=""), ValueError, "url"),
     ("convert output is a file", lambda t: convert_svmlight(_write_bytes(t, "f.svm", _FILE.encode()),
-                                                            _a_file(t)), FileExistsError, "file"),
+                                                            _a_file(t), shuffle=False), FileExistsError, "file"),
     ("convert output user folder", lambda t: convert_svmlight(_write_bytes(t, "f.svm", _FILE.encode()),
                                                               _user_folder(t)), FileExistsError, "not a daskdca"),
     ("convert output existing store", _in_tmp(lambda t, s: convert_svmlight(_write_bytes(t, "f.svm", b"1 1:1\n"),
                                                                             s.url)), FileExistsError, "overwrite"),
     ("convert output is input", lambda t: convert_svmlight(_write_bytes(t, "f.svm", b"1 1:1\n"), t / "f.svm",
-                                                           overwrite=True), ValueError, "input"),
+                                                           overwrite=True, shuffle=False), ValueError, "input"),
     # write_store
     ("write complex sparse X", _write(X=lambda: sp.csr_matrix(np.eye(3) * (1 + 1j)), y=np.ones(3)), TypeError,
      "complex"),
@@ -502,7 +502,7 @@ BAD_INPUT = [
     ("write seed -1", _write(seed=-1, shuffle=True), ValueError, "seed"),
     ("write shuffle 1", _write(shuffle=1), TypeError, "shuffle"),
     ("write compression bad", _write(compression="gzip"), ValueError, "compression"),
-    ("write url is a file", lambda t: write_store(_a_file(t), *_small()), FileExistsError, "file"),
+    ("write url is a file", lambda t: write_store(_a_file(t), *_small(), shuffle=False), FileExistsError, "file"),
     ("write url user folder", lambda t: write_store(_user_folder(t), *_small()), FileExistsError, "not a daskdca"),
     ("write existing store", _in_tmp(lambda t, s: write_store(s.url, *_small())), FileExistsError, "overwrite"),
     ("write dask y longer", _dask_write(lambda da: (da.from_array(np.eye(300, 5), chunks=(100, 5)),
