@@ -238,9 +238,9 @@ def _certificate(X, y, m, lam, loss):
     return primal, dual
 
 
-@pytest.mark.parametrize("K", [1, 3])
-@pytest.mark.parametrize("method", [SPDC(), SPDC(batch_size=4), SPDC(sampling="weighted")],
-                         ids=["alg1", "alg2", "alg3"])
+@pytest.mark.parametrize("method, K", [(SPDC(), 1), (SPDC(batch_size=4), 1), (SPDC(sampling="weighted"), 1),
+                                       (SPDC(batch_size=4), 3), (SPDC(sampling="weighted"), 3)],
+                         ids=["alg1", "alg2", "alg3", "alg2-3-partitions", "alg3-3-partitions"])
 def test_converged_ridge_matches_the_closed_form(method, K):
     X, target, _ = _data(n=200, d=30, density=0.4, seed=4, spread=0.5)
     lam = 1e-2
@@ -307,3 +307,60 @@ def test_bad_input_raises_with_the_fix():
         daskdca.fit(X, target, loss="squared", solver="spdc", local_iters=2.0)
     m = daskdca.fit(X, target, loss="squared", lam=0.1, solver="spdc", batch_size=20, tol=1e-8)
     assert m.plan_.m == 20 and m.converged_
+
+
+def test_elastic_net_kernel_converges_to_sklearns_elastic_net_with_a_zero_gap():
+    """The elastic-net prox (37) and its lazy forms (38)-(44), run to convergence (fit refuses l1_ratio: the
+    drivers certify L2 only), against scikit-learn's coordinate descent on the same objective."""
+    from sklearn.linear_model import ElasticNet
+
+    X, target, _ = _data(n=80, d=30, density=0.5, seed=6)
+    n = X.shape[0]
+    alpha, ratio = 0.05, 0.5
+    lam1, lam2 = alpha * ratio, alpha * (1 - ratio)
+    R = float(np.sqrt(X.multiply(X).sum(axis=1)).max())
+    tau, sigma, theta = step_parameters(R, n, 1, lam2, 1.0)
+    T = 200 * n
+    ks = np.random.default_rng(7).integers(0, n, T)
+    x, y, u = _kernel_run(X, target, [[k] for k in ks], [[1.0 / sigma]] * T, [1.0] * T, "squared", tau, theta,
+                          lam1, lam2)
+    w = ElasticNet(alpha=alpha, l1_ratio=ratio, fit_intercept=False, tol=1e-14, max_iter=100_000).fit(
+        X.toarray(), target).coef_
+    np.testing.assert_allclose(x, w, atol=1e-7)
+    assert np.array_equal(x == 0.0, w == 0.0) and np.any(w == 0.0)
+    # gap of (1): P(x) - D(y), D(y) = -1/n sum phi*(y_i) - g*(-u), g*(v) = sum (|v_j| - lam1)_+^2 / (2 lam2)
+    primal = 0.5 * np.mean((X @ x - target) ** 2) + lam1 * np.abs(x).sum() + 0.5 * lam2 * x @ x
+    dual = -np.mean(0.5 * y ** 2 + target * y) - np.sum(np.maximum(np.abs(u) - lam1, 0.0) ** 2) / (2 * lam2)
+    assert -1e-13 <= primal - dual <= 1e-10  # converged: the gap rounds to about +-1e-15
+
+
+def test_lemma_3_and_inequalities_15_at_random_points():
+    """Ridge: ``P(x) <= f(x, y*) + R^2/(2 gamma) ||x - x*||^2``, ``D(y) >= f(x*, y) - R^2/(2 lam n) ||y - y*||^2``
+    and (15), with ``(x*, y*)`` from the closed form (spec §3.1)."""
+    X, b, _ = _data(n=50, d=20, seed=8)
+    A = X.toarray()
+    n, lam = A.shape[0], 0.05
+    x_star, _ = ridge_closed_form(X, b, lam)
+    y_star = A @ x_star - b  # y* = phi'(a.x*) (spec §1.3)
+    R = np.linalg.norm(A, axis=1).max()
+
+    def f(x, y):
+        return np.mean(y * (A @ x) - (0.5 * y ** 2 + b * y)) + 0.5 * lam * x @ x
+
+    def P(x):
+        return 0.5 * np.mean((A @ x - b) ** 2) + 0.5 * lam * x @ x
+
+    def D(y):
+        u = A.T @ y / n
+        return -np.mean(0.5 * y ** 2 + b * y) - u @ u / (2 * lam)
+
+    assert P(x_star) == pytest.approx(D(y_star), rel=1e-10) == pytest.approx(f(x_star, y_star), rel=1e-10)
+    rng = np.random.default_rng(9)
+    for _ in range(500):
+        x = x_star + rng.standard_normal(20) * rng.choice([1e-3, 1.0, 10.0])
+        y = y_star + rng.standard_normal(50) * rng.choice([1e-3, 1.0, 10.0])
+        slack = 1e-10 * (1 + abs(P(x)) + abs(D(y)))
+        assert P(x) <= f(x, y_star) + R ** 2 / 2 * np.sum((x - x_star) ** 2) + slack
+        assert D(y) >= f(x_star, y) - R ** 2 / (2 * lam * n) * np.sum((y - y_star) ** 2) - slack
+        assert lam / 2 * np.sum((x - x_star) ** 2) <= f(x, y_star) - f(x_star, y_star) + slack
+        assert 1 / (2 * n) * np.sum((y - y_star) ** 2) <= f(x_star, y_star) - f(x_star, y) + slack

@@ -42,7 +42,7 @@ from daskdca.losses import dual_update
 _TWO_M53 = 1.0 / 9007199254740992.0  # 2**-53
 
 __all__ = ["GLOBAL_STREAM", "advance", "catch_up", "dual_half", "flush", "pick_partition", "pick_row", "primal_half",
-           "prox", "spdc_iterations", "uniform_schedule"]
+           "prox", "spdc_iterations", "uniform_schedule", "weighted_schedule"]
 
 
 @njit(nogil=True, cache=True)
@@ -296,3 +296,28 @@ def pick_row(random_state, round_index, partition, cumnorm, w_uniform, w_norm):
         else:
             lo = mid + 1
     return lo
+
+
+@njit(nogil=True, cache=True)
+def weighted_schedule(random_state, first_round, n_rounds, cum_mass, partition, cumnorm, w_uniform, w_norm, n,
+                      sigma):
+    """Algorithm 3's rows of rounds ``first_round ...`` in ``partition`` (``-1``: another partition's round).
+
+    Returns ``(rows (n_rounds, 1), q = p_k n / sigma, omega = 1 / (p_k n))``
+    with ``p_k = w_uniform + w_norm ||a_k||`` (eq. (20), (21), (23)); the same
+    draws and arithmetic as a round's task.
+    """
+    rows = np.full((n_rounds, 1), -1, dtype=np.int64)
+    qs = np.zeros((n_rounds, 1))
+    omegas = np.zeros(n_rounds)
+    for i in range(n_rounds):
+        r = first_round + i
+        if pick_partition(random_state, r, cum_mass) != partition:
+            continue
+        k = pick_row(random_state, r, partition, cumnorm, w_uniform, w_norm)
+        norm = cumnorm[k] - (cumnorm[k - 1] if k > 0 else 0.0)
+        pn = (w_uniform + w_norm * norm) * n
+        rows[i, 0] = k
+        qs[i, 0] = pn / sigma
+        omegas[i] = 1.0 / pn
+    return rows, qs, omegas

@@ -417,12 +417,9 @@ class SPDCPlan:
             return local, state, report
         sigma, theta = float(state.params[_SIGMA]), float(state.params[_THETA])
         if self.weighted:
-            batches = np.empty((n_rounds, 1), dtype=np.int64)
-            qs = np.empty((n_rounds, 1))
-            omegas = np.empty(n_rounds)
-            for i in range(n_rounds):
-                b, q, omega = self._sample(local, state, ctx.random_state, first + i, 0)
-                batches[i, 0], qs[i, 0], omegas[i] = b[0], q[0], omega
+            w_uniform, w_norm = self._weights(state)
+            batches, qs, omegas = kern.weighted_schedule(ctx.random_state, first, n_rounds, self._cum_mass(state), 0,
+                                                         local.cumnorm, w_uniform, w_norm, self.n, sigma)
         else:
             batches = kern.uniform_schedule(ctx.random_state, first, n_rounds, self.n, self.m)
             qs = np.full(batches.shape, 1.0 / sigma)
