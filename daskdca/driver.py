@@ -23,7 +23,6 @@ import time
 from typing import Callable, NamedTuple
 
 import numpy as np
-import scipy.sparse as sp
 
 from daskdca.methods.base import Ctx, DataInfo, Ops, add_contributions, tree_reduce
 from daskdca.partitions import (
@@ -35,9 +34,9 @@ from daskdca.partitions import (
     rows_from_csr,
     xt_alpha_part,
 )
+from daskdca.problem import max_column_nnz, objectives, relative_gap
 
-__all__ = ["FitResult", "FitState", "HistoryRecord", "InProcess", "fit_in_process", "objectives", "run_rounds",
-           "sum_arrays"]
+__all__ = ["FitResult", "FitState", "HistoryRecord", "InProcess", "fit_in_process", "run_rounds", "sum_arrays"]
 
 logger = logging.getLogger("daskdca")
 
@@ -112,10 +111,6 @@ def sum_arrays(*items):
     return out
 
 
-def _relative(primal, dual):
-    return (primal - dual) / max(abs(primal), 1e-300)
-
-
 class _Progress:
     """A progress bar on the gap: from the first record's relative gap down to ``tol`` (log scale)."""
 
@@ -124,7 +119,7 @@ class _Progress:
         self.bar = self.start = None
 
     def update(self, record):
-        rel = _relative(record.primal, record.dual)
+        rel = relative_gap(record.primal, record.dual)
         line = (f"round {record.round:5d}  epochs {record.epochs:8.2f}  time {record.seconds:8.3f}s  "
                 f"primal {record.primal:.10e}  dual {record.dual:.10e}  gap {record.gap:.3e}  rel {rel:.3e}")
         logger.info(line)
@@ -307,20 +302,6 @@ class InProcess:
                            sum_arrays)
         primal, dual = objectives(info, sums, w, w_alpha)
         return w, self._in_caller_order(np.concatenate(alphas)), primal, dual
-
-
-def objectives(info, sums, w, w_alpha):
-    """``P(w) = loss_sum/n + lam/2 ||w||^2`` and ``D(alpha) = -conj_sum/n - lam/2 ||w(alpha)||^2``."""
-    primal = sums[0] / info.n + 0.5 * info.lam * float(w @ w)
-    dual = -sums[1] / info.n - 0.5 * info.lam * float(w_alpha @ w_alpha)
-    return primal, dual
-
-
-def max_column_nnz(X):
-    """The largest number of rows in which one feature is non-zero."""
-    X = sp.csr_matrix(X)
-    counts = np.bincount(X.indices[X.data != 0], minlength=X.shape[1])
-    return int(counts.max(initial=0))
 
 
 def in_process_partitions(X, y, n_partitions, random_state):

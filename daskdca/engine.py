@@ -39,7 +39,7 @@ import numpy as np
 import zarr
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from daskdca.driver import HistoryRecord, objectives, run_rounds, sum_arrays
+from daskdca.driver import HistoryRecord, run_rounds, sum_arrays
 from daskdca.kernels import warm_up
 from daskdca.methods.base import Ctx, DataInfo, Ops, RoundReport, add_contributions, tree_reduce
 from daskdca.partitions import (
@@ -49,6 +49,7 @@ from daskdca.partitions import (
     store_partition_ranges,
     xt_alpha_part,
 )
+from daskdca.problem import objectives
 
 logger = logging.getLogger("daskdca")
 

@@ -1,0 +1,54 @@
+"""The problem every method solves, its dual, and the certificate (layer 1: no Dask).
+
+Primal and dual (``docs/architecture.md``)::
+
+    P(w)     = 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2
+    D(alpha) = -1/n sum_i phi_i*(-alpha_i) - lam/2 ||w(alpha)||^2,   w(alpha) = X^T alpha / (lam n)
+
+Weak duality ``D(alpha) <= P(w)`` holds for every ``w`` and every ``alpha`` in
+the conjugates' domain, so ``P(w) - D(alpha)`` bounds ``P(w) - P(w*)``: that
+is the certificate every fit reports.  Primal methods certify with the dual
+point ``alpha_i = -phi_i'(x_i.w)`` (always in the domain); dual methods with
+their own ``alpha`` and ``w = w(alpha)``.  The sums over rows are computed per
+partition (:func:`daskdca.partitions.objective_sums_part`) and added by the
+drivers' fixed-order tree reduction; this module turns them into ``P``, ``D``
+and the stopping quantity.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["dual_value", "max_column_nnz", "objectives", "primal_value", "relative_gap"]
+
+
+def primal_value(n, lam, loss_sum, w):
+    """``P(w) = loss_sum / n + lam/2 ||w||^2`` with ``loss_sum = sum_i phi_i(x_i.w)``."""
+    return loss_sum / n + 0.5 * lam * float(w @ w)
+
+
+def dual_value(n, lam, conj_sum, w_alpha):
+    """``D(alpha) = -conj_sum / n - lam/2 ||w(alpha)||^2`` with ``conj_sum = sum_i phi_i*(-alpha_i)``."""
+    return -conj_sum / n - 0.5 * lam * float(w_alpha @ w_alpha)
+
+
+def objectives(info, sums, w, w_alpha):
+    """``(P(w), D(alpha))`` from the row sums ``[loss_sum, conj_sum]`` of ``info``'s problem.
+
+    ``w`` is the model being certified and ``w_alpha = w(alpha)`` the dual point's
+    vector; they are the same array for dual methods.
+    """
+    return primal_value(info.n, info.lam, sums[0], w), dual_value(info.n, info.lam, sums[1], w_alpha)
+
+
+def relative_gap(primal, dual):
+    """``(P - D) / |P|``, the quantity compared with ``tol`` (``|P|`` floored at 1e-300)."""
+    return (primal - dual) / max(abs(primal), 1e-300)
+
+
+def max_column_nnz(X):
+    """The largest number of rows in which one feature is non-zero (the sparse ESO bound's input)."""
+    X = sp.csr_matrix(X)
+    counts = np.bincount(X.indices[X.data != 0], minlength=X.shape[1])
+    return int(counts.max(initial=0))
