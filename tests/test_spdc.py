@@ -364,3 +364,28 @@ def test_lemma_3_and_inequalities_15_at_random_points():
         assert D(y) >= f(x_star, y) - R ** 2 / (2 * lam * n) * np.sum((y - y_star) ** 2) - slack
         assert lam / 2 * np.sum((x - x_star) ** 2) <= f(x, y_star) - f(x_star, y_star) + slack
         assert 1 / (2 * n) * np.sum((y - y_star) ** 2) <= f(x_star, y_star) - f(x_star, y) + slack
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("in_memory", [True, False], ids=["in-memory", "out-of-core"])
+def test_weighted_and_mini_batch_in_process_equal_the_cluster(heart, tmp_path, in_memory):
+    """The contract test's check for the variants it does not run (Algorithm 2 and 3), 3 partitions."""
+    distributed = pytest.importorskip("distributed")
+    from daskdca.partitions import random_row_order
+    from daskdca.store import write_store
+
+    X, y = heart
+    order = random_row_order(X.shape[0], 7)
+    store = write_store(tmp_path / "h.zarr", X[order], y[order], block_rows=90, shuffle=False)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  silence_logs=40) as cluster, distributed.Client(cluster) as client:
+        for method in (SPDC(batch_size=8, eval_every=10), SPDC(sampling="weighted", eval_every=10)):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                local = daskdca.fit(X, y, loss="logistic", lam=1e-2, solver=method, tol=0.0, n_partitions=3,
+                                    max_rounds=40, random_state=7)
+                remote = daskdca.fit(store, None, loss="logistic", lam=1e-2, solver=method, tol=0.0, max_rounds=40,
+                                     random_state=7, client=client, in_memory=in_memory)
+            np.testing.assert_array_equal(remote.dual_coef_, local.dual_coef_[order])
+            np.testing.assert_array_equal(remote.coef_, local.coef_)
+            assert [r.round for r in remote.history_] == [r.round for r in local.history_]
