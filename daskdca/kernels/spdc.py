@@ -141,17 +141,21 @@ def advance(x, c, s, tau, lam1, lam2, log1p_lt):
 
 @njit(nogil=True, cache=True)
 def catch_up(x, xp, u, last, j, t, tau, lam1, lam2, log1p_lt):
-    """``(x_j(t), x_j(t-1))`` from the lazy state, both from the stored anchor (spec §5.2)."""
+    """``(x_j(t), x_j(t-1))`` from the lazy state (spec §5.2).
+
+    ``x_j(t-1)`` from the stored anchor in closed form, then ``x_j(t)`` as
+    one idle step (35)/(38) from it: one closed form per catch-up, not two.
+    """
     s = t - last[j]
     if s <= 0:
         return x[j], xp[j]
-    return (advance(x[j], u[j], s, tau, lam1, lam2, log1p_lt),
-            advance(x[j], u[j], s - 1, tau, lam1, lam2, log1p_lt))
+    before = advance(x[j], u[j], s - 1, tau, lam1, lam2, log1p_lt)
+    return prox(before - tau * u[j], tau, lam1, lam2), before
 
 
 @njit(nogil=True, cache=True)
 def dual_half(indptr, indices, data, b, y, rows, q, x, xp, u, last, t, tau, theta, lam1, lam2, log1p_lt,
-              kind, param, g, count, touched, n_touched):
+              kind, param, g, count, touched, n_touched, write_back):
     """The dual steps of iteration ``t`` on ``rows`` (all read ``xbar(t)``; eq. (5), (9), (21)).
 
     ``y_k <- argmax_beta beta z - phi_k*(beta) - (beta - y_k)^2 q_k / 2`` with
@@ -160,6 +164,10 @@ def dual_half(indptr, indices, data, b, y, rows, q, x, xp, u, last, t, tau, thet
     project's step in ``alpha = -y``, spec §1.4).  Adds ``dy_k a_kj`` to
     ``g[j]`` and 1 to ``count[j]`` for every stored entry; appends newly
     touched coordinates to ``touched``.  Returns the new ``n_touched``.
+
+    ``write_back`` (the fused loop, which owns the state) stores each
+    catch-up in ``x``, ``xp``, ``last``, so that :func:`primal_half` does not
+    compute it again; the values, and so the bits, are the same either way.
     """
     for r in range(rows.shape[0]):
         k = rows[r]
@@ -167,6 +175,8 @@ def dual_half(indptr, indices, data, b, y, rows, q, x, xp, u, last, t, tau, thet
         for p in range(indptr[k], indptr[k + 1]):
             j = indices[p]
             xc, xpc = catch_up(x, xp, u, last, j, t, tau, lam1, lam2, log1p_lt)
+            if write_back and last[j] != t:
+                x[j], xp[j], last[j] = xc, xpc, t
             z += data[p] * (xc + theta * (xc - xpc))
         y_new = -dual_update(kind, param, b[k], -y[k], q[r], z)
         dy = y_new - y[k]
@@ -229,7 +239,7 @@ def spdc_iterations(indptr, indices, data, b, y, x, xp, u, last, t0, batches, qs
         while m < batches.shape[1] and batches[i, m] >= 0:
             m += 1
         nt = dual_half(indptr, indices, data, b, y, batches[i, :m], qs[i, :m], x, xp, u, last, t, tau, theta,
-                       lam1, lam2, log1p_lt, kind, param, g, count, touched, 0)
+                       lam1, lam2, log1p_lt, kind, param, g, count, touched, 0, True)
         steps += m
         for r in range(nt):
             j = touched[r]

@@ -377,7 +377,8 @@ class SPDCPlan:
                 inside = (rows >= start) & (rows < start + hi - lo)
                 kern.dual_half(blk.indptr, blk.indices, blk.data, blk.y, row_view(y, blk, lo, start),
                                rows[inside] - start + lo, qs[inside], state.x, state.x_prev, state.u, state.last, t,
-                               tau, theta, lam1, lam2, l1p, self.step_kind, self.step_param, g, count, touched, 0)
+                               tau, theta, lam1, lam2, l1p, self.step_kind, self.step_param, g, count, touched, 0,
+                               False)
         vector = compress(np.concatenate([g, count]))
         scalars = np.array([sums[0], sums[1], float(rows.shape[0]), float(measured), omega])
         return local._replace(y=y), Contribution(vector, scalars)
