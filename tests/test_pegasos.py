@@ -37,8 +37,12 @@ def test_bad_options_raise():
     X, y = load_dataset("heart")
     with pytest.raises(ValueError, match="Lipschitz loss"):
         _fit(X, y, MinibatchPegasos(), "squared_hinge", 1e-2, 5, 0)
-    with pytest.raises(ValueError, match="Unknown averaging 'suffix'"):
+    with pytest.raises(ValueError, match="Unknown averaging 'tail'"):
+        MinibatchPegasos(averaging="tail")
+    with pytest.raises(ValueError, match="needs horizon=T"):
         MinibatchPegasos(averaging="suffix")
+    with pytest.raises(ValueError, match="applies to it only"):
+        MinibatchPegasos(horizon=10)
     with pytest.raises(ValueError, match="batch_size must be a positive int"):
         MinibatchPegasos(batch_size=0)
     with pytest.raises(ValueError, match="more than the 270 rows"):
@@ -55,6 +59,20 @@ def test_kernel_matches_the_reference_on_the_same_batches(loss, averaging):
     iterates, averages = refm.pegasos(X, y, batches, lam, loss, decay=0.9 if averaging == "decay" else 0.0)
     np.testing.assert_allclose(result.global_state.w, iterates[-1], rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(result.w, averages[-1], rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("rounds", [41, 60])
+def test_suffix_average_is_theorem_1s_average(rounds):
+    """``1/(T - floor(T/2)) sum_{t=floor(T/2)+1}^{T} w^(t)``, odd and even T (spec §B3)."""
+    X, y = load_dataset("heart")
+    lam, b, seed = 1e-2, 8, 1
+    result = _fit(X, y, MinibatchPegasos(batch_size=b, averaging="suffix", horizon=rounds), "hinge", lam, rounds,
+                  seed)
+    batches = [minibatch_indices(seed, r, 0, X.shape[0], b, 0) for r in range(rounds)]
+    iterates, _ = refm.pegasos(X, y, batches, lam, "hinge")
+    # iterates[j] is w^(j+2); the suffix is w^(floor(T/2)+1) .. w^(T)
+    expected = np.mean(iterates[rounds // 2 - 1:rounds - 1], axis=0)
+    np.testing.assert_allclose(result.w, expected, rtol=1e-10, atol=1e-12)
 
 
 def test_the_certificate_is_recomputed_from_the_returned_duals():

@@ -15,9 +15,11 @@ partition c draws ``tau_c`` distinct rows from the stream
 
 The model returned is an average of the iterates: ``averaging="decay"``,
 ``w_bar^(t+1) = 0.9 w_bar^(t) + 0.1 w^(t+1)`` (the averaging of seed 002's
-Fig. 2 experiments), or ``"last"``, the iterate itself.  Theorem 1's suffix
-average ``(2/T) sum_{t > T/2} w^(t)`` needs the horizon ``T`` in advance,
-which a run that stops on a certified gap does not have, so it is not offered.
+Fig. 2 experiments); ``"suffix"`` with ``horizon=T``, Theorem 1's
+``w_bar^(T) = 1/(T - floor(T/2)) sum_{t = floor(T/2)+1}^{T} w^(t)`` (spec §B3:
+not ``2/T``, which is exact only for even ``T``), exact when the fit runs
+``max_rounds=T`` rounds (before ``floor(T/2)`` rounds the model is the
+iterate; after ``T`` rounds it stays ``w_bar^(T)``); or ``"last"``, the iterate.
 
 Certificate: Pegasos has no dual iterate; the dual point is
 ``a_i = -phi_i'(x_i.w_bar)`` (always dual-feasible for a Lipschitz loss,
@@ -48,7 +50,7 @@ __all__ = ["MinibatchPegasos", "PegasosGlobal", "PegasosPlan"]
 
 # Losses with a Lipschitz phi_i, for which seed 002 §1 says all its results hold (L = 1 for each).
 LIPSCHITZ_LOSSES = ("hinge", "smoothed_hinge", "logistic")
-_AVERAGING = ("decay", "last")
+_AVERAGING = ("decay", "suffix", "last")
 # The averaging weight of seed 002 §5 (Fig. 2): w_bar <- 0.9 w_bar + 0.1 w.
 DECAY = 0.9
 
@@ -80,9 +82,13 @@ class MinibatchPegasos:
         Rows per iteration, ``b``.  None picks about ``1/sigma^2``, where
         ``beta_b <= 2`` and the speed-up ``b / beta_b`` of Theorem 1 is
         nearly linear (seed 002 §3).
-    averaging : {"decay", "last"}, default="decay"
+    averaging : {"decay", "suffix", "last"}, default="decay"
         The model returned: the decaying average ``0.9 w_bar + 0.1 w`` of
-        seed 002 Fig. 2, or the last iterate.
+        seed 002 Fig. 2, Theorem 1's suffix average over the iterates
+        ``floor(T/2)+1 .. T`` (needs ``horizon``), or the last iterate.
+    horizon : int or None, default=None
+        ``T`` of the suffix average (run the fit with ``max_rounds=T``);
+        only with ``averaging="suffix"``.
     eval_every : int or None, default=None
         Rounds between gap evaluations (each a pass over the data).  None:
         ``ceil(n / b)``, once per epoch of drawn rows.
@@ -91,13 +97,18 @@ class MinibatchPegasos:
     batch_size: int | None = None
     averaging: str = "decay"
     eval_every: int | None = None
+    horizon: int | None = None
     name = "pegasos"
     capabilities = Capabilities(losses=LIPSCHITZ_LOSSES, many_partitions=True, cluster=True, shrinking=False)
 
     def __post_init__(self):
         if self.averaging not in _AVERAGING:
             raise ValueError(f"Unknown averaging {self.averaging!r}; use one of {list(_AVERAGING)}.")
-        for field in ("batch_size", "eval_every"):
+        if (self.averaging == "suffix") != (self.horizon is not None):
+            raise ValueError("averaging='suffix' needs horizon=T (the number of rounds the fit runs), and "
+                             f"horizon applies to it only; got averaging={self.averaging!r}, "
+                             f"horizon={self.horizon!r}.")
+        for field in ("batch_size", "eval_every", "horizon"):
             value = getattr(self, field)
             if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Integral)
                                       or value < 1):
@@ -201,7 +212,20 @@ class PegasosPlan:
         eta = 1.0 / (self.lam * t)
         # (1 - eta lam) = 1 - 1/t, exactly 0 at t = 1 (spec §B3 pitfall)
         w = (1.0 - 1.0 / t) * state.w - (eta / self.batch_size) * both[:self.d]
-        average = w if self.settings.averaging == "last" else DECAY * state.average + (1.0 - DECAY) * w
+        if self.settings.averaging == "decay":
+            average = DECAY * state.average + (1.0 - DECAY) * w
+        elif self.settings.averaging == "suffix":
+            # w is w^(t+1); Theorem 1 averages w^(j) for j = floor(T/2)+1 .. T
+            horizon = self.settings.horizon
+            k = t + 1 - horizon // 2
+            if k <= 0:
+                average = w
+            elif t + 1 <= horizon:
+                average = state.average + (w - state.average) / k
+            else:  # w^(T+1) and later are not in Theorem 1's average
+                average = state.average
+        else:
+            average = w
         if measured > 0:
             wa = both[self.d:]
             wbar = state.average
