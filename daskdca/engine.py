@@ -35,6 +35,7 @@ import shutil
 import tempfile
 import uuid
 
+import dask
 import numpy as np
 import zarr
 from distributed.diagnostics.plugin import WorkerPlugin
@@ -197,6 +198,83 @@ def _load_state(url, prefix, class_path):
         values = arr[...]
         fields.append(values.reshape(()) if arr.attrs.get("daskdca_scalar", False) else values)
     return cls(*fields)
+
+
+def _check_resumed(state, fresh, where):
+    """Task: a loaded state against a freshly initialised one of the same plan; returns ``state``.
+
+    Every float field must be finite, and one that starts with values (duals,
+    ``w``, row norms) keeps its initial shape; a field that starts empty (a
+    round's pending steps) and an integer or boolean field (an active set, a
+    batch) keep their rank.
+    """
+    if type(state) is not type(fresh):
+        raise ValueError(f"{where} holds a {type(state).__name__}, this fit's method keeps a "
+                         f"{type(fresh).__name__}; the checkpoint is damaged. Start a new fit (resume=False).")
+    for field, value, init in zip(state._fields, state, fresh):
+        value, init = np.asarray(value), np.asarray(init)
+        bad = value.ndim != init.ndim
+        if value.dtype.kind == "f":
+            bad = bad or (init.size and value.shape != init.shape) or not np.all(np.isfinite(value))
+        if bad or value.dtype.kind != init.dtype.kind:
+            raise ValueError(f"{where}: field {field!r} has shape {value.shape} and dtype {value.dtype} "
+                             f"(the method starts it as {init.shape}, {init.dtype}, finite); the checkpoint is "
+                             "damaged. Start a new fit (resume=False) or use another checkpoint path.")
+    return state
+
+
+def _check_resumed_local(plan, part, L, G, ctx, info, where):
+    """Task: the loaded local state, checked like :func:`_check_resumed` and its dual point in the
+    loss's dual domain (a finite conjugate), so the certificate of the resumed fit means something."""
+    L = _check_resumed(L, plan.init_local(part, ctx), where)
+    alpha = plan.dual_point(part, L, G)
+    conj_sum = objective_sums_part(part, alpha, np.zeros(info.d), info.loss)[1]
+    if not np.isfinite(conj_sum):
+        raise ValueError(f"{where}: the dual variables lie outside the dual domain of the {info.loss.name} loss "
+                         "(an infinite conjugate); the checkpoint is damaged. Start a new fit (resume=False).")
+    return L
+
+
+def _probe_path(url, token):
+    """Worker task: read the driver's probe file under ``url`` and write one of its own; None or the error."""
+    try:
+        with open(os.path.join(url, f".daskdca-probe-{token}")) as f:
+            if f.read() != token:
+                return f"{url!r} holds a different probe file here: not the folder this process writes"
+        mine = os.path.join(url, f".daskdca-probe-{token}-{uuid.uuid4().hex[:8]}")
+        with open(mine, "w") as f:
+            f.write(token)
+        os.remove(mine)
+    except OSError as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def _check_workers_share(client, url, *, own):
+    """Every worker can read what this process writes under the local folder ``url``, and write there.
+
+    The round state between checkpoints lives in that folder (the workers read
+    it back), so a folder the workers cannot see would fail only mid-fit.
+    """
+    if "://" in str(url) or not os.path.isdir(url):
+        return  # an fsspec URL is shared by definition; a missing folder fails in resume's own check
+    token = uuid.uuid4().hex
+    probe = os.path.join(url, f".daskdca-probe-{token}")
+    with open(probe, "w") as f:
+        f.write(token)
+    try:
+        answers = client.run(_probe_path, url, token)
+    finally:
+        os.remove(probe)
+    failed = {worker: error for worker, error in answers.items() if error}
+    if failed:
+        where = (f"daskdca keeps the round state between checkpoints in a temporary folder on this machine "
+                 f"({url!r})" if own else f"checkpoint={url!r}")
+        fix = ("pass checkpoint=PATH on a file system shared by this process and every worker, or set Dask's "
+               "'temporary-directory' config to one" if own else
+               "give a path on a file system shared by this process and every worker")
+        raise ValueError(f"{where}, but {len(failed)} of {len(answers)} workers cannot use it "
+                         f"({'; '.join(f'{w}: {e}' for w, e in sorted(failed.items()))}); {fix}.")
 
 
 def _checkpoint_meta(url):
@@ -365,8 +443,8 @@ class DaskExecutor:
                                pure=False)
         return G, Ls
 
-    def resume(self):
-        """``(G, Ls, round, n_epochs, history)`` from the last complete checkpoint."""
+    def resume(self, plan):
+        """``(G, Ls, round, n_epochs, history)`` from the last complete checkpoint, checked against ``plan``."""
         url = self.checkpoint
         meta = _checkpoint_meta(url)
         if meta is None:
@@ -380,8 +458,16 @@ class DaskExecutor:
                             if meta["signature"].get(k) != self.signature.get(k))
             raise ValueError(f"checkpoint {url!r} belongs to a different fit (these differ: {differ}); "
                              "use the same data, loss, lam, solver and random_state, or a new path.")
-        G, Ls = self._load(meta["slot"], meta["global_class"], meta["local_class"],
-                           f"daskdca-checkpoint-{self.run_id}-resume")
+        name = f"daskdca-checkpoint-{self.run_id}-resume"
+        G, Ls = self._load(meta["slot"], meta["global_class"], meta["local_class"], name)
+        G = self.client.submit(_check_resumed, G, plan.init_global(), f"checkpoint {url!r}, global state",
+                               key=f"{name}-checkG", pure=False)
+        homes = self.placement.homes(self.client)
+        Ls = [self.client.submit(_check_resumed_local, plan, self.parts[k], Ls[k], G, self.ctx(0, k),
+                                 self.info, f"checkpoint {url!r}, partition {k}", key=f"{name}-check{k}",
+                                 pure=False, **_pinned(homes[k]))
+              for k in range(len(self.parts))]
+        self.client.gather([G] + Ls)  # a damaged checkpoint raises here, naming what is wrong
         history = [HistoryRecord(*rec) for rec in meta["history"]]
         logger.info("daskdca: resuming from %s at round %d", url, meta["round"])
         return G, Ls, int(meta["round"]), float(meta["n_epochs"]), history
@@ -432,17 +518,21 @@ def fit_on_cluster(store, *, client, method, loss, lam, positive_label, tol, max
     logger.info("daskdca: %s on %d partitions, %d workers, %s", method.name, K, n_workers,
                 "in memory" if in_memory else "out of core (blocks re-read every round)")
     own_checkpoint = checkpoint is None
-    ckpt = tempfile.mkdtemp(prefix="daskdca-ckpt-") if own_checkpoint else os.fspath(checkpoint)
+    ckpt = (tempfile.mkdtemp(prefix="daskdca-ckpt-", dir=dask.config.get("temporary-directory", None))
+            if own_checkpoint else os.fspath(checkpoint))
     if not own_checkpoint and not resume:
         _prepare_checkpoint(ckpt)
+        if "://" not in ckpt:
+            os.makedirs(ckpt, exist_ok=True)
     signature = {"data": _store_fingerprint(store), "loss": repr(loss), "lam": lam, "solver": repr(method),
                  "random_state": random_state, "n_partitions": K}
     executor = DaskExecutor(client, parts, info, random_state, placement=placement, run_id=run_id,
                             checkpoint=ckpt, checkpoint_every=checkpoint_every, signature=signature,
                             keep_checkpoint=not own_checkpoint)
     try:
+        _check_workers_share(client, ckpt, own=own_checkpoint)
         plan = executor.setup(method)
-        start = executor.resume() if resume else None
+        start = executor.resume(plan) if resume else None
         if start is None:
             # a fresh fit replaces an old checkpoint at that path (only a daskdca one, checked above);
             # the group is created here so that writer tasks only ever create their own arrays

@@ -338,3 +338,67 @@ def test_unshuffled_store_with_sorted_labels_warns(client, tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         daskdca.fit(shuffled, loss="logistic", lam=1e-1, tol=1e-4, client=client)
+
+
+def _interrupted_checkpoint(client, tmp_path):
+    """A heart store and a checkpoint of 6 rounds of CoCoA+ (logistic), as a killed driver leaves it."""
+    X, y = load_dataset("heart")
+    store = write_store(tmp_path / "h.zarr", X, y, block_rows=135, shuffle=False)
+    kwargs = dict(loss="logistic", lam=1e-3, solver="cocoa+", tol=1e-12, client=client, random_state=0,
+                  checkpoint=tmp_path / "ck", checkpoint_every=3)
+    with pytest.warns(ConvergenceWarning):
+        daskdca.fit(store, max_rounds=6, **kwargs)
+    import zarr
+
+    group = zarr.open_group(str(tmp_path / "ck"), mode="a")
+    return store, kwargs, group, group.attrs["daskdca_checkpoint"]["slot"]
+
+
+@pytest.mark.parametrize("damage, match", [
+    ("infeasible", r"partition 0: the dual variables lie outside the dual domain of the logistic loss"),
+    ("short", r"partition 1: field 'alpha' has shape \(100,\)"),
+    ("nan w", r"global state: field 'w' has shape \(13,\).*finite"),
+    ("missing", r"is missing the arrays"),
+])
+def test_resume_refuses_a_damaged_checkpoint(client, tmp_path, damage, match):
+    """Resume checks the arrays it loads: present, of the method's shapes, finite, duals in the loss's domain."""
+    store, kwargs, group, slot = _interrupted_checkpoint(client, tmp_path)
+    if damage == "infeasible":  # logistic needs y_i alpha_i in [0, 1]
+        group[f"{slot}_local0_alpha"][:] = 5.0
+    elif damage == "short":
+        group.create_array(f"{slot}_local1_alpha", shape=(100,), dtype="float64", overwrite=True)[:] = 0.0
+    elif damage == "nan w":
+        w = group[f"{slot}_global_w"]
+        w[0] = np.nan
+    else:
+        del group[f"{slot}_local1_alpha"]
+    with pytest.raises(ValueError, match=match):
+        daskdca.fit(store, resume=True, max_rounds=12, **kwargs)
+    # the same checkpoint undamaged resumes (checked on a fresh one: the damage above is permanent)
+    if damage == "infeasible":
+        store, kwargs, group, slot = _interrupted_checkpoint(client, tmp_path / "again")
+        with pytest.warns(ConvergenceWarning):
+            m = daskdca.fit(store, resume=True, max_rounds=12, **kwargs)
+        assert m.n_rounds_ == 12
+
+
+def test_workers_that_cannot_use_the_checkpoint_folder_are_named(tmp_path, monkeypatch):
+    """The round state lives in a folder the workers read back: a folder they cannot see fails at the start."""
+    from daskdca import engine
+
+    X, y = load_dataset("heart")
+    store = write_store(tmp_path / "h.zarr", X, y, block_rows=135, shuffle=False)
+    elsewhere = tmp_path / "another-machine"
+    elsewhere.mkdir()
+    probe = engine._probe_path
+    # in-process workers run the patched task: they look in a folder of their own, as on another node
+    monkeypatch.setattr(engine, "_probe_path", lambda url, token: probe(str(elsewhere), token))
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None,
+                                  silence_logs=50) as cluster, distributed.Client(cluster) as c:
+        with pytest.raises(ValueError, match=r"checkpoint=.*but 2 of 2 workers cannot use it.*FileNotFoundError"
+                                             r".*shared by this process and every worker"):
+            daskdca.fit(store, loss="logistic", lam=1e-2, solver="cocoa+", client=c, checkpoint=tmp_path / "ck")
+        with pytest.raises(ValueError, match=r"temporary folder on this machine.*temporary-directory"):
+            daskdca.fit(store, loss="logistic", lam=1e-2, solver="cocoa+", client=c)
+    assert sorted(p.name for p in (tmp_path / "ck").iterdir()) == []  # the probe files are gone
+    monkeypatch.undo()

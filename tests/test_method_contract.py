@@ -5,6 +5,7 @@ by round; the dual point is feasible; the certificate recomputed here from
 the returned duals alone; a killed worker changes nothing.
 """
 
+import dataclasses
 import os
 import warnings
 
@@ -34,10 +35,19 @@ def _partitions(name):
     return 2 if MAKERS[name]().capabilities.many_partitions else 1
 
 
-def _fit(X, y, name, **kwargs):
+def _method(name, eval_every=None):
+    """The registered settings; ``eval_every`` replaces the method's own where it has one (a round of a
+    global mini-batch method is one mini-batch, and its default records once an epoch)."""
+    method = MAKERS[name]()
+    if eval_every is not None and "eval_every" in {f.name for f in dataclasses.fields(method)}:
+        method = dataclasses.replace(method, eval_every=eval_every)
+    return method
+
+
+def _fit(X, y, name, eval_every=None, **kwargs):
     with warnings.catch_warnings():  # a fixed number of rounds (serial SDCA may reach a gap <= 0 first)
         warnings.simplefilter("ignore", ConvergenceWarning)
-        return daskdca.fit(X, y, loss="logistic", lam=LAM, solver=MAKERS[name](), tol=0.0,
+        return daskdca.fit(X, y, loss="logistic", lam=LAM, solver=_method(name, eval_every), tol=0.0,
                            n_partitions=_partitions(name), **kwargs)
 
 
@@ -95,8 +105,9 @@ def test_in_process_equals_cluster_round_by_round(heart, client, tmp_path, name,
     K = _partitions(name)
     order = random_row_order(X.shape[0], 7) if K > 1 else np.arange(X.shape[0])
     store = write_store(tmp_path / "h.zarr", X[order], y[order], block_rows=-(-X.shape[0] // K), shuffle=False)
-    local = _fit(X, y, name, max_rounds=40, random_state=7)
-    remote = _fit(store, None, name, max_rounds=40, random_state=7, client=client, in_memory=in_memory)
+    local = _fit(X, y, name, max_rounds=40, random_state=7, eval_every=5)
+    remote = _fit(store, None, name, max_rounds=40, random_state=7, client=client, in_memory=in_memory,
+                  eval_every=5)
     np.testing.assert_array_equal(remote.dual_coef_, local.dual_coef_[order])
     assert [r.round for r in remote.history_] == [r.round for r in local.history_]
     np.testing.assert_allclose([r.primal for r in remote.history_], [r.primal for r in local.history_],
@@ -110,10 +121,10 @@ def test_a_killed_worker_changes_nothing(heart, tmp_path, name):
     X, y = heart
     store = write_store(tmp_path / "h.zarr", X, y, block_rows=135, shuffle=False)
     # the kill comes at the first record, so the fit must go on past it
-    rounds = max(20, 2 * _fit(X, y, name, max_rounds=1, random_state=3).plan_.eval_every)
+    rounds = max(20, 2 * _fit(X, y, name, eval_every=5, max_rounds=1, random_state=3).plan_.eval_every)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
                                   silence_logs=50) as cluster, distributed.Client(cluster) as client:
-        kwargs = dict(max_rounds=rounds, random_state=3, client=client, checkpoint_every=7)
+        kwargs = dict(max_rounds=rounds, random_state=3, client=client, checkpoint_every=7, eval_every=5)
         undisturbed = _fit(store, None, name, **kwargs)
         killed = []
 
@@ -133,3 +144,29 @@ def test_a_killed_worker_changes_nothing(heart, tmp_path, name):
     assert disturbed.n_rounds_ == undisturbed.n_rounds_ == rounds
     np.testing.assert_array_equal(disturbed.dual_coef_, undisturbed.dual_coef_)
     np.testing.assert_array_equal(disturbed.coef_, undisturbed.coef_)
+
+
+@pytest.mark.parametrize("name", CLUSTER_METHODS)
+def test_a_killed_driver_resumes_to_the_undisturbed_result(heart, client, tmp_path, name):
+    """The driver dies mid-fit (the callback raises); a new fit with resume=True from the checkpoint ends
+    with the undisturbed bits and history."""
+    X, y = heart
+    store = write_store(tmp_path / "h.zarr", X, y, block_rows=135, shuffle=False)
+    rounds = max(20, 2 * _fit(X, y, name, eval_every=5, max_rounds=1, random_state=2).plan_.eval_every)
+    kwargs = dict(max_rounds=rounds, random_state=2, client=client, checkpoint_every=7, eval_every=5)
+    undisturbed = _fit(store, None, name, checkpoint=tmp_path / "a", **kwargs)
+
+    class DriverDied(Exception):
+        pass
+
+    def die(record, state):
+        if record.round >= rounds // 2:
+            raise DriverDied
+
+    with pytest.raises(DriverDied):
+        _fit(store, None, name, checkpoint=tmp_path / "b", callback=die, **kwargs)
+    resumed = _fit(store, None, name, checkpoint=tmp_path / "b", resume=True, **kwargs)
+    assert resumed.n_rounds_ == undisturbed.n_rounds_ == rounds
+    np.testing.assert_array_equal(resumed.dual_coef_, undisturbed.dual_coef_)
+    np.testing.assert_array_equal(resumed.coef_, undisturbed.coef_)
+    assert [r.round for r in resumed.history_] == [r.round for r in undisturbed.history_]
