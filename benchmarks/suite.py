@@ -41,14 +41,15 @@ machine hits all of them alike):
   (dask-glm cannot take sparse chunks), with ``normalize=False`` (its default
   standardises X, which changes the problem).  Logistic only, and only where
   the dense copy is at most ``--dense-limit`` MB.
-* ``daskdca-<solver>``: ``daskdca.fit`` in memory (sdca, minibatch_sdca,
-  cocoa+ on its default 2 partitions); ``daskdca-cocoa+@<k>w``: on a
-  LocalCluster with k = 1 or 2 worker processes (one thread each, k
+* ``daskdca-<solver>``: ``daskdca.fit`` in memory, for every method in
+  ``daskdca.methods.REGISTRY`` that takes the problem's loss, with its
+  defaults (cocoa+ on its default 2 partitions); ``daskdca-cocoa+@<k>w``: on
+  a LocalCluster with k = 1 or 2 worker processes (one thread each, k
   partitions), from a zarr store of 2 blocks on local disk with
-  ``in_memory=True``; ``daskdca-minibatch_sdca@2w`` likewise on 2 workers (it
-  runs one mini-batch per round, so on one worker it would be the same
-  algorithm at half the speed).  Cluster start-up is not timed; everything
-  inside ``fit`` is.
+  ``in_memory=True``; ``daskdca-<solver>@2w`` likewise on 2 workers for every
+  other cluster method (a global mini-batch method on one worker would be the
+  same algorithm as in memory, only slower).  Cluster start-up is not timed;
+  everything inside ``fit`` is.
 
 Peers that stop on their own tolerance run a ladder (tolerances 1e-1 .. 1e-9,
 or epochs / iterations doubling) and a suboptimality counts at the first rung
@@ -79,6 +80,7 @@ import numpy as np
 import scipy.sparse as sp
 
 import daskdca
+from daskdca.methods import REGISTRY
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -390,13 +392,18 @@ def systems_for(problem, args, clients):
     dense_mb = problem.X.shape[0] * problem.X.shape[1] * 8 / 2**20
     if problem.loss == "logistic" and dense_mb <= args.dense_limit:
         out["dask-ml"] = daskml_system
-    for solver in ("sdca", "minibatch_sdca", "cocoa+"):
-        out[f"daskdca-{solver}"] = daskdca_system(solver)
+    # every registered method that takes the loss, in memory with its defaults
+    for solver, cls in sorted(REGISTRY.items()):
+        if problem.loss in cls.capabilities.losses:
+            out[f"daskdca-{solver}"] = daskdca_system(solver)
     for k, client in clients.items():
         out[f"daskdca-cocoa+@{k}w"] = daskdca_system("cocoa+", client, k)
-    # distributed mini-batch SDCA runs one mini-batch per round; on one worker it
-    # is the same algorithm at half the speed, so it runs on 2 workers only
-    out["daskdca-minibatch_sdca@2w"] = daskdca_system("minibatch_sdca", clients[2], 2)
+    # the other cluster methods on 2 workers (on one worker a global mini-batch
+    # method is the same algorithm as in memory, only slower)
+    for solver, cls in sorted(REGISTRY.items()):
+        caps = cls.capabilities
+        if solver != "cocoa+" and caps.cluster and caps.many_partitions and problem.loss in caps.losses:
+            out[f"daskdca-{solver}@2w"] = daskdca_system(solver, clients[2], 2)
     return out
 
 
