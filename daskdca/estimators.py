@@ -119,15 +119,24 @@ class _SDCAMixin:
         "keep_dual": ["boolean"],
     }
 
+    def _with_bias(self, X):
+        """X (canonical CSR) with LIBLINEAR's synthetic feature when ``fit_intercept``: a last column whose
+        every value is ``intercept_scaling``, whose weight ``w_b`` gives ``intercept_ = intercept_scaling * w_b``.
+        """
+        if not self.fit_intercept:
+            return X
+        column = sp.csr_matrix(np.full((X.shape[0], 1), self.intercept_scaling, dtype=X.dtype))
+        return sp.hstack([X, column], format="csr")
+
+    def _split_bias(self, w):
+        """``(coef, intercept)`` from the weights of the (possibly augmented) problem."""
+        w = np.asarray(w, dtype=np.float64)
+        if not self.fit_intercept:
+            return w.copy(), 0.0
+        return w[:-1].copy(), float(self.intercept_scaling * w[-1])
+
     def _reject_unsupported(self):
         name = type(self).__name__
-        if self.fit_intercept:
-            raise ValueError(
-                f"{name}(fit_intercept=True) is not supported yet: daskdca.fit has no intercept. "
-                "Use fit_intercept=False and append a constant column of value intercept_scaling to X "
-                "yourself (np.hstack, or scipy.sparse.hstack for sparse X): that is LIBLINEAR's "
-                "regularised intercept."
-            )
         if self.warm_start:
             raise ValueError(
                 f"{name}(warm_start=True) is not supported yet: daskdca.fit cannot start from "
@@ -278,12 +287,14 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         pass over the data); reaching it warns with ``ConvergenceWarning``,
         naming the gap reached.
     fit_intercept : bool, default=False
-        Must be False for now: :func:`daskdca.fit` has no intercept, and True
-        raises ``ValueError``.  Add a constant column to X for LIBLINEAR's
-        (regularised) intercept.
+        LIBLINEAR's intercept: each row gets a synthetic last feature of value
+        ``s = intercept_scaling``, whose weight ``w_b`` is regularised like
+        the others, so the problem solved (and certified) is
+        ``min 1/n sum_i phi(y_i (x_i.w + b)) + lam/2 (||w||^2 + (b/s)^2)``
+        with ``intercept_ = b = s w_b``.  False (LIBLINEAR's default, unlike
+        ``LinearSVC``) fits no intercept.
     intercept_scaling : float, default=1.0
-        The value of LIBLINEAR's constant feature; it will take effect with
-        ``fit_intercept=True`` (not supported yet).  Must be > 0.
+        ``s`` above: a larger value regularises the intercept less.  Must be > 0.
     random_state : int, RandomState instance or None, default=0
         Seed of every random stream of the fit (the same seed for each of the
         ``K`` problems).  None draws one.
@@ -312,7 +323,7 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         ``w`` of each problem: one row for two classes (for ``classes_[1]``),
         one row per class otherwise.
     intercept_ : ndarray of shape (1,) or (n_classes,)
-        Zeros (there is no intercept yet).
+        ``intercept_scaling * w_b`` with ``fit_intercept``, else zeros.
     dual_coef_ : ndarray of shape (1, n_samples) or (n_classes, n_samples)
         Only with ``keep_dual=True``: ``alpha`` of each problem, labels
         inside the loss (for hinge ``y_i alpha_i`` lies in [0, 1]), with
@@ -408,14 +419,15 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
             )
         n = X.shape[0]
         lam = 1.0 / (self.C * n)
-        X = _canonical(X)
+        X = self._with_bias(_canonical(X))
         seed = _seed(self.random_state)
         positives = classes[1:] if classes.shape[0] == 2 else classes
         models = [self._dca_fit(X, np.where(y == label, 1.0, -1.0), self.loss, lam, seed) for label in positives]
 
         self.classes_ = classes
-        self.coef_ = np.stack([np.asarray(m.coef_, dtype=np.float64) for m in models])
-        self.intercept_ = np.zeros(len(models))
+        parts = [self._split_bias(m.coef_) for m in models]
+        self.coef_ = np.stack([coef for coef, _ in parts])
+        self.intercept_ = np.array([intercept for _, intercept in parts])
         self.primal_ = np.array([m.primal_ for m in models], dtype=np.float64)
         self.dual_ = np.array([m.dual_ for m in models], dtype=np.float64)
         self.gap_ = np.array([m.gap_ for m in models], dtype=np.float64)
@@ -526,7 +538,8 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         seed = self.random_state if isinstance(self.random_state, Integral) else None
         if self.loss in ("hinge", "squared_hinge"):
-            est = LinearSVC(loss=self.loss, C=self.C, fit_intercept=False, tol=self.tol, max_iter=self.max_iter,
+            est = LinearSVC(loss=self.loss, C=self.C, fit_intercept=self.fit_intercept,
+                            intercept_scaling=self.intercept_scaling, tol=self.tol, max_iter=self.max_iter,
                             random_state=seed)
             est.n_iter_ = int(self.n_iter_.max())
             return self._copy_fitted(est, self.classes_, self.coef_, self.intercept_)
@@ -536,17 +549,20 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
                 "'squared_hinge' (LinearSVC) and 'logistic' (LogisticRegression)."
             )
 
-        def logistic(classes, coef, n_iter):
-            est = LogisticRegression(C=self.C, fit_intercept=False, solver="liblinear", tol=self.tol,
-                                     max_iter=self.max_iter, random_state=seed)
+        def make_logistic():
+            return LogisticRegression(C=self.C, fit_intercept=self.fit_intercept,
+                                      intercept_scaling=self.intercept_scaling, solver="liblinear", tol=self.tol,
+                                      max_iter=self.max_iter, random_state=seed)
+
+        def logistic(classes, coef, intercept, n_iter):
+            est = make_logistic()
             est.n_iter_ = np.array([n_iter])
-            return self._copy_fitted(est, classes, coef, np.zeros(1))
+            return self._copy_fitted(est, classes, coef, intercept)
 
         if self.classes_.shape[0] == 2:
-            return logistic(self.classes_, self.coef_, self.n_iter_[0])
-        ovr = OneVsRestClassifier(LogisticRegression(C=self.C, fit_intercept=False, solver="liblinear",
-                                                     tol=self.tol, max_iter=self.max_iter, random_state=seed))
-        ovr.estimators_ = [logistic(np.array([0, 1]), self.coef_[k:k + 1], self.n_iter_[k])
+            return logistic(self.classes_, self.coef_, self.intercept_, self.n_iter_[0])
+        ovr = OneVsRestClassifier(make_logistic())
+        ovr.estimators_ = [logistic(np.array([0, 1]), self.coef_[k:k + 1], self.intercept_[k:k + 1], self.n_iter_[k])
                            for k in range(self.classes_.shape[0])]
         ovr.label_binarizer_ = LabelBinarizer(sparse_output=True).fit(self.classes_)
         ovr.classes_ = ovr.label_binarizer_.classes_
@@ -594,10 +610,13 @@ class SDCARegressor(_SDCAMixin, RegressorMixin, BaseEstimator):
     max_iter : int, default=1000
         Maximum number of rounds; reaching it warns with ``ConvergenceWarning``.
     fit_intercept : bool, default=False
-        Must be False for now (True raises ``ValueError``): there is no
-        intercept yet.  Center y and X, or add a constant column.
+        LIBLINEAR's regularised intercept (see :class:`SDCAClassifier`): the
+        problem becomes ``min 1/n sum_i (x_i.w + b - y_i)^2 / 2 + lam/2
+        (||w||^2 + (b/s)^2)``, ``s = intercept_scaling``.  Unlike ``Ridge``,
+        the intercept is regularised (it approaches Ridge's as ``s`` grows);
+        centre X and y yourself for Ridge's unregularised one.
     intercept_scaling : float, default=1.0
-        The constant feature's value once ``fit_intercept=True`` is supported.
+        ``s`` above.  Must be > 0.
     random_state : int, RandomState instance or None, default=0
         Seed of every random stream of the fit; None draws one.
     warm_start : bool, default=False
@@ -617,7 +636,7 @@ class SDCARegressor(_SDCAMixin, RegressorMixin, BaseEstimator):
     ----------
     coef_ : ndarray of shape (n_features,)
     intercept_ : float
-        0.0 (no intercept yet).
+        ``intercept_scaling * w_b`` with ``fit_intercept``, else 0.0.
     dual_coef_ : ndarray of shape (n_samples,)
         Only with ``keep_dual=True``; ``coef_ = C * X.T @ dual_coef_``.
     primal_, dual_, gap_ : float
@@ -687,10 +706,9 @@ class SDCARegressor(_SDCAMixin, RegressorMixin, BaseEstimator):
         self._reject_unsupported()
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], y_numeric=True)
         lam = 1.0 / (self.C * X.shape[0])
-        model = self._dca_fit(_canonical(X), np.asarray(y, dtype=np.float64), self.loss, lam,
+        model = self._dca_fit(self._with_bias(_canonical(X)), np.asarray(y, dtype=np.float64), self.loss, lam,
                               _seed(self.random_state))
-        self.coef_ = np.asarray(model.coef_, dtype=np.float64).copy()
-        self.intercept_ = 0.0
+        self.coef_, self.intercept_ = self._split_bias(model.coef_)
         self.primal_ = float(model.primal_)
         self.dual_ = float(model.dual_)
         self.gap_ = float(model.gap_)

@@ -401,10 +401,8 @@ def test_clone_shares_the_client_and_pickling_says_what_to_do():
 
 
 @pytest.mark.parametrize("Est", [SDCAClassifier, SDCARegressor])
-def test_intercept_and_warm_start_are_refused(Est):
+def test_warm_start_and_weights_are_refused(Est):
     X, y = _data("heart")
-    with pytest.raises(ValueError, match=r"fit_intercept=True\) is not supported yet.*constant column"):
-        Est(fit_intercept=True).fit(X, y)
     with pytest.raises(ValueError, match=r"warm_start=True\) is not supported yet"):
         Est(warm_start=True).fit(X, y)
     # no weights yet: the parameters do not exist rather than being ignored
@@ -581,3 +579,67 @@ def test_fit_on_a_local_cluster():
     # both certified to 1e-5: the primal values agree within the sum of the tolerances
     assert abs(clf.primal_[0] - in_memory.primal_[0]) <= 2e-5 * in_memory.primal_[0]
     assert (clf.predict(X) == in_memory.predict(X)).mean() > 0.99
+
+
+# --------------------------------------------------------------------------
+# LIBLINEAR's intercept: a synthetic feature of value intercept_scaling, regularised
+
+
+@pytest.mark.parametrize("loss, scaling", [("logistic", 1.0), ("logistic", 10.0), ("hinge", 1.0),
+                                           ("squared_hinge", 3.0)])
+def test_intercept_is_liblinears(loss, scaling):
+    """The same problem as LIBLINEAR with fit_intercept=True, intercept_scaling=s, certified by the gap."""
+    X, y = _data("heart")
+    C = 0.5
+    clf = SDCAClassifier(loss, C=C, fit_intercept=True, intercept_scaling=scaling, tol=1e-10,
+                         max_iter=100_000).fit(X, y)
+    ys = np.where(y == clf.classes_[1], 1.0, -1.0)
+    lam = 1.0 / (C * X.shape[0])
+
+    def primal(coef, intercept):  # the augmented problem, written out by hand
+        margins = ys * (np.asarray(X @ coef).ravel() + intercept)
+        phi = {"logistic": np.logaddexp(0.0, -margins), "hinge": np.maximum(0.0, 1.0 - margins),
+               "squared_hinge": np.maximum(0.0, 1.0 - margins) ** 2}[loss]
+        return phi.mean() + lam / 2 * (coef @ coef + (intercept / scaling) ** 2)
+
+    assert clf.primal_[0] == pytest.approx(primal(clf.coef_[0], clf.intercept_[0]), rel=1e-12)
+    assert clf.gap_[0] <= 1e-10 * clf.primal_[0]
+    if loss == "logistic":
+        ref = LogisticRegression(solver="liblinear", C=C, fit_intercept=True, intercept_scaling=scaling,
+                                 tol=1e-12, max_iter=100_000).fit(X, y)
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            ref = LinearSVC(loss=loss, C=C, fit_intercept=True, intercept_scaling=scaling, tol=1e-12,
+                            dual=loss == "hinge", max_iter=1_000_000, random_state=0).fit(X, y)
+    # LIBLINEAR's solution is no better than the certified one
+    assert clf.primal_[0] <= primal(ref.coef_[0], ref.intercept_[0]) * (1 + 1e-9)
+    if loss != "hinge":  # its hinge solver stops on max_iter here; the primal solvers converge
+        assert_allclose(clf.coef_, ref.coef_, rtol=1e-4, atol=1e-5)
+        assert_allclose(clf.intercept_, ref.intercept_, rtol=1e-4, atol=1e-5)
+    assert np.abs(clf.intercept_[0]) > 1e-3  # the data set has a non-zero intercept to find
+    assert_array_equal(clf.to_sklearn().predict(X), clf.predict(X))
+
+
+def test_regressor_intercept_is_ridge_on_the_augmented_features():
+    X, y = _data("heart")
+    X = X.toarray()
+    targets = X @ np.linspace(-1, 1, X.shape[1]) + 5.0  # a large offset to find
+    s, C = 4.0, 2.0
+    reg = SDCARegressor(C=C, fit_intercept=True, intercept_scaling=s, tol=1e-12, max_iter=100_000).fit(X, targets)
+    augmented = np.hstack([X, np.full((X.shape[0], 1), s)])
+    ref = Ridge(alpha=1.0 / C, fit_intercept=False, solver="cholesky").fit(augmented, targets)
+    assert_allclose(reg.coef_, ref.coef_[:-1], rtol=1e-6, atol=1e-8)
+    assert reg.intercept_ == pytest.approx(s * ref.coef_[-1], rel=1e-6)
+    assert reg.intercept_ > 1.0
+    assert_allclose(reg.predict(X), X @ reg.coef_ + reg.intercept_, rtol=1e-12)
+    assert_allclose(reg.to_sklearn().predict(X), reg.predict(X), rtol=1e-12)
+
+
+def test_multiclass_intercepts_one_per_class():
+    X, y = _digits()
+    clf = SDCAClassifier("logistic", C=1.0, fit_intercept=True, tol=1e-6).fit(X, y)
+    assert clf.intercept_.shape == (10,) and np.all(clf.intercept_ != 0)
+    ovr = clf.to_sklearn()
+    assert_array_equal(ovr.predict(X), clf.predict(X))
+    assert_allclose(clf.decision_function(X), X @ clf.coef_.T + clf.intercept_, rtol=1e-12)
