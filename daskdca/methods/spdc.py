@@ -149,8 +149,10 @@ class SPDC:
     Parameters
     ----------
     batch_size : int or None, default=None
-        ``m``, rows per round (Algorithm 2), at most ``n``; None is 1
-        (Algorithm 1, the most pass-efficient, paper §2.2).
+        ``m``, rows per round (Algorithm 2), at most ``n``.  None: the number
+        of partitions, the paper's choice for wall-clock time ("m equal to the
+        number of processors", §2.2); on one partition that is 1, Algorithm 1,
+        the most pass-efficient.
     sampling : {"uniform", "weighted"}, default="uniform"
         ``"weighted"``: Algorithm 3, ``p_k`` of eq. (20) with the mixing of
         eq. (25) and the parameters of eq. (24); one row per round (the paper
@@ -195,10 +197,16 @@ class SPDC:
                 bound = "in [0, 1)" if field == "l1_ratio" else "a finite number > 0"
                 raise ValueError(f"{field} must be {bound}, got {value!r}.")
 
+    @property
+    def weighted_sampling(self):
+        return self.sampling == "weighted"
+
     def setup(self, info, ops):
         """Check ``m`` and the options; the step parameters wait for the setup round (module docstring)."""
         n = info.n
-        m = 1 if self.batch_size is None else int(self.batch_size)
+        m = info.n_partitions if self.batch_size is None else int(self.batch_size)
+        if self.weighted_sampling:
+            m = 1  # Algorithm 3 (checked in __post_init__)
         if m > n:
             raise ValueError(f"batch_size={m} is more than the {n} rows (a round samples m distinct rows of "
                              f"all partitions); use batch_size <= {n}.")
