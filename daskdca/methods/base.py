@@ -45,6 +45,7 @@ __all__ = [
     "DataInfo",
     "Ops",
     "Phase",
+    "PlanBase",
     "RoundReport",
     "SparseDelta",
     "add_contributions",
@@ -119,6 +120,29 @@ class Phase(NamedTuple):
     name: str
     local: Callable
     combine: Callable
+
+
+class PlanBase:
+    """What most plans share; a plan (a frozen dataclass with ``settings`` and ``eval_every``) subclasses
+    it and overrides what differs.
+
+    ``name`` is the settings' name, the gap is measured every ``eval_every``
+    rounds, a round is one phase ``"round"`` (the plan's ``local``, then its
+    ``combine``), and the model is the global state's ``w``.
+    """
+
+    @property
+    def name(self):
+        return self.settings.name
+
+    def measures(self, round_index):
+        return round_index % self.eval_every == 0
+
+    def phases(self):
+        return (Phase("round", self.local, self.combine),)
+
+    def model(self, state):
+        return state.w
 
 
 @dataclass(frozen=True)

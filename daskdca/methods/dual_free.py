@@ -73,6 +73,7 @@ from daskdca.methods.base import (
     Capabilities,
     Contribution,
     Phase,
+    PlanBase,
     RoundReport,
     apply_vector,
     check_local_iters,
@@ -264,7 +265,7 @@ def _plan(settings, info):
 
 
 @dataclass(frozen=True)
-class DualFreePlan:
+class DualFreePlan(PlanBase):
     """:class:`DualFreeSDCA` or :class:`AdaptiveDualFreeSDCA` resolved for one data set."""
 
     settings: object
@@ -282,13 +283,6 @@ class DualFreePlan:
     rounds_per_epoch: int = 1
     primal_from_dual = False
 
-    @property
-    def name(self):
-        return self.settings.name
-
-    def measures(self, round_index):
-        return True
-
     def init_global(self):
         return DualFreeGlobal(np.zeros(self.d), np.zeros(_N_SUMS))
 
@@ -301,9 +295,6 @@ class DualFreePlan:
             return (Phase("residues", self.local_residues, self.combine_residues),
                     Phase("steps", self.local_steps, self.combine_steps))
         return (Phase("round", self.local_round, self.combine_round),)
-
-    def model(self, state):
-        return state.w
 
     def dual_point(self, part, local, state):
         """``a_i = -phi_i'(x_i.w)`` for the partition's rows (feasible; ``alpha*`` at the optimum)."""

@@ -34,7 +34,7 @@ from daskdca.losses import LOSSES
 from daskdca.methods.base import (
     Capabilities,
     Contribution,
-    Phase,
+    PlanBase,
     RoundReport,
     apply_vector,
     check_local_iters,
@@ -43,7 +43,7 @@ from daskdca.methods.base import (
 )
 from daskdca.partitions import row_view
 
-__all__ = ["SDCA", "CoCoAPlus", "DualGlobal", "DualLocal", "LocalSDCAPlan"]
+__all__ = ["SDCA", "CoCoAPlus", "DualGlobal", "DualLocal", "DualPlan", "LocalSDCAPlan"]
 
 _SAMPLINGS = ("permutation", "iid")
 _AGGREGATIONS = ("adding", "line_search")
@@ -144,8 +144,21 @@ class SDCA(CoCoAPlus):
     capabilities = Capabilities(losses=tuple(LOSSES), many_partitions=False, cluster=False, shrinking=True)
 
 
+class DualPlan(PlanBase):
+    """A dual method's plan: ``alpha = 0`` and ``w = 0`` to start, ``alpha`` itself certifies."""
+
+    def init_global(self):
+        return DualGlobal(np.zeros(self.d))
+
+    def init_local(self, part, ctx):
+        return DualLocal(np.zeros(part.n_rows))
+
+    def dual_point(self, part, local, state):
+        return local.alpha
+
+
 @dataclass(frozen=True)
-class LocalSDCAPlan:
+class LocalSDCAPlan(DualPlan):
     """:class:`CoCoAPlus` resolved for one data set (``sigma'``, sizes)."""
 
     settings: CoCoAPlus
@@ -158,28 +171,6 @@ class LocalSDCAPlan:
     eval_every: int = 1
     rounds_per_epoch: int = 1
     primal_from_dual = True
-
-    @property
-    def name(self):
-        return self.settings.name
-
-    def measures(self, round_index):
-        return True
-
-    def init_global(self):
-        return DualGlobal(np.zeros(self.d))
-
-    def init_local(self, part, ctx):
-        return DualLocal(np.zeros(part.n_rows))
-
-    def phases(self):
-        return (Phase("round", self.local, self.combine),)
-
-    def model(self, state):
-        return state.w
-
-    def dual_point(self, part, local, state):
-        return local.alpha
 
     def _order(self, n_rows, rows_to_visit, ctx, stream):
         """Rows of one sweep: ``local_iters * n_rows`` draws from ``rows_to_visit`` (None: all)."""

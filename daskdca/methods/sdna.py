@@ -38,14 +38,13 @@ from daskdca.losses import LOSSES
 from daskdca.methods.base import (
     Capabilities,
     Contribution,
-    Phase,
     RoundReport,
     apply_vector,
     check_local_iters,
     compress,
     dense,
 )
-from daskdca.methods.sdca import DualGlobal, DualLocal, _block_stream
+from daskdca.methods.sdca import DualGlobal, DualLocal, DualPlan, _block_stream
 from daskdca.partitions import row_view
 
 __all__ = ["SDNA", "SDNAPlan"]
@@ -101,7 +100,7 @@ class SDNA:
 
 
 @dataclass(frozen=True)
-class SDNAPlan:
+class SDNAPlan(DualPlan):
     """:class:`SDNA` resolved for one data set (``sigma'``, ``tau``)."""
 
     settings: SDNA
@@ -115,28 +114,6 @@ class SDNAPlan:
     eval_every: int = 1
     rounds_per_epoch: int = 1
     primal_from_dual = True
-
-    @property
-    def name(self):
-        return self.settings.name
-
-    def measures(self, round_index):
-        return True
-
-    def init_global(self):
-        return DualGlobal(np.zeros(self.d))
-
-    def init_local(self, part, ctx):
-        return DualLocal(np.zeros(part.n_rows))
-
-    def phases(self):
-        return (Phase("round", self.local, self.combine),)
-
-    def model(self, state):
-        return state.w
-
-    def dual_point(self, part, local, state):
-        return local.alpha
 
     def _batches(self, n_rows, ctx, stream):
         """The round's row sets of ``n_rows`` rows: ``ceil(local_iters n_rows / tau)`` sets of ``tau``."""
