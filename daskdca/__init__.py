@@ -8,7 +8,18 @@ from daskdca import datasets
 from daskdca.api import LinearModel, fit
 from daskdca.losses import Hinge, Logistic, Loss, SmoothedHinge, Squared, SquaredHinge
 from daskdca.driver import FitState, HistoryRecord
-from daskdca.methods import REGISTRY, SDCA, CoCoAPlus, MinibatchSDCA
+from daskdca.methods import (
+    REGISTRY,
+    SDCA,
+    SDNA,
+    SPDC,
+    AdaptiveDualFreeSDCA,
+    AdaptiveDualFreeSDCAPlus,
+    CoCoAPlus,
+    DualFreeSDCA,
+    MinibatchPegasos,
+    MinibatchSDCA,
+)
 from daskdca.store import CSRStore, StoreError, convert_svmlight, open_store, rewrite_store, write_store
 from daskdca import plot
 from daskdca.estimators import SDCAClassifier, SDCARegressor
@@ -16,15 +27,21 @@ from daskdca.estimators import SDCAClassifier, SDCARegressor
 __version__ = "0.1.0"
 
 __all__ = [
+    "AdaptiveDualFreeSDCA",
+    "AdaptiveDualFreeSDCAPlus",
     "CSRStore",
     "CoCoAPlus",
+    "DualFreeSDCA",
     "Hinge",
     "HistoryRecord",
     "LinearModel",
     "Logistic",
     "Loss",
+    "MinibatchPegasos",
     "MinibatchSDCA",
     "SDCA",
+    "SDNA",
+    "SPDC",
     "SDCAClassifier",
     "SDCARegressor",
     "FitState",

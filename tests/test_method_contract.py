@@ -91,9 +91,11 @@ def test_same_seed_same_bits_and_the_certificate_from_the_returned_duals(heart, 
 @pytest.mark.parametrize("name", METHODS)
 def test_a_converged_fit_certifies_the_state_it_returns(heart, name):
     X, y = heart
-    m = daskdca.fit(X, y, loss="logistic", lam=LAM, solver=MAKERS[name](), tol=1e-5,
+    # a 1/t method (Pegasos) reaches 1e-3 in about 400 epochs here, 1e-5 in none it can afford
+    tol = 1e-5 if MAKERS[name]().capabilities.gap_rate == "linear" else 1e-3
+    m = daskdca.fit(X, y, loss="logistic", lam=LAM, solver=MAKERS[name](), tol=tol,
                     n_partitions=_partitions(name))
-    assert m.converged_ and m.gap_ <= 1e-5 * m.primal_
+    assert m.converged_ and m.gap_ <= tol * m.primal_
     assert m.history_[-1].round == m.n_rounds_ and m.history_[-1].epochs == m.n_epochs_
 
 

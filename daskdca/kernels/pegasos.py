@@ -7,7 +7,6 @@ tests feed a NumPy reference the same rows).  No Dask, no method.
 
 from __future__ import annotations
 
-import numpy as np
 from numba import njit
 
 from daskdca.losses import conjugate_value, loss_derivative, loss_value

@@ -14,6 +14,7 @@ from __future__ import annotations
 from daskdca.methods.base import Capabilities, Ctx, DataInfo, RoundReport
 from daskdca.methods.dual_free import AdaptiveDualFreeSDCA, AdaptiveDualFreeSDCAPlus, DualFreeSDCA
 from daskdca.methods.minibatch import MinibatchSDCA
+from daskdca.methods.pegasos import MinibatchPegasos
 from daskdca.methods.sdca import SDCA, CoCoAPlus
 from daskdca.methods.sdna import SDNA
 from daskdca.methods.spdc import SPDC
@@ -29,9 +30,11 @@ __all__ = [
     "CoCoAPlus",
     "Ctx",
     "DataInfo",
+    "MinibatchPegasos",
     "MinibatchSDCA",
     "RoundReport",
     "SDCA",
+    "SDNA",
     "SPDC",
     "capability_table",
     "check_supported",
@@ -39,7 +42,7 @@ __all__ = [
 
 #: name -> settings class, for every method a user can ask for by name
 REGISTRY = {cls.name: cls for cls in (SDCA, CoCoAPlus, MinibatchSDCA, SDNA, DualFreeSDCA, AdaptiveDualFreeSDCA,
-                                      AdaptiveDualFreeSDCAPlus, SPDC)}
+                                      AdaptiveDualFreeSDCAPlus, SPDC, MinibatchPegasos)}
 SOLVERS = REGISTRY
 
 #: settings other than a method's defaults that change its algorithm; the
@@ -60,7 +63,7 @@ def capability_table():
         lines.append(f"{name}: losses {', '.join(c.losses)}; "
                      f"{'many partitions' if c.many_partitions else 'one partition'}; "
                      f"{'cluster' if c.cluster else 'in memory only'}; "
-                     f"shrinking {'yes' if c.shrinking else 'no'}")
+                     f"shrinking {'yes' if c.shrinking else 'no'}; gap falls {c.gap_rate}")
     return "\n".join(lines)
 
 

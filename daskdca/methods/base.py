@@ -159,12 +159,18 @@ class Capabilities:
         Whether it runs on a Dask cluster.
     shrinking : bool
         Whether it offers LIBLINEAR-style shrinking.
+    gap_rate : {"linear", "1/t"}
+        How its certified gap falls with the epochs: geometrically (the dual
+        and primal-dual methods, on smooth losses), or like ``1/t``
+        (Pegasos' subgradient steps), for which a ``tol`` below about 1e-3
+        takes thousands of epochs.
     """
 
     losses: tuple
     many_partitions: bool
     cluster: bool
     shrinking: bool
+    gap_rate: str = "linear"
 
 
 class DataInfo(NamedTuple):

@@ -99,7 +99,9 @@ class MinibatchPegasos:
     eval_every: int | None = None
     horizon: int | None = None
     name = "pegasos"
-    capabilities = Capabilities(losses=LIPSCHITZ_LOSSES, many_partitions=True, cluster=True, shrinking=False)
+    # seed 002 Theorem 1: E[P(w_bar)] - P* = O(beta_b / (lam b T)), a 1/t rate
+    capabilities = Capabilities(losses=LIPSCHITZ_LOSSES, many_partitions=True, cluster=True, shrinking=False,
+                                gap_rate="1/t")
 
     def __post_init__(self):
         if self.averaging not in _AVERAGING:
