@@ -226,7 +226,8 @@ CASES = [
     c("solver-unknown", "clf", XY(solver="foo"), ValueError, "solver"),
     c("random_state-negative", "clf", XY(random_state=-1), ValueError, "random_state"),
     c("n_partitions-0", "clf", XY(n_partitions=0), ValueError, "n_partitions"),
-    c("fit_intercept", "clf", XY(fit_intercept=True), ValueError, "intercept"),
+    c("intercept_scaling-0", "clf", XY(fit_intercept=True, intercept_scaling=0.0), ValueError, "intercept_scaling"),
+    c("warm_start", "clf", XY(warm_start=True), ValueError, "warm_start"),
     # --- SDCARegressor().fit
     c("nan-X", "reg", lambda ctx: ((with_value(X0, (1, 1), np.nan), T0), {}), ValueError, "NaN"),
     c("nan-y", "reg", lambda ctx: ((X0, with_value(T0, 1, np.nan)), {}), ValueError, "NaN"),
