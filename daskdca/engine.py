@@ -38,6 +38,7 @@ import uuid
 import dask
 import numpy as np
 import zarr
+from distributed import wait
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from daskdca.driver import HistoryRecord, run_rounds, sum_arrays
@@ -467,7 +468,10 @@ class DaskExecutor:
                                  self.info, f"checkpoint {url!r}, partition {k}", key=f"{name}-check{k}",
                                  pure=False, **_pinned(homes[k]))
               for k in range(len(self.parts))]
-        self.client.gather([G] + Ls)  # a damaged checkpoint raises here, naming what is wrong
+        wait([G] + Ls)  # the states stay on the workers; a damaged checkpoint raises here, naming what is wrong
+        for future in [G] + Ls:
+            if future.status == "error":
+                future.result()
         history = [HistoryRecord(*rec) for rec in meta["history"]]
         logger.info("daskdca: resuming from %s at round %d", url, meta["round"])
         return G, Ls, int(meta["round"]), float(meta["n_epochs"]), history

@@ -35,7 +35,8 @@ def _in_memory_optimum(name, loss, lam):
 
 
 @pytest.mark.parametrize("loss, block_rows", [
-    ("hinge", 7770), ("logistic", 7770), ("hinge", 3885), ("logistic", 3885), ("logistic", 1295),
+    ("hinge", 7770), ("logistic", 7770), pytest.param("hinge", 3885, marks=pytest.mark.slow), ("logistic", 3885),
+    ("logistic", 1295),
     pytest.param("hinge", 1295, marks=pytest.mark.slow),  # 47 s; 6 partitions are covered by logistic
 ], ids=["1-partition-hinge", "1-partition-logistic", "2-partitions-hinge", "2-partitions-logistic",
         "6-partitions-logistic", "6-partitions-hinge"])
@@ -66,7 +67,9 @@ def test_minibatch_sdca_on_cluster_reaches_the_optimum(client, tmp_path_factory,
 
 
 @pytest.mark.parametrize("solver, loss, batch_size, n_partitions", [
-    ("cocoa+", "logistic", None, 6), ("minibatch_sdca", "logistic", 250, 2),
+    ("cocoa+", "logistic", None, 6),
+    # 20 s; the contract checks every method out of core against in process, round by round
+    pytest.param("minibatch_sdca", "logistic", 250, 2, marks=pytest.mark.slow),
     pytest.param("cocoa+", "hinge", None, 6, marks=pytest.mark.slow),  # 219 rounds twice: 87 s
 ])
 def test_out_of_core_gives_the_in_memory_bits(client, tmp_path_factory, solver, loss, batch_size, n_partitions):

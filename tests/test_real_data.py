@@ -40,8 +40,10 @@ LOOSER_TOL = {
 # w8a, lam 1e-5, squared hinge reaches a relative gap of 3.0e-7.
 MINIBATCH_LOOSER_TOL = {("w8a", 1e-5, "squared_hinge"): 1e-6}
 
-# Heavy cases run only with ``-m slow`` (CI runs them; see .ci/run).
+# Heavy cases run only with ``-m slow`` (the default run and CI leave them out);
+# SLOW_MINIBATCH only for mini-batch SDCA (serial SDCA stays in the default run).
 SLOW = {("w8a", 1e-5, "hinge"), ("reuters", 1e-5, "hinge"), ("a9a", 1e-5, "squared_hinge")}
+SLOW_MINIBATCH = {("w8a", 1e-5, "squared_hinge")}
 
 _references = {}
 
@@ -59,7 +61,9 @@ def _cases(solvers):
         for lam in (1e-3, 1e-5):
             for loss in LOSSES:
                 for solver in solvers:
-                    marks = [pytest.mark.slow] if (name, lam, loss) in SLOW else []
+                    slow = (name, lam, loss) in SLOW or (solver == "minibatch_sdca"
+                                                         and (name, lam, loss) in SLOW_MINIBATCH)
+                    marks = [pytest.mark.slow] if slow else []
                     yield pytest.param(name, lam, loss, solver, marks=marks,
                                        id=f"{name}-{lam:g}-{loss}-{solver}")
 
