@@ -116,6 +116,34 @@ class MinibatchLocal(NamedTuple):
     step_curvature: np.ndarray
 
 
+def _sums_and_movable(part, alpha, w, loss, lam_n):
+    """In one pass over the partition's rows: the gap sums ``[loss_sum, conj_sum]`` at ``w``, the rows whose
+    step at ``w`` is non-zero (the shrinking test), and every row's ``||x_i||^2``."""
+    kind, param = int(loss.kind), loss.param
+    loss_sum = conj_sum = 0.0
+    found, sqnorm = [], []
+    for rows, lo, hi, start in part.pieces():
+        a = row_view(alpha, rows, lo, start)
+        ls, cs, movable = objective_sums_movable(rows.indptr, rows.indices, rows.data, rows.y, rows.sqnorm, a,
+                                                 w, lo, hi, kind, param, lam_n, 1.0)
+        loss_sum, conj_sum = loss_sum + ls, conj_sum + cs
+        found.append(movable - lo + start)
+        sqnorm.append(rows.sqnorm[lo:hi])
+    return np.array([loss_sum, conj_sum]), np.concatenate(found).astype(np.int64), np.concatenate(sqnorm)
+
+
+def resolve_batch_sizes(info, ops, batch_size):
+    """``(sigma^2, tau_c)`` of a global mini-batch method: ``sigma^2`` by power iteration through ``ops``
+    (seed 000 eq. (12) bound), a batch of ``batch_size`` rows (default ``1/sigma^2``) split as ``tau_c``."""
+    n = info.n
+    if batch_size is not None and batch_size > n:
+        raise ValueError(f"batch_size={batch_size} is more than the {n} rows; use batch_size <= {n}.")
+    column_bound = min(1.0, max(1, int(info.max_column_nnz)) / n)
+    sigma2 = eso.sigma2_power_iteration(ops.gram_matvec, info.d, n, column_bound)
+    b = batch_size if batch_size is not None else max(1, int(round(1.0 / sigma2)))
+    return sigma2, partition_batch_sizes(b, info.partition_sizes)
+
+
 def partition_batch_sizes(batch_size, sizes):
     """``tau_c``: about ``batch_size * s_c / n`` rows from partition c, at least 1, at most ``s_c``."""
     sizes = np.asarray(sizes, dtype=np.int64)
@@ -218,12 +246,7 @@ class MinibatchSDCA:
         if self.eso == "sparse" and K > 1:
             raise ValueError("eso='sparse' is implemented for one partition only; use eso='spectral' "
                              f"or n_partitions=1 (got n_partitions={K}).")
-        if self.batch_size is not None and self.batch_size > n:
-            raise ValueError(f"batch_size={self.batch_size} is more than the {n} rows; use batch_size <= {n}.")
-        column_bound = min(1.0, max(1, int(info.max_column_nnz)) / n)
-        sigma2 = eso.sigma2_power_iteration(ops.gram_matvec, info.d, n, column_bound)
-        b = self.batch_size if self.batch_size is not None else max(1, int(round(1.0 / sigma2)))
-        taus = partition_batch_sizes(b, info.partition_sizes)
+        sigma2, taus = resolve_batch_sizes(info, ops, self.batch_size)
         betas = partition_betas(info.partition_sizes, taus, sigma2)
         if self.step == "naive":
             betas = np.ones_like(betas)  # v_i = ||x_i||^2, the serial step (seed 002 eq. (14))
@@ -295,19 +318,9 @@ class MinibatchPlan:
         """Gap sums at ``w`` and, with shrinking, the new active rows and their curvature."""
         if not self._shrinks():
             return objective_sums_part(part, local.alpha, w, self.loss), local
-        kind, param = int(self.loss.kind), self.loss.param
-        loss_sum = conj_sum = 0.0
-        found, sqnorm = [], []
-        for rows, lo, hi, start in part.pieces():
-            a = row_view(local.alpha, rows, lo, start)
-            ls, cs, movable = objective_sums_movable(rows.indptr, rows.indices, rows.data, rows.y, rows.sqnorm, a,
-                                                     w, lo, hi, kind, param, self.lam_n, 1.0)
-            loss_sum, conj_sum = loss_sum + ls, conj_sum + cs
-            found.append(movable - lo + start)
-            sqnorm.append(rows.sqnorm[lo:hi])
-        active = np.concatenate(found).astype(np.int64)
+        sums, active, sqnorm = _sums_and_movable(part, local.alpha, w, self.loss, self.lam_n)
         if active.shape[0] == part.n_rows:
-            return np.array([loss_sum, conj_sum]), local._replace(active=active, step_curvature=local.curvature)
+            return sums, local._replace(active=active, step_curvature=local.curvature)
         tau = min(self.taus[k], max(1, active.shape[0]))
         if self.settings.step == "naive":
             beta = 1.0  # the serial step on any row set
@@ -318,8 +331,8 @@ class MinibatchPlan:
             # n sigma^2 bounds lambda_max of the normalised Gram matrix of any row subset
             a = active.shape[0]
             beta = max(1.0, 1.0 + self.n * self.sigma2 * tau / max(1, a) - (tau - 1.0) / max(1.0, a - 1.0))
-        step_curvature = beta * np.concatenate(sqnorm) / self.lam_n
-        return np.array([loss_sum, conj_sum]), local._replace(active=active, step_curvature=step_curvature)
+        step_curvature = beta * sqnorm / self.lam_n
+        return sums, local._replace(active=active, step_curvature=step_curvature)
 
     def _active_sigma2(self, n_active):
         """``sigma_A^2`` bound for a row subset of size ``n_A``: ``n_A sigma_A^2 <= n sigma^2`` (seed 000 eq. (12))."""
@@ -483,16 +496,8 @@ class AggressivePlan(MinibatchPlan):
         """Gap sums at ``w`` and, with shrinking, the rows whose step at ``w`` is non-zero."""
         if not self._shrinks():
             return objective_sums_part(part, local.alpha, w, self.loss), local
-        kind, param = int(self.loss.kind), self.loss.param
-        loss_sum = conj_sum = 0.0
-        found = []
-        for rows, lo, hi, start in part.pieces():
-            a = row_view(local.alpha, rows, lo, start)
-            ls, cs, movable = objective_sums_movable(rows.indptr, rows.indices, rows.data, rows.y, rows.sqnorm, a,
-                                                     w, lo, hi, kind, param, self.lam_n, 1.0)
-            loss_sum, conj_sum = loss_sum + ls, conj_sum + cs
-            found.append(movable - lo + start)
-        return np.array([loss_sum, conj_sum]), local._replace(active=np.concatenate(found).astype(np.int64))
+        sums, active, _ = _sums_and_movable(part, local.alpha, w, self.loss, self.lam_n)
+        return sums, local._replace(active=active)
 
     def _steps(self, part, local, w, beta):
         """The step of ``local.batch`` with ``v_i = beta ||x_i||^2``: ``(new duals, delta_w, zeta, conj change)``."""

@@ -44,7 +44,7 @@ from daskdca.kernels.dual_free import dual_point
 from daskdca.kernels.pegasos import certificate_sums, subgradient_sum
 from daskdca.kernels.sampling import minibatch_indices
 from daskdca.methods.base import Capabilities, Contribution, Phase, RoundReport, compress, dense
-from daskdca.methods.minibatch import partition_batch_sizes
+from daskdca.methods.minibatch import resolve_batch_sizes
 
 __all__ = ["MinibatchPegasos", "PegasosGlobal", "PegasosPlan"]
 
@@ -122,12 +122,7 @@ class MinibatchPegasos:
             raise ValueError(f"solver='pegasos' needs a Lipschitz loss (one of {list(LIPSCHITZ_LOSSES)}), "
                              f"got loss={info.loss.name!r}.")
         n = info.n
-        if self.batch_size is not None and self.batch_size > n:
-            raise ValueError(f"batch_size={self.batch_size} is more than the {n} rows; use batch_size <= {n}.")
-        column_bound = min(1.0, max(1, int(info.max_column_nnz)) / n)
-        sigma2 = eso.sigma2_power_iteration(ops.gram_matvec, info.d, n, column_bound)
-        b = self.batch_size if self.batch_size is not None else max(1, int(round(1.0 / sigma2)))
-        taus = partition_batch_sizes(b, info.partition_sizes)
+        sigma2, taus = resolve_batch_sizes(info, ops, self.batch_size)
         b_eff = int(taus.sum())
         rounds_per_epoch = max(1, -(-n // b_eff))
         return PegasosPlan(settings=self, loss=info.loss, n=n, d=info.d, lam_n=info.lam_n, sigma2=float(sigma2),
