@@ -144,6 +144,25 @@ class PlanBase:
     def model(self, state):
         return state.w
 
+    # -- warm start (methods whose capabilities say ``warm_start=True``)
+    def init_global_from(self, w):
+        """The global state of a fit that starts at the dual point ``alpha0``, given ``w = X^T alpha0 / (lam n)``.
+
+        The driver computes ``w`` once, by the same tree reduction as the
+        certificate.  Default: the fresh global state with its field ``w``
+        replaced, right for a plan whose only field that depends on the duals
+        is ``w``; a plan with others overrides it.
+        """
+        return self.init_global()._replace(w=np.array(w, dtype=np.float64, copy=True))
+
+    def init_local_from(self, part, alpha, ctx):
+        """A partition's local state starting at its duals ``alpha`` (the partition's row order).
+
+        Default: the fresh local state with its field ``alpha`` replaced (the
+        plan's ``dual_point`` of that state must then be ``alpha``).
+        """
+        return self.init_local(part, ctx)._replace(alpha=np.array(alpha, dtype=np.float64, copy=True))
+
 
 @dataclass(frozen=True)
 class Capabilities:
@@ -164,6 +183,10 @@ class Capabilities:
         and primal-dual methods, on smooth losses), or like ``1/t``
         (Pegasos' subgradient steps), for which a ``tol`` below about 1e-3
         takes thousands of epochs.
+    warm_start : bool
+        Whether a fit can start from given dual variables
+        (``daskdca.fit(dual_init=...)``): the plan's ``init_global_from`` and
+        ``init_local_from`` (:class:`PlanBase`) build the starting states.
     """
 
     losses: tuple
@@ -171,6 +194,7 @@ class Capabilities:
     cluster: bool
     shrinking: bool
     gap_rate: str = "linear"
+    warm_start: bool = False
 
 
 class DataInfo(NamedTuple):
