@@ -37,12 +37,13 @@ import numpy as np
 from numba import njit
 
 from daskdca.kernels.sampling import _next_below, minibatch_indices, stream_seed
-from daskdca.losses import dual_update
+from daskdca.losses import conjugate_value, dual_update
 
 _TWO_M53 = 1.0 / 9007199254740992.0  # 2**-53
 
-__all__ = ["GLOBAL_STREAM", "advance", "catch_up", "dual_half", "flush", "pick_partition", "pick_row", "primal_half",
-           "prox", "spdc_iterations", "uniform_schedule", "weighted_schedule"]
+__all__ = ["GLOBAL_STREAM", "advance", "apply_step", "catch_up", "conjugate_changes", "dual_half", "flush",
+           "local_spdc", "pick_partition", "pick_row", "primal_half", "prox", "spdc_iterations", "uniform_schedule",
+           "weighted_schedule"]
 
 
 @njit(nogil=True, cache=True)
@@ -248,6 +249,82 @@ def spdc_iterations(indptr, indices, data, b, y, x, xp, u, last, t0, batches, qs
             count[j] = 0.0
         primal_half(x, xp, u, last, t, touched[:nt], gvals[:nt], omegas[i], inv_n, tau, lam1, lam2, log1p_lt)
     return steps
+
+
+# --- SPDC as the local solver of CoCoA+ rounds --------------------------------
+
+@njit(nogil=True, cache=True)
+def local_spdc(indptr, indices, data, b, y, x, xp, u, last, batches, q, omega, inv_n, tau, theta, lam2, kind, param,
+               g, count, touched, acc):
+    """``batches.shape[0]`` SPDC iterations from iteration 0 on a CoCoA+ local problem (spec ``spdc.md`` §5.5 (B)).
+
+    The local problem of a block of ``n_b`` rows is the saddle problem
+    ``min_x max_y' 1/n_b sum_i (y'_i a_i.x - phi_i*(y'_i)) + g_b(x)`` with
+    ``g_b(x) = lam_b/2 ||x - w||^2 - <u~, x>``, ``u~ = 1/n_b sum_i y_i a_i``
+    (the round's starting duals): its primal prox is the L2 prox
+    ``x <- (x - tau c) / (1 + lam_b tau)`` with the coefficient
+    ``c = (u_loc - u~) + omega g - lam_b w``.  So the lazy L2 iteration of
+    :func:`dual_half` / :func:`primal_half` runs it unchanged when its ``u`` is
+    ``u_loc - u~ - lam_b w``: the caller starts it at ``-lam_b w`` (``u_loc =
+    u~`` at the start) with ``x = xp = w``, ``last = 0`` and ``lam2 = lam_b``.
+
+    Row ``i`` of ``batches`` is the sample of iteration ``i`` (no padding),
+    every row with dual step weight ``q = 1/sigma`` and primal weight
+    ``omega = 1/m``; ``inv_n = 1/n_b``.  ``g``, ``count`` are zero scratch
+    d-vectors (left zero), ``touched`` int64 scratch of length d.  Updates
+    ``y`` (the paper's duals, ``-alpha``) and the lazy state in place, adds
+    ``sum_i (y_i(T) - y_i(0)) a_i`` to ``acc`` and returns the dual steps taken.
+    """
+    log1p_lt = math.log1p(lam2 * tau)
+    gvals = np.empty(touched.shape[0])
+    m = batches.shape[1]
+    qs = np.full(m, q)
+    for i in range(batches.shape[0]):
+        nt = dual_half(indptr, indices, data, b, y, batches[i], qs, x, xp, u, last, i, tau, theta, 0.0, lam2,
+                       log1p_lt, kind, param, g, count, touched, 0, True)
+        for r in range(nt):
+            j = touched[r]
+            gvals[r] = g[j]
+            acc[j] += g[j]
+            g[j] = 0.0
+            count[j] = 0.0
+        primal_half(x, xp, u, last, i, touched[:nt], gvals[:nt], omega, inv_n, tau, 0.0, lam2, log1p_lt)
+    return batches.shape[0] * m
+
+
+@njit(nogil=True, cache=True)
+def _between(old, new, t):
+    """``old + t (new - old)``, exactly ``new`` at ``t = 1`` and never outside ``[old, new]`` (the dual domain is
+    an interval that holds both, so every such point is feasible)."""
+    if t >= 1.0:
+        return new
+    if t <= 0.0:
+        return old
+    v = old + t * (new - old)
+    return min(max(v, min(old, new)), max(old, new))
+
+
+@njit(nogil=True, cache=True)
+def conjugate_changes(b, old, new, lo, hi, steps, kind, param):
+    """``sum_{i in [lo, hi)} phi_i*(-a_i(t)) - phi_i*(-old_i)`` for every ``t`` of ``steps``,
+    ``a_i(t)`` between ``old_i`` and ``new_i`` (project convention ``alpha``; only rows that moved count).
+
+    Row by row differences, so the sum is accurate to the size of the change, not of the conjugate sums.
+    """
+    out = np.zeros(steps.shape[0])
+    for i in range(lo, hi):
+        if new[i] != old[i]:
+            c0 = conjugate_value(kind, param, b[i], old[i])
+            for j in range(steps.shape[0]):
+                out[j] += conjugate_value(kind, param, b[i], _between(old[i], new[i], steps[j])) - c0
+    return out
+
+
+@njit(nogil=True, cache=True)
+def apply_step(old, new, lo, hi, t):
+    """``old[i] <- old[i] + t (new[i] - old[i])`` for ``i`` in ``[lo, hi)``, as :func:`conjugate_changes` evaluates it."""
+    for i in range(lo, hi):
+        old[i] = _between(old[i], new[i], t)
 
 
 # --- sampling ---------------------------------------------------------------

@@ -17,6 +17,7 @@ with one partition ``sigma' = 1`` and the round is an epoch of serial SDCA
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -43,9 +44,11 @@ from daskdca.methods.base import (
 )
 from daskdca.partitions import row_view
 
-__all__ = ["SDCA", "CoCoAPlus", "DualGlobal", "DualLocal", "DualPlan", "LocalSDCAPlan"]
+__all__ = ["LOCAL_SOLVERS", "SDCA", "CoCoAPlus", "DualGlobal", "DualLocal", "DualPlan", "LocalSDCAPlan"]
 
 _SAMPLINGS = ("permutation", "iid")
+#: what may improve a partition's CoCoA+ subproblem (``CoCoAPlus.local_solver``)
+LOCAL_SOLVERS = ("sdca", "sdna", "spdc")
 _AGGREGATIONS = ("adding", "line_search")
 # Candidate steps of the line search along the summed direction: t = j / 8 for
 # j = 1..8, and 1/K (averaging, the safe step) whatever K is.
@@ -82,46 +85,121 @@ class CoCoAPlus:
     """CoCoA+ rounds with the adding aggregation (Ma et al. 2015, arXiv:1502.03508).
 
     Solves ``min_w 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2`` through its dual.
-    Each round every partition runs ``local_iters * n_k`` sequential SDCA
-    steps on its local subproblem with ``sigma' = K`` (the number of
-    partitions); then ``w += sum_k delta_w_k``.
+    Each round every partition improves its local subproblem ``G_k^{sigma'}``
+    with ``sigma' = K`` (the number of partitions) by ``local_iters`` passes
+    of a local solver; then ``w += sum_k delta_w_k``.  With one partition
+    ``sigma' = 1`` and the local subproblem is the whole dual.
 
     Parameters
     ----------
     local_iters : float, default=1.0
-        Local steps per round, in multiples of the partition's rows (H / n_k).
-    sampling : {"permutation", "iid"}, default="permutation"
-        A fresh random permutation for every pass, or rows drawn with replacement.
-    shrinking : bool, default=True
-        Each round, visit only the rows whose step at the round's ``w`` is
-        non-zero (LIBLINEAR's shrinking, Hsieh et al. 2008 §3.2).  Only
-        hinge-type losses have such rows.
+        Rows visited per round, in multiples of the partition's rows (H / n_k).
+    sampling : {"permutation", "iid"} or None, default=None
+        Of the SDCA local solver: a fresh random permutation for every pass
+        (None means this), or rows drawn with replacement.  The other local
+        solvers draw their own samples (``local_batch_size`` rows at a time), and
+        refuse a value here.
+    shrinking : bool or None, default=None
+        Of the SDCA local solver: each round, visit only the rows whose step
+        at the round's ``w`` is non-zero (LIBLINEAR's shrinking, Hsieh et al.
+        2008 §3.2; only hinge-type losses have such rows).  None means True
+        for ``local_solver="sdca"`` and False for the others, which visit
+        every row and refuse ``shrinking=True``.
     aggregation : {"adding", "line_search"}, default="adding"
         ``"adding"``: ``sigma' = K``, ``w += sum_k delta_w_k`` (safe for any
-        data, and the most conservative local model).  ``"line_search"``:
-        every partition maximises the dual restricted to its own rows
-        (``sigma' = 1``); the combine takes the step ``t`` along the summed
-        direction that maximises the dual over ``LINE_SEARCH_STEPS``
-        (``1/K`` ... ``1``), from conjugate sums every partition returns in
-        the same task.  ``t = 1/K`` is CoCoA's averaging, which never lowers
-        the dual (concavity), so neither does the line search.
+        data, and the most conservative local model).  ``"line_search"``
+        (``local_solver="sdca"`` only): every partition maximises the dual
+        restricted to its own rows (``sigma' = 1``); the combine takes the
+        step ``t`` along the summed direction that maximises the dual over
+        ``LINE_SEARCH_STEPS`` (``1/K`` ... ``1``), from conjugate sums every
+        partition returns in the same task.  ``t = 1/K`` is CoCoA's
+        averaging, which never lowers the dual (concavity), so neither does
+        the line search.
+    local_solver : {"sdca", "sdna", "spdc"}, default="sdca"
+        What improves each partition's subproblem:
+
+        * ``"sdca"``: sequential closed-form dual coordinate steps
+          (LocalSDCA, Ma et al. 2015 Algorithm 2).
+        * ``"sdna"``: local SDNA (paper 003 Algorithm 3, spec ``sdna.md``
+          §6.4); exactly ``SDNA(batch_size=local_batch_size, local_iters=local_iters)``.
+        * ``"spdc"``: local SPDC (paper 004 Algorithm 1, or Algorithm 2 with
+          ``local_batch_size`` rows) on the partition's subproblem written as a
+          saddle problem (spec ``spdc.md`` §5.5 (B)), restarted every round
+          at ``x = w``; the step is kept only where it does not lower the
+          subproblem (:class:`daskdca.methods.spdc.LocalSPDCPlan`).  Needs a
+          smooth loss: hinge is refused (``solver="spdc"`` smooths it).
+    local_batch_size : int or None, default=None
+        Rows of one local iteration, for ``local_solver="sdna"`` (``tau``;
+        None: 16, paper 003 Fig. 3) and ``"spdc"`` (``m``; None: 1, Algorithm
+        1, the most pass-efficient, 004 §2.2); at most the smallest
+        partition's rows.  The SDCA local solver takes one row per step and
+        refuses it.
     """
 
     local_iters: float = 1.0
-    sampling: str = "permutation"
-    shrinking: bool = True
+    sampling: str | None = None
+    shrinking: bool | None = None
     aggregation: str = "adding"
+    local_solver: str = "sdca"
+    local_batch_size: int | None = None
     name = "cocoa+"
-    capabilities = Capabilities(losses=tuple(LOSSES), many_partitions=True, cluster=True, shrinking=True)
+    capabilities = Capabilities(losses=tuple(LOSSES), many_partitions=True, cluster=True, shrinking=True,
+                                warm_start=True)
 
     def __post_init__(self):
-        _check(self.local_iters, self.sampling, self.shrinking)
+        if self.local_solver not in LOCAL_SOLVERS:
+            raise ValueError(f"Unknown local_solver {self.local_solver!r}; use one of {list(LOCAL_SOLVERS)}.")
+        value = self.local_batch_size
+        if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1):
+            raise ValueError(f"local_batch_size must be a positive int or None, got {value!r}.")
+        if self.local_solver == "sdca":
+            if value is not None:
+                raise ValueError(
+                    f"local_batch_size={value!r} does not apply to local_solver='sdca' (one row per step); drop it, "
+                    "or choose local_solver='sdna' or 'spdc', which take local_batch_size rows per local iteration.")
+            # None: the SDCA local solver's defaults (one permutation per pass, shrinking)
+            object.__setattr__(self, "sampling", "permutation" if self.sampling is None else self.sampling)
+            object.__setattr__(self, "shrinking", True if self.shrinking is None else self.shrinking)
+            _check(self.local_iters, self.sampling, self.shrinking)
+        else:
+            check_local_iters(self.local_iters)
+            if self.sampling is not None:
+                raise ValueError(
+                    f"sampling={self.sampling!r} applies to local_solver='sdca' only; "
+                    f"local_solver={self.local_solver!r} draws its own rows (local_batch_size at a time). Drop sampling.")
+            if self.shrinking is None:
+                object.__setattr__(self, "shrinking", False)
+            if self.shrinking is not False:
+                raise ValueError(
+                    f"shrinking={self.shrinking!r}: local_solver={self.local_solver!r} visits every row and has no "
+                    "shrinking; drop shrinking (or use local_solver='sdca').")
         if self.aggregation not in _AGGREGATIONS:
             raise ValueError(f"Unknown aggregation {self.aggregation!r}; use one of {list(_AGGREGATIONS)}.")
+        if self.aggregation == "line_search" and self.local_solver != "sdca":
+            raise ValueError(
+                f"aggregation='line_search' combines with local_solver='sdca' only (its local solves use "
+                f"sigma' = 1 and the SDCA sweep), got local_solver={self.local_solver!r}; use aggregation='adding'.")
 
     def setup(self, info, ops):
-        """The plan for this data: ``sigma' = K`` (adding, gamma = 1; Ma et al. 2015 §3), or the line search."""
+        """The plan for this data: ``sigma' = K`` (adding, gamma = 1; Ma et al. 2015 §3), or the line search.
+
+        ``local_solver="sdna"`` is :class:`~daskdca.methods.sdna.SDNA`'s plan
+        for the same settings, ``"spdc"`` :class:`~daskdca.methods.spdc.LocalSPDCPlan`.
+        """
         K = info.n_partitions
+        smallest = int(min(info.partition_sizes))
+        if self.local_batch_size is not None and self.local_batch_size > smallest:
+            raise ValueError(
+                f"local_batch_size={self.local_batch_size} is more than the {smallest} rows of the smallest partition "
+                f"(of {K}); use local_batch_size <= {smallest}.")
+        if self.local_solver == "sdna":
+            from daskdca.methods.sdna import SDNA  # sdna.py imports this module
+
+            return SDNA(batch_size=self.local_batch_size, local_iters=self.local_iters).setup(info, ops)
+        if self.local_solver == "spdc":
+            from daskdca.methods.spdc import LocalSPDCPlan  # spdc.py imports this module
+
+            return LocalSPDCPlan.for_data(self, info)
         if self.aggregation == "line_search" and K > 1:
             return LineSearchPlan(settings=self, loss=info.loss, n=info.n, d=info.d, lam_n=info.lam_n,
                                   n_partitions=K, sigma_prime=1.0)
@@ -141,7 +219,16 @@ class SDCA(CoCoAPlus):
     """
 
     name = "sdca"
-    capabilities = Capabilities(losses=tuple(LOSSES), many_partitions=False, cluster=False, shrinking=True)
+    capabilities = Capabilities(losses=tuple(LOSSES), many_partitions=False, cluster=False, shrinking=True,
+                                warm_start=True)
+
+    def __post_init__(self):
+        if self.local_solver != "sdca" or self.local_batch_size is not None:
+            raise ValueError(
+                f"solver='sdca' is serial SDCA (one row per step), got local_solver={self.local_solver!r}, "
+                f"local_batch_size={self.local_batch_size!r}; drop them, or use solver='sdna' or 'spdc' (or "
+                "CoCoAPlus(local_solver=...)) for another solver.")
+        super().__post_init__()
 
 
 class DualPlan(PlanBase):

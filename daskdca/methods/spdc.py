@@ -55,12 +55,15 @@ from typing import NamedTuple
 import numpy as np
 
 from daskdca.kernels import spdc as kern
+from daskdca.kernels.sampling import permutation_order
 from daskdca.kernels.sdca import objective_sums
+from daskdca.kernels.sdna import sdna_batches
 from daskdca.losses import HINGE, LOSSES, SMOOTHED_HINGE
 from daskdca.methods.base import Capabilities, Contribution, Phase, RoundReport, compress, dense
+from daskdca.methods.sdca import DualLocal, LocalSDCAPlan, _block_stream
 from daskdca.partitions import row_view
 
-__all__ = ["SPDC", "SPDCGlobal", "SPDCLocal", "SPDCPlan", "optimal_mixing", "step_parameters",
+__all__ = ["LOCAL_BACKTRACK_STEPS", "LocalSPDCPlan", "SPDC", "SPDCGlobal", "SPDCLocal", "SPDCPlan", "optimal_mixing", "step_parameters",
            "weighted_step_parameters"]
 
 _SAMPLINGS = ("uniform", "weighted")
@@ -182,13 +185,13 @@ class SPDC:
     capabilities = Capabilities(losses=tuple(LOSSES), many_partitions=True, cluster=True, shrinking=False)
 
     def __post_init__(self):
-        _positive_int_or_none("batch_size", self.batch_size)
+        _positive_int_or_none("batch_size", self.local_batch_size)
         _positive_int_or_none("eval_every", self.eval_every)
         if self.sampling not in _SAMPLINGS:
             raise ValueError(f"Unknown sampling {self.sampling!r} for solver='spdc'; use one of {list(_SAMPLINGS)}.")
-        if self.sampling == "weighted" and self.batch_size not in (None, 1):
+        if self.sampling == "weighted" and self.local_batch_size not in (None, 1):
             raise ValueError(f"sampling='weighted' is Algorithm 3, one row per round; got batch_size="
-                             f"{self.batch_size} (the paper gives no step parameters for weighted mini-batches). "
+                             f"{self.local_batch_size} (the paper gives no step parameters for weighted mini-batches). "
                              "Use batch_size=None or sampling='uniform'.")
         for field, low_open in (("l1_ratio", False), ("smoothing", True)):
             value = getattr(self, field)
@@ -204,7 +207,7 @@ class SPDC:
     def setup(self, info, ops):
         """Check ``m`` and the options; the step parameters wait for the setup round (module docstring)."""
         n = info.n
-        m = info.n_partitions if self.batch_size is None else int(self.batch_size)
+        m = info.n_partitions if self.local_batch_size is None else int(self.local_batch_size)
         if self.weighted_sampling:
             m = 1  # Algorithm 3 (checked in __post_init__)
         if m > n:
@@ -449,3 +452,155 @@ class SPDCPlan:
         new_state = state._replace(x=x, x_prev=xp, u=u, last=last,
                                    t=np.asarray(int(state.t) + n_rounds, dtype=np.int64))
         return local._replace(y=y), new_state, report._replace(steps=float(steps))
+
+
+# --- SPDC as the local solver of CoCoA+ rounds ----------------------------------
+
+#: Steps ``t`` the safeguard of a local SPDC solve tries when the full step lowers the local subproblem:
+#: ``1/2, 1/4, ..., 2^-10`` (and 0, which keeps the round's start).
+LOCAL_BACKTRACK_STEPS = tuple(0.5 ** j for j in range(1, 11))
+
+
+@dataclass(frozen=True)
+class LocalSPDCPlan(LocalSDCAPlan):
+    """CoCoA+ rounds (adding, ``sigma' = K``) with SPDC as the local solver (spec ``spdc.md`` §5.5 (B)).
+
+    Maximises ``D(alpha) = -1/n sum_i phi_i*(-alpha_i) - lam/2 ||w(alpha)||^2``,
+    the dual of ``P(w) = 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2``.  Partition
+    ``k`` (``n_k`` rows) maximises its CoCoA+ subproblem (Ma et al. 2015,
+    arXiv:1502.03508, gamma = 1)
+
+        G_k(d) = -1/n sum_{i in P_k} phi_i*(-(alpha_i + d_i)) - lam <w, dw> - lam sigma'/2 ||dw||^2,
+        dw = X_k^T d / (lam n),
+
+    which in the paper's variables (``y = -alpha``) is the SPDC saddle problem
+    on the partition's own rows with ``n -> n_k``,
+    ``lam -> lam_k = n lam / (n_k sigma')`` and
+    ``g_k(x) = lam_k/2 ||x - w||^2 - <u~_k, x>``, ``u~_k = 1/n_k sum_{P_k} y_i a_i``
+    (spec §5.5 (B), derived there and checked against a direct solve).  A
+    round runs ``ceil(local_iters n_k / m)`` iterations of Algorithm 1
+    (``m = 1``) or 2 (``m`` distinct rows per iteration) on it from ``x = w``
+    and ``y' = y``, with the step parameters of eq. (12) for ``R_k = max_{P_k}
+    ||a_i||``, ``n_k``, ``m``, ``lam_k`` and ``gamma = 1 / smoothness`` of the loss
+    (:func:`daskdca.kernels.spdc.local_spdc`, lazy: an iteration costs the
+    non-zeros of its rows).  Every round restarts the primal at the new
+    ``w`` (the local problem changes with ``w``), so with one partition
+    (``sigma' = 1``, the local problem is the whole saddle problem (4)) a
+    round is ``n/m`` SPDC iterations from ``x = w(alpha)``, not a
+    continuation of the last round's ``x`` and extrapolation.
+
+    Safeguard: SPDC's last iterate need not improve the subproblem (Theorem 1
+    bounds it in expectation only), while CoCoA+'s ``D(alpha + sum_k d_k) >=
+    D(alpha) + sum_k (G_k(d_k) - G_k(0))`` turns every local improvement into
+    dual ascent.  So a partition keeps the SPDC step ``d`` when ``G_k(d) >=
+    G_k(0)``, else the best ``t d`` of :data:`LOCAL_BACKTRACK_STEPS` that
+    improves it, else nothing: the dual never decreases.  ``G_k(t d)`` needs
+    the conjugates of the moved rows and ``<w, dw>``, ``||dw||^2``, all at hand
+    on the partition.  Every ``alpha + t d`` lies between two feasible duals,
+    so the certificate (``P(w(alpha)) - D(alpha)`` from the returned duals) is
+    valid after every round.
+
+    Out of core the blocks are visited in a seeded random order, each one's
+    subproblem solved as above given the partition's ``w + sigma' dw`` so far
+    (exact block ascent on ``G_k``; ``n_b``, ``R_b``, ``lam_b`` of the block),
+    as SDCA and SDNA do; a one-block partition gives the in-memory bits.
+    Samples: iteration ``t`` of a round draws ``m`` distinct rows from the
+    stream ``(random_state, round, partition or block, t)``
+    (:func:`daskdca.kernels.sdna.sdna_batches`).
+    """
+
+    m: int = 1
+    gamma: float = 1.0
+
+    @classmethod
+    def for_data(cls, settings, info):
+        """The plan of ``CoCoAPlus(local_solver="spdc", ...)`` for ``info``; refuses hinge."""
+        loss = info.loss
+        if int(loss.kind) == HINGE:
+            raise ValueError(
+                "local_solver='spdc' needs a smooth loss (paper 004 Assumption A: phi_i* strongly convex), got "
+                "loss='hinge'; use local_solver='sdca' or 'sdna' for hinge, loss='smoothed_hinge', or "
+                "solver='spdc', which smooths the hinge (eq. (16)).")
+        m = 1 if settings.local_batch_size is None else int(settings.local_batch_size)  # checked by the settings
+        K = info.n_partitions
+        return cls(settings=settings, loss=loss, n=info.n, d=info.d, lam_n=info.lam_n, n_partitions=K,
+                   sigma_prime=float(K), m=m, gamma=1.0 / float(loss.smoothness))
+
+    def local(self, part, local, state, ctx):
+        """One round on one partition: gap sums at ``(w, alpha)``, then the safeguarded local SPDC solve(s)."""
+        loss, w = self.loss, state.w
+        kind, param = int(loss.kind), loss.param
+        alpha = local.alpha.copy()
+        w_eff = w.copy()  # w + sigma' dw so far
+        delta_w = np.zeros(self.d)
+        rows = part.whole()
+        if rows is not None:
+            loss_sum, conj_sum = objective_sums(rows.indptr, rows.indices, rows.data, rows.y, alpha, w, 0,
+                                                rows.n_rows, kind, param)
+            n_steps = self._solve(rows, 0, rows.n_rows, alpha, w_eff, delta_w, ctx, ctx.partition)
+        else:
+            loss_sum = conj_sum = 0.0
+            n_steps = 0
+            nb = len(part.block_starts) - 1
+            block_order = permutation_order(ctx.random_state, ctx.round, ctx.partition, nb, nb, 0)
+            for j, (blk, lo, hi, start) in zip(block_order, part.pieces(block_order)):
+                a = row_view(alpha, blk, lo, start)
+                ls, cs = objective_sums(blk.indptr, blk.indices, blk.data, blk.y, a, w, lo, hi, kind, param)
+                loss_sum, conj_sum = loss_sum + ls, conj_sum + cs
+                stream = ctx.partition if nb == 1 else _block_stream(ctx.partition, int(j))
+                n_steps += self._solve(blk, lo, hi, a, w_eff, delta_w, ctx, stream)
+        vector = w_eff if self.n_partitions == 1 else compress(delta_w)
+        return DualLocal(alpha), Contribution(vector, np.array([loss_sum, conj_sum, float(n_steps)]))
+
+    def local_parameters(self, rows, lo, hi):
+        """``(m_b, lam_b, tau, sigma, theta)`` of eq. (12) for the block's rows ``[lo, hi)``."""
+        n_b = hi - lo
+        m = min(self.m, n_b)
+        R = math.sqrt(float(rows.sqnorm[lo:hi].max()))
+        if R == 0.0:  # zero rows: x never moves from w, any R > 0 will do
+            R = 1.0
+        lam_b = self.lam_n / (n_b * self.sigma_prime)  # n lam / (n_b sigma') (spec §5.5 (B))
+        tau, sigma, theta = step_parameters(R, n_b, m, lam_b, self.gamma)
+        return m, lam_b, tau, sigma, theta
+
+    def _solve(self, rows, lo, hi, alpha, w_eff, delta_w, ctx, stream):
+        """Local SPDC on rows ``[lo, hi)`` of ``rows``; ``alpha`` (aligned with ``rows``), ``w_eff`` and
+        ``delta_w`` updated in place.  Returns the dual steps taken."""
+        n_b = hi - lo
+        if n_b == 0:
+            return 0
+        kind, param = int(self.loss.kind), self.loss.param
+        m, lam_b, tau, sigma, theta = self.local_parameters(rows, lo, hi)
+        n_iter = max(1, int(math.ceil(self.settings.local_iters * n_b / m)))
+        batches = sdna_batches(ctx.random_state, ctx.round, stream, n_b, m, n_iter) + lo
+        d = self.d
+        y = -alpha
+        x, xp, u = w_eff.copy(), w_eff.copy(), -lam_b * w_eff
+        acc = np.zeros(d)
+        steps = kern.local_spdc(rows.indptr, rows.indices, rows.data, rows.y, y, x, xp, u, np.zeros(d, dtype=np.int64),
+                                batches, 1.0 / sigma, 1.0 / m, 1.0 / n_b, tau, theta, lam_b, kind, param, np.zeros(d),
+                                np.zeros(d), np.empty(d, dtype=np.int64), acc)
+        t = self._safeguard(rows.y, alpha, -y, lo, hi, w_eff, acc)
+        kern.apply_step(alpha, -y, lo, hi, t)
+        if t > 0.0:
+            dw = (-t / self.lam_n) * acc  # X_b^T (t d) / (lam n), d = -(y' - y)
+            delta_w += dw
+            w_eff += self.sigma_prime * dw
+        return steps
+
+    def local_gains(self, b, old, new, lo, hi, w_eff, acc, steps):
+        """``n (G(t d) - G(0))`` of the block's subproblem for every ``t`` of ``steps`` (``d = new - old``,
+        ``acc = -X_b^T d``): ``-sum_i [phi_i*(-(old_i + t d_i)) - phi_i*(-old_i)] + t <w_eff, acc>
+        - sigma' t^2 ||acc||^2 / (2 lam n)``."""
+        steps = np.asarray(steps, dtype=np.float64)
+        conj = kern.conjugate_changes(b, old, new, lo, hi, steps, int(self.loss.kind), self.loss.param)
+        return -conj + steps * float(w_eff @ acc) - self.sigma_prime * steps ** 2 * float(acc @ acc) / (2 * self.lam_n)
+
+    def _safeguard(self, b, old, new, lo, hi, w_eff, acc):
+        """1 when the SPDC step does not lower the subproblem, else the best improving step of
+        :data:`LOCAL_BACKTRACK_STEPS`, else 0."""
+        gains = self.local_gains(b, old, new, lo, hi, w_eff, acc, (1.0,) + LOCAL_BACKTRACK_STEPS)
+        if gains[0] >= 0.0:
+            return 1.0
+        best = int(np.argmax(gains))
+        return float(LOCAL_BACKTRACK_STEPS[best - 1]) if gains[best] > 0.0 else 0.0
