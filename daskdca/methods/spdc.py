@@ -63,8 +63,8 @@ from daskdca.methods.base import Capabilities, Contribution, Phase, RoundReport,
 from daskdca.methods.sdca import DualLocal, LocalSDCAPlan, _block_stream
 from daskdca.partitions import row_view
 
-__all__ = ["LOCAL_BACKTRACK_STEPS", "LocalSPDCPlan", "SPDC", "SPDCGlobal", "SPDCLocal", "SPDCPlan", "optimal_mixing", "step_parameters",
-           "weighted_step_parameters"]
+__all__ = ["LOCAL_BACKTRACK_STEPS", "LocalSPDCPlan", "SPDC", "SPDCGlobal", "SPDCLocal", "SPDCPlan", "optimal_mixing",
+           "step_parameters", "weighted_step_parameters"]
 
 _SAMPLINGS = ("uniform", "weighted")
 # params vector of the global state: R, sum_i ||a_i||, tau, sigma, theta, mixing a
@@ -185,13 +185,13 @@ class SPDC:
     capabilities = Capabilities(losses=tuple(LOSSES), many_partitions=True, cluster=True, shrinking=False)
 
     def __post_init__(self):
-        _positive_int_or_none("batch_size", self.local_batch_size)
+        _positive_int_or_none("batch_size", self.batch_size)
         _positive_int_or_none("eval_every", self.eval_every)
         if self.sampling not in _SAMPLINGS:
             raise ValueError(f"Unknown sampling {self.sampling!r} for solver='spdc'; use one of {list(_SAMPLINGS)}.")
-        if self.sampling == "weighted" and self.local_batch_size not in (None, 1):
+        if self.sampling == "weighted" and self.batch_size not in (None, 1):
             raise ValueError(f"sampling='weighted' is Algorithm 3, one row per round; got batch_size="
-                             f"{self.local_batch_size} (the paper gives no step parameters for weighted mini-batches). "
+                             f"{self.batch_size} (the paper gives no step parameters for weighted mini-batches). "
                              "Use batch_size=None or sampling='uniform'.")
         for field, low_open in (("l1_ratio", False), ("smoothing", True)):
             value = getattr(self, field)
@@ -207,7 +207,7 @@ class SPDC:
     def setup(self, info, ops):
         """Check ``m`` and the options; the step parameters wait for the setup round (module docstring)."""
         n = info.n
-        m = info.n_partitions if self.local_batch_size is None else int(self.local_batch_size)
+        m = info.n_partitions if self.batch_size is None else int(self.batch_size)
         if self.weighted_sampling:
             m = 1  # Algorithm 3 (checked in __post_init__)
         if m > n:
