@@ -1,8 +1,12 @@
-"""Command line: ``daskdca fit``, ``daskdca convert``, ``daskdca make-data``.
+"""Command line: ``daskdca fit``, ``daskdca predict``, ``daskdca convert``, ``daskdca make-data``.
 
 ``daskdca fit`` with no file fits scikit-learn's bundled breast-cancer data
 (standardised, and the command says so); with a path it reads an svmlight /
-LIBSVM file (plain, .gz or .bz2) with scikit-learn's parser.
+LIBSVM file (plain, .gz or .bz2) with scikit-learn's parser.  ``--C`` is
+LIBLINEAR's ``C`` (``lam = 1/(C n)``), ``--fit-intercept`` LIBLINEAR's
+regularised intercept, and ``--save MODEL`` writes the fitted model as data
+(:mod:`daskdca.saved_model`, never a pickle), which ``daskdca predict MODEL
+DATA`` reads to score an svmlight file or a store, block by block.
 
 Every user error (a bad option, a missing file or store, an existing output,
 bad data) prints one line ``daskdca: error: <message>`` on stderr and exits
@@ -12,21 +16,26 @@ with status 2; ``--debug`` shows the traceback instead.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import sys
 
 import numpy as np
+import scipy.sparse as sp
 
 from daskdca.api import fit
 from daskdca.losses import LOSSES
 from daskdca.methods import REGISTRY as SOLVERS
+from daskdca.saved_model import SavedModel, atomic_output, check_output_path, load_model, save_model
 from daskdca.store import DEFAULT_BLOCK_ROWS, DEFAULT_CHUNK_BYTES
 
 
 # Exceptions that are the user's to fix: one line and exit status 2.
 USER_ERRORS = (ValueError, TypeError, OSError)
 EXIT_USAGE = 2
+# lam when neither --lam nor --C is given
+DEFAULT_LAM = 1e-4
 
 
 class UsageError(Exception):
@@ -40,13 +49,15 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog.replace('daskdca ', '', 1) + ': ' if ' ' in self.prog else ''}{message}")
 
 
-def _load(path, n_features):
+def _load(path, n_features, out=None):
+    """``(X, y)`` of the default data (path None) or an svmlight file; one ``data:`` line to ``out``."""
+    out = sys.stdout if out is None else out
     if path is None:
         from sklearn.datasets import load_breast_cancer
 
         X, y = load_breast_cancer(return_X_y=True)
         X = (X - X.mean(axis=0)) / X.std(axis=0)
-        print("data: scikit-learn breast cancer (569 x 30), each column standardised to mean 0, std 1")
+        print("data: scikit-learn breast cancer (569 x 30), each column standardised to mean 0, std 1", file=out)
         return X, y
     from sklearn.datasets import load_svmlight_file
 
@@ -58,7 +69,7 @@ def _load(path, n_features):
         raise ValueError(f"cannot read {path!r} as svmlight/LIBSVM: {type(exc).__name__}: {exc}") from exc
     if X.shape[0] == 0:
         raise ValueError(f"{path}: no rows (the file is empty or holds only comments).")
-    print(f"data: {path} ({X.shape[0]} x {X.shape[1]}, {X.nnz} non-zeros)")
+    print(f"data: {path} ({X.shape[0]} x {X.shape[1]}, {X.nnz} non-zeros)", file=out)
     return X, y
 
 
@@ -131,8 +142,18 @@ def build_parser():
     p.add_argument("--n-features", type=int, default=None,
                    help="number of features of the file (default: largest index seen)")
     p.add_argument("--loss", choices=sorted(LOSSES), default="hinge", help="loss (default: hinge)")
-    p.add_argument("--lam", type=_positive_float, default=1e-4,
-                   help="regularisation lam > 0; LIBLINEAR's C = 1/(lam n) (default: 1e-4)")
+    strength = p.add_mutually_exclusive_group()
+    strength.add_argument("--lam", type=_positive_float, default=None,
+                          help=f"regularisation lam > 0; LIBLINEAR's C = 1/(lam n) (default: {DEFAULT_LAM:g})")
+    strength.add_argument("--C", type=_positive_float, default=None,
+                          help="LIBLINEAR's / scikit-learn's C > 0 instead of --lam: lam = 1/(C n), n the rows "
+                               "of the data")
+    p.add_argument("--fit-intercept", action="store_true",
+                   help="fit LIBLINEAR's intercept: a virtual constant feature of value --intercept-scaling whose "
+                        "weight is regularised like the others (in-memory data only, not a store)")
+    p.add_argument("--intercept-scaling", type=_positive_float, default=None,
+                   help="value s of the constant feature (with --fit-intercept; default: 1); the intercept is "
+                        "s times its weight, so a larger s regularises the intercept less")
     p.add_argument("--solver", choices=sorted(SOLVERS), default=None,
                    help="solver (default: sdca in memory, cocoa+ on a cluster)")
     p.add_argument("--tol", type=float, default=1e-6,
@@ -144,7 +165,31 @@ def build_parser():
     p.add_argument("--n-partitions", type=int, default=None, help="row partitions (cocoa+, minibatch_sdca)")
     p.add_argument("--random-state", type=int, default=0, help="seed of all random streams (default: 0)")
     p.add_argument("--quiet", action="store_true", help="print the summary only")
+    p.add_argument("--save", metavar="MODEL", default=None,
+                   help="write the fitted model to this .npz file (numbers only, no pickle: coef, intercept, "
+                        "labels, loss, lam and the certificate) for `daskdca predict`")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --save file")
     _add_common_options(p)
+
+    r = sub.add_parser(
+        "predict",
+        help="predict with a model saved by `daskdca fit --save`",
+        description="Score an svmlight/LIBSVM file or a daskdca store with a model written by "
+                    "`daskdca fit --save`: one value per line, in the data's row order (a store's "
+                    "stored order: `daskdca convert --no-shuffle` keeps the file's). A store is read one "
+                    "block at a time. With no --output, stdout carries the predictions only.",
+    )
+    r.add_argument("model", help="model file written by `daskdca fit --save`")
+    r.add_argument("data", help="svmlight/LIBSVM file (.gz/.bz2 ok) or a daskdca store (directory or URL); it "
+                                "may have fewer features than the model (missing ones are zero), not more")
+    r.add_argument("--kind", choices=["labels", "scores", "proba"], default="labels",
+                   help="labels (default; the predicted targets for the squared loss), scores x.w + b, or "
+                        "proba, the probability of the positive label 1/(1 + exp(-score)) (logistic loss only)")
+    r.add_argument("--output", metavar="FILE", default=None,
+                   help="write the predictions to FILE (written completely, then renamed into place) "
+                        "instead of stdout")
+    r.add_argument("--overwrite", action="store_true", help="replace an existing --output file")
+    _add_common_options(r)
 
     c = sub.add_parser(
         "convert",
@@ -242,6 +287,8 @@ def main(argv=None):
             return _convert(args)
         if args.command == "make-data":
             return _make_data(args)
+        if args.command == "predict":
+            return _predict(args)
         return _fit(args)
     except KeyboardInterrupt:
         if debug:
@@ -274,18 +321,60 @@ def _error(message):
     return EXIT_USAGE
 
 
+def _with_constant_column(X, value):
+    """X with LIBLINEAR's virtual intercept feature appended: a last column of constant ``value``."""
+    column = np.full((X.shape[0], 1), value, dtype=X.dtype)
+    if sp.issparse(X):
+        return sp.hstack([sp.csr_matrix(X), sp.csr_matrix(column)], format="csr")
+    return np.hstack([X, column])
+
+
+def _store_blocks(store, saved):
+    """Yield ``(scores, y)`` of each block of ``store`` under ``saved``, one verified block at a time."""
+    saved.check_n_features(store.d, where=f"the store {store.url!r}")
+    coef = saved.coef[:store.d]
+    perm = store.feature_permutation  # stored column j is source feature perm[j]
+    if perm is not None:
+        coef = saved.coef[perm]
+    for k in range(store.n_blocks):
+        X, y = store.read_block(k)
+        yield np.asarray(X @ coef, dtype=np.float64).ravel() + saved.intercept, y
+
+
 def _fit(args):
     if args.workers is not None and args.workers < 0:
         raise ValueError(f"--workers must be >= 0, got {args.workers}.")
+    if args.intercept_scaling is not None and not args.fit_intercept:
+        raise ValueError(f"--intercept-scaling {args.intercept_scaling:g} applies with --fit-intercept only; "
+                         "add --fit-intercept or drop --intercept-scaling.")
+    if args.overwrite and args.save is None:
+        raise ValueError("--overwrite applies to --save only; add --save MODEL or drop --overwrite.")
+    if args.save is not None:
+        check_output_path(args.save, overwrite=args.overwrite)  # before the fit, not after it
+    scaling = (1.0 if args.intercept_scaling is None else args.intercept_scaling) if args.fit_intercept else None
     is_store = args.data is not None and _looks_like_store(args.data)
     if is_store:
+        if args.fit_intercept:
+            raise ValueError("--fit-intercept is not supported for a store input yet; a store cannot be "
+                             "augmented with the constant feature without rewriting it. Fit the svmlight file "
+                             "in memory with --fit-intercept, or drop --fit-intercept.")
         from daskdca.store import open_store
 
         X, y = open_store(args.data), None
+        n = X.n
         print(f"data: store {args.data} ({X.n} x {X.d}, {X.nnz} non-zeros, {X.n_blocks} blocks)")
     else:
         X, y = _load(args.data, args.n_features)
-    kwargs = dict(loss=args.loss, lam=args.lam, solver=args.solver, tol=args.tol, max_rounds=args.max_rounds,
+        n = X.shape[0]
+        if scaling is not None:
+            X = _with_constant_column(X, scaling)
+    if args.C is not None:
+        lam = 1.0 / (args.C * n)
+        lam_text = f"lam {lam:.10g} = 1/(C n) with C = {args.C:g}, n = {n}"
+    else:
+        lam = DEFAULT_LAM if args.lam is None else args.lam
+        lam_text = f"lam {lam:.10g} (LIBLINEAR's C = 1/(lam n) = {1.0 / (lam * n):.6g})"
+    kwargs = dict(loss=args.loss, lam=lam, solver=args.solver, tol=args.tol, max_rounds=args.max_rounds,
                   batch_size=args.batch_size, local_iters=args.local_iters, n_partitions=args.n_partitions,
                   random_state=args.random_state, verbose=0 if args.quiet else 1)
     if args.workers:
@@ -297,16 +386,90 @@ def _fit(args):
             model = fit(X, y, client=client, **kwargs)
     else:
         model = fit(X, y, **kwargs)
-    if is_store:
-        X, y = X.read_all()
-        y = model.classes_[(y == model.classes_[1]).astype(int)] if model.classes_ is not None else y
+    saved = SavedModel.from_fit(model, n_samples=n, tol=args.tol, intercept_scaling=scaling)
     rel = model.gap_ / abs(model.primal_) if model.primal_ else float("inf")
     print(f"{'converged' if model.converged_ else 'NOT converged'} after {model.n_rounds_} rounds "
           f"({model.n_epochs_:.1f} epochs, {model.history_[-1].seconds:.2f} s): "
           f"primal {model.primal_:.10g}  dual {model.dual_:.10g}  relative gap {rel:.2e}")
-    if model.classes_ is not None:
-        print(f"training accuracy {np.mean(model.predict(X) == y):.4f}")
+    intercept = (f"; intercept {saved.intercept:.10g} (intercept_scaling {scaling:g}, regularised)"
+                 if scaling is not None else "; no intercept")
+    print(f"model: {args.loss} loss, {lam_text}{intercept}")
+    if saved.classes is not None:
+        if is_store:
+            correct = sum(int(np.sum(saved.labels_of(scores) == labels)) for scores, labels in _store_blocks(X, saved))
+        else:
+            correct = int(np.sum(saved.labels_of(np.asarray(X @ model.coef_).ravel()) == y))
+        print(f"training accuracy {correct / n:.4f}")
+    if args.save is not None:
+        save_model(args.save, saved, overwrite=args.overwrite)
+        print(f"saved the model to {args.save}")
     return 0 if model.converged_ else 1
+
+
+def _number_text(value):
+    """A label as written in svmlight files: integral values without '.0', others exactly (repr)."""
+    value = value.item() if isinstance(value, np.generic) else value
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return str(int(value))
+    return repr(value)
+
+
+def _predict(args):
+    saved = load_model(args.model)
+    if args.kind == "proba":
+        saved.proba_of(np.zeros(0))  # the loss check, before reading any data
+    if args.output is not None:
+        check_output_path(args.output, overwrite=args.overwrite)
+    elif args.overwrite:
+        raise ValueError("--overwrite applies to --output only; add --output FILE or drop --overwrite.")
+    # stdout carries the predictions only when there is no --output
+    log = sys.stderr if args.output is None else sys.stdout
+    if _looks_like_store(args.data):
+        from daskdca.store import open_store
+
+        store = open_store(args.data)
+        print(f"data: store {args.data} ({store.n} x {store.d}, {store.nnz} non-zeros, {store.n_blocks} blocks)",
+              file=log)
+        blocks = (scores for scores, _ in _store_blocks(store, saved))
+    else:
+        X, _ = _load(args.data, None, out=log)
+        saved.check_n_features(X.shape[1], where=f"{args.data!r}")
+        X = sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], saved.n_features))
+        blocks = iter([np.asarray(X @ saved.coef, dtype=np.float64).ravel() + saved.intercept])
+    if args.kind == "labels" and saved.classes is not None:
+        words = np.array([_number_text(c) for c in saved.classes], dtype=object)
+
+        def lines(scores):
+            return words[(scores > 0).astype(np.intp)].tolist()
+    elif args.kind == "proba":
+        def lines(scores):
+            return list(map(repr, saved.proba_of(scores).tolist()))
+    else:
+        def lines(scores):
+            return list(map(repr, scores.tolist()))
+
+    def write(handle):
+        rows = 0
+        for scores in blocks:
+            if scores.size:
+                handle.write("\n".join(lines(scores)) + "\n")
+            rows += scores.size
+        return rows
+
+    if args.output is None:
+        try:
+            rows = write(sys.stdout)
+            sys.stdout.flush()
+        except BrokenPipeError:  # e.g. `daskdca predict ... | head`: the reader has what it wanted
+            with contextlib.suppress(OSError, ValueError):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+            return 0
+    else:
+        with atomic_output(args.output, overwrite=args.overwrite, mode="w") as handle:
+            rows = write(handle)
+    where = "stdout" if args.output is None else args.output
+    print(f"predicted {rows} rows ({args.kind}) with {args.model} to {where}", file=log)
+    return 0
 
 
 if __name__ == "__main__":

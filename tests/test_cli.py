@@ -4,12 +4,20 @@ import gzip
 import subprocess
 import sys
 
+import numpy as np
 import pytest
+import scipy.sparse as sp
+from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.datasets import dump_svmlight_file
+from sklearn.linear_model import LogisticRegression
 
+import daskdca
+from daskdca import SDCAClassifier
 from daskdca.cli import main
+from daskdca.saved_model import FORMAT_VERSION, SavedModel, load_model
 from daskdca.store import open_store, write_store
 
-from conftest import random_labels, random_sparse
+from conftest import DATA_DIR, DATASETS, load_dataset, random_labels, random_sparse
 
 SVM = "1 1:1 3:0.5\n-1 2:1\n1 1:0.25 2:2\n"
 
@@ -42,6 +50,8 @@ def _cases(tmp_path, svm, store):
     empty = tmp_path / "empty.svm"
     empty.write_text("")
     out = str(tmp_path / "o.zarr")
+    model = str(tmp_path / "hinge.npz")
+    assert main(["fit", str(svm), "--quiet", "--C", "1", "--save", model]) == 0
     return [
         # (argv, a word of the message)
         (["fit", str(tmp_path / "missing.zarr")], "does not exist"),
@@ -53,6 +63,25 @@ def _cases(tmp_path, svm, store):
         (["fit", str(svm), "--workers", "-2"], "--workers"),
         (["fit", str(svm), "--loss", "nope"], "--loss"),
         (["fit", str(empty)], "empty.svm"),
+        (["fit", str(svm), "--C", "1", "--lam", "1"], "not allowed with"),
+        (["fit", str(svm), "--C", "0"], "--C"),
+        (["fit", str(svm), "--C", "nan"], "--C"),
+        (["fit", store.url, "--fit-intercept"], "--fit-intercept is not supported for a store input yet"),
+        (["fit", str(svm), "--intercept-scaling", "2"], "--fit-intercept"),
+        (["fit", str(svm), "--fit-intercept", "--intercept-scaling", "0"], "--intercept-scaling"),
+        (["fit", str(svm), "--overwrite"], "--save"),
+        (["fit", str(svm), "--save", model], "--overwrite"),
+        (["fit", str(svm), "--save", str(tmp_path / "nofolder" / "m.npz")], "does not exist"),
+        (["fit", str(svm), "--save", str(tmp_path)], "folder"),
+        (["predict", str(tmp_path / "missing.npz"), str(svm)], "does not exist"),
+        (["predict", str(svm), str(svm)], "not a daskdca saved model"),
+        (["predict", model, str(tmp_path / "missing.svm")], "does not exist"),
+        (["predict", model, str(svm), "--kind", "proba"], "logistic"),
+        (["predict", model, str(svm), "--kind", "odds"], "--kind"),
+        (["predict", model, str(svm), "--overwrite"], "--output"),
+        (["predict", model, str(svm), "--output", model], "--overwrite"),
+        (["predict", model, str(empty)], "no rows"),
+        (["predict", model], "data"),
         (["convert", str(svm), store.url], "--overwrite"),
         (["convert", str(svm), str(tmp_path / "mine")], "not a daskdca store"),
         (["convert", str(tmp_path), out], "folder"),
@@ -83,7 +112,10 @@ def _cases(tmp_path, svm, store):
 
 
 def test_every_user_error_is_one_line_and_exit_2(tmp_path, svm, store, capsys):
-    for argv, word in _cases(tmp_path, svm, store):
+    cases = _cases(tmp_path, svm, store)
+    capsys.readouterr()
+    saved = (tmp_path / "hinge.npz").read_bytes()
+    for argv, word in cases:
         code = main(argv + ["--no-progress"] if argv[:1] in (["convert"], ["make-data"]) else argv)
         captured = capsys.readouterr()
         lines = captured.err.strip().splitlines()
@@ -93,6 +125,7 @@ def test_every_user_error_is_one_line_and_exit_2(tmp_path, svm, store, capsys):
         assert "Traceback" not in captured.err
     assert not (tmp_path / "o.zarr").exists()
     assert (tmp_path / "mine" / "paper.tex").exists()
+    assert (tmp_path / "hinge.npz").read_bytes() == saved
 
 
 def test_overwrite_replaces_a_store(tmp_path, svm, store, capsys):
@@ -116,3 +149,211 @@ def test_python_dash_m_prints_one_line_and_exits_2(tmp_path, svm, store):
     debug = subprocess.run([sys.executable, "-m", "daskdca", "convert", str(svm), store.url, "--debug"],
                            capture_output=True, text=True, timeout=120)
     assert debug.returncode == 1 and "Traceback" in debug.stderr and "FileExistsError" in debug.stderr
+
+
+# --------------------------------------------------------------------------
+# --C, --fit-intercept, --save and `daskdca predict` (issue 14), on heart_scale
+
+
+C, SCALING = 0.5, 3.0
+
+
+@pytest.fixture(scope="module")
+def heart():
+    """The real heart_scale file: ``(path, X with 32-bit indices for LIBLINEAR, y)``."""
+    X, y = load_dataset("heart")
+    X = sp.csr_matrix((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)), shape=X.shape)
+    return str(DATA_DIR / DATASETS["heart"][0]), X, y
+
+
+@pytest.fixture(scope="module")
+def heart_model(heart, tmp_path_factory):
+    """``daskdca fit heart_scale --loss logistic --C 0.5 --fit-intercept --intercept-scaling 3 --save``."""
+    path = str(tmp_path_factory.mktemp("model") / "heart.npz")
+    argv = ["fit", heart[0], "--loss", "logistic", "--C", str(C), "--fit-intercept", "--intercept-scaling",
+            str(SCALING), "--tol", "1e-8", "--quiet", "--save", path]
+    assert main(argv) == 0
+    return path
+
+
+def _lines(text):
+    return np.array([float(line) for line in text.splitlines()])
+
+
+def test_C_is_lam_one_over_C_n(heart, tmp_path, capsys):
+    path, X, _ = heart
+    n = X.shape[0]
+    argv = ["fit", path, "--loss", "squared_hinge", "--tol", "1e-8", "--quiet", "--save"]
+    assert main(argv + [str(tmp_path / "c.npz"), "--C", "2"]) == 0
+    assert f"lam {1 / (2 * n):.10g} = 1/(C n) with C = 2, n = {n}" in capsys.readouterr().out
+    assert main(argv + [str(tmp_path / "lam.npz"), "--lam", repr(1 / (2.0 * n))]) == 0
+    by_c, by_lam = load_model(tmp_path / "c.npz"), load_model(tmp_path / "lam.npz")
+    assert by_c.lam == by_lam.lam == 1 / (2.0 * n) and by_c.n_samples == n == 270
+    assert_array_equal(by_c.coef, by_lam.coef)
+    assert by_c.primal == by_lam.primal and by_c.converged
+    code = main(argv + [str(tmp_path / "both.npz"), "--C", "2", "--lam", "1e-3"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("daskdca: error: ") and "--C" in err and "--lam" in err
+    assert not (tmp_path / "both.npz").exists()
+
+
+def test_fit_intercept_is_the_estimators_and_liblinears(heart, heart_model):
+    _, X, y = heart
+    saved = load_model(heart_model)
+    clf = SDCAClassifier("logistic", C=C, fit_intercept=True, intercept_scaling=SCALING, tol=1e-8).fit(X, y)
+    assert_allclose(saved.coef, clf.coef_[0], rtol=0, atol=1e-8)
+    assert saved.intercept == pytest.approx(clf.intercept_[0], abs=1e-8)
+    assert abs(saved.intercept) > 0.1  # heart_scale has an intercept to find
+    assert saved.fit_intercept and saved.intercept_scaling == SCALING
+
+    ys = np.where(y == saved.classes[1], 1.0, -1.0)
+    lam = 1.0 / (C * X.shape[0])
+
+    def primal(coef, intercept):  # LIBLINEAR's problem divided by C n, written out by hand
+        margins = ys * (np.asarray(X @ coef).ravel() + intercept)
+        return np.logaddexp(0.0, -margins).mean() + lam / 2 * (coef @ coef + (intercept / SCALING) ** 2)
+
+    # the saved certificate is that of the augmented problem, with intercept = s * w_b
+    assert saved.primal == pytest.approx(primal(saved.coef, saved.intercept), rel=1e-12)
+    assert saved.converged and saved.gap <= 1e-8 * saved.primal
+    ref = LogisticRegression(solver="liblinear", C=C, fit_intercept=True, intercept_scaling=SCALING, tol=1e-12,
+                             max_iter=100_000).fit(X, y)
+    assert primal(saved.coef, saved.intercept) == pytest.approx(primal(ref.coef_[0], ref.intercept_[0]), rel=1e-6)
+
+
+def test_saved_file_is_plain_data(heart_model):
+    with np.load(heart_model, allow_pickle=False) as data:
+        assert str(data["format"]) == "daskdca-linear-model" and int(data["format_version"]) == FORMAT_VERSION
+        assert data["coef"].dtype == np.float64 and data["coef"].shape == (13,)
+        assert_array_equal(data["classes"], [-1.0, 1.0])
+        assert str(data["loss"]) == "logistic" and float(data["lam"]) == 1 / (C * 270)
+        assert {"primal", "dual", "gap", "converged", "rounds", "intercept", "n_features"} <= set(data.files)
+        assert all(data[name].dtype.kind != "O" for name in data.files)
+
+
+def test_predict_on_the_training_file(heart, heart_model, tmp_path, capsys):
+    path, X, y = heart
+    saved = load_model(heart_model)
+    scores = np.asarray(X @ saved.coef).ravel() + saved.intercept
+    expected = np.where(np.sign(scores) > 0, 1.0, -1.0)
+    clf = SDCAClassifier("logistic", C=C, fit_intercept=True, intercept_scaling=SCALING, tol=1e-8).fit(X, y)
+
+    assert main(["predict", heart_model, path]) == 0  # labels on stdout, nothing else
+    captured = capsys.readouterr()
+    labels = captured.out.splitlines()
+    assert set(labels) == {"-1", "1"} and len(labels) == 270
+    assert_array_equal(_lines(captured.out), expected)
+    assert_array_equal(_lines(captured.out), clf.predict(X))
+    assert "predicted 270 rows" in captured.err
+
+    assert main(["predict", heart_model, path, "--kind", "scores", "--output", str(tmp_path / "s.txt")]) == 0
+    assert_array_equal(_lines((tmp_path / "s.txt").read_text()), scores)  # repr: exact round trip
+    assert "predicted 270 rows" in capsys.readouterr().out
+    assert main(["predict", heart_model, path, "--kind", "proba"]) == 0
+    assert_allclose(_lines(capsys.readouterr().out), 1 / (1 + np.exp(-scores)), rtol=1e-15, atol=0)
+    assert_allclose(saved.predict_proba(X), clf.predict_proba(X)[:, 1], rtol=1e-12)
+
+
+def test_predict_on_a_store_is_predict_in_memory(heart, heart_model, tmp_path, capsys):
+    path = heart[0]
+    assert main(["predict", heart_model, path, "--kind", "scores"]) == 0
+    in_memory = _lines(capsys.readouterr().out)
+    kept = str(tmp_path / "kept.zarr")
+    assert main(["convert", path, kept, "--no-shuffle", "--block-rows", "64", "--no-progress"]) == 0
+    assert open_store(kept).n_blocks == 5
+    capsys.readouterr()
+    assert main(["predict", heart_model, kept, "--kind", "scores"]) == 0
+    assert_array_equal(_lines(capsys.readouterr().out), in_memory)
+    # shuffled rows and renumbered features: the store's row order, the model's feature order
+    store = write_store(tmp_path / "mixed.zarr", *heart[1:], block_rows=100, renumber_features=True)
+    mixed = store.url
+    assert store.feature_permutation is not None and store.row_permutation is not None
+    capsys.readouterr()
+    assert main(["predict", heart_model, mixed, "--kind", "scores"]) == 0
+    assert_allclose(_lines(capsys.readouterr().out), in_memory[store.row_permutation], rtol=1e-13, atol=1e-13)
+
+
+def test_fewer_features_pad_more_features_fail(heart, heart_model, tmp_path, capsys):
+    _, X, _ = heart
+    saved = load_model(heart_model)
+    few = tmp_path / "few.svm"  # the first 5 features only
+    dump_svmlight_file(X[:, :5], np.ones(X.shape[0]), str(few), zero_based=False)
+    assert main(["predict", heart_model, str(few), "--kind", "scores"]) == 0
+    assert_allclose(_lines(capsys.readouterr().out), X[:, :5] @ saved.coef[:5] + saved.intercept, rtol=1e-14)
+    more = tmp_path / "more.svm"
+    more.write_text("1 1:0.5 14:1\n")
+    store = write_store(tmp_path / "wide.zarr", sp.random(4, 20, density=0.5, random_state=0, format="csr"),
+                        np.ones(4), block_rows=2)
+    for data, d in ((more, 14), (store.url, 20)):
+        assert main(["predict", heart_model, str(data)]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == "" and f"has {d} features but the model was fitted with 13" in captured.err
+
+
+def test_save_refuses_an_existing_file_and_overwrite_replaces_it(heart, tmp_path, capsys):
+    target = tmp_path / "m.npz"
+    target.write_bytes(b"precious")
+    argv = ["fit", heart[0], "--C", "1", "--tol", "1e-4", "--quiet", "--save", str(target)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("daskdca: error: ") and "--overwrite" in err and "data:" not in err
+    assert target.read_bytes() == b"precious"
+    assert main(argv + ["--overwrite"]) == 0
+    assert load_model(target).loss == "hinge"
+    assert [p.name for p in tmp_path.iterdir()] == ["m.npz"]  # no temporary file left behind
+    out = tmp_path / "out.txt"
+    out.write_text("keep")
+    assert main(["predict", str(target), heart[0], "--output", str(out)]) == 2
+    assert out.read_text() == "keep"
+    assert main(["predict", str(target), heart[0], "--output", str(out), "--overwrite"]) == 0
+    assert len(out.read_text().splitlines()) == 270
+
+
+class _Canary:
+    """Unpickled, it creates a file: proof that a load ran code from the data."""
+
+    def __init__(self, path):
+        self.path = str(path)
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+def test_unknown_version_and_damaged_files_are_refused(heart_model, tmp_path, capsys):
+    with np.load(heart_model, allow_pickle=False) as data:
+        fields = {name: data[name] for name in data.files}
+    future = tmp_path / "future.npz"
+    np.savez(future, **{**fields, "format_version": np.array(99)})
+    with pytest.raises(ValueError, match="format version 99; this daskdca reads version 1"):
+        load_model(future)
+    lacking = tmp_path / "lacking.npz"
+    np.savez(lacking, **{k: v for k, v in fields.items() if k != "lam"})
+    other = tmp_path / "other.npz"
+    np.savez(other, coef=fields["coef"])
+    text = tmp_path / "text.npz"
+    text.write_text("1 1:1\n")
+    pickled = tmp_path / "pickled.npz"  # unpickling its coef would create the canary file
+    np.savez(pickled, **{**fields, "coef": np.array([_Canary(tmp_path / "canary")], dtype=object)})
+    for path, word in ((future, "version 99"), (lacking, "'lam'"), (other, "not a daskdca saved model"),
+                       (text, "not a .npz"), (pickled, "allow_pickle=False"),
+                       (tmp_path / "none.npz", "does not exist")):
+        assert main(["predict", str(path), str(text)]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == "" and captured.err.startswith("daskdca: error: ") and word in captured.err
+    assert not (tmp_path / "canary").exists()
+
+
+def test_labels_must_be_numbers_and_regression_predicts_targets(heart, tmp_path, capsys):
+    path, X, y = heart
+    model = daskdca.fit(X, np.where(y > 0, "sick", "well"), loss="logistic", lam=1e-2, tol=1e-6)
+    with pytest.raises(ValueError, match="not numbers"):
+        SavedModel.from_fit(model, n_samples=X.shape[0], tol=1e-6)
+    target = str(tmp_path / "ridge.npz")
+    assert main(["fit", path, "--loss", "squared", "--C", "1", "--tol", "1e-8", "--quiet", "--save", target]) == 0
+    saved = load_model(target)
+    assert saved.classes is None
+    capsys.readouterr()
+    assert main(["predict", target, path]) == 0
+    assert_array_equal(_lines(capsys.readouterr().out), X @ saved.coef)
+    assert main(["predict", target, path, "--kind", "proba"]) == 2
+    assert "logistic" in capsys.readouterr().err

@@ -1,0 +1,476 @@
+"""A fitted linear model saved as data: one ``.npz`` file, never a pickle.
+
+The model is the solution of
+
+    ``min_(w, b) 1/n sum_i phi(y_i (x_i.w + b)) + lam/2 (||w||^2 + (b/s)^2)``
+
+(without an intercept ``b = 0`` and the last term is absent), as fitted by
+``daskdca fit ... --save MODEL``.  With an intercept it is LIBLINEAR's: a
+virtual constant feature of value ``s = intercept_scaling`` whose weight
+``w_b`` is regularised like the others, and ``b = s * w_b``.
+
+The file holds only numeric and text arrays, written by :func:`numpy.savez`,
+so ``np.load(path, allow_pickle=False)`` reads it: like daskdca's stores and
+checkpoints it is data, never code (README, "Security").  Its arrays:
+
+============== ============================ =====================================================
+name           dtype, shape                 meaning
+============== ============================ =====================================================
+format         str, ()                      ``"daskdca-linear-model"``
+format_version int64, ()                    :data:`FORMAT_VERSION`
+coef           float64, (n_features,)       ``w``
+intercept      float64, ()                  ``b`` (0.0 without an intercept)
+fit_intercept  bool, ()                     whether ``b`` was fitted
+intercept_scaling float64, ()               ``s`` (1.0 and unused without an intercept)
+classes        numeric, (2,) or (0,)        the two labels; ``classes[1]`` is the positive one
+                                            (+1 in the loss); empty for regression
+loss           str, ()                      the loss name (``daskdca.losses.LOSSES``)
+loss_params    str, ()                      the loss's parameters as a JSON object, e.g.
+                                            ``{"gamma": 1.0}`` for the smoothed hinge
+lam            float64, ()                  ``lam`` (LIBLINEAR's ``C = 1/(lam n)``)
+n_samples      int64, ()                    ``n``, the training rows
+n_features     int64, ()                    columns of the training data (``coef``'s length)
+primal, dual,  float64, ()                  the certificate: ``P``, ``D`` and ``P - D`` of the
+gap                                         augmented problem, as :func:`daskdca.fit` returned it
+converged      bool, ()                     ``gap <= tol |primal|``
+rounds         int64, ()                    rounds behind the model
+epochs         float64, ()                  coordinate steps / n
+tol            float64, ()                  the relative gap asked for
+solver         str, ()                      the method's name
+random_state   int64, ()                    the seed of every random stream
+============== ============================ =====================================================
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import math
+import os
+import tempfile
+import zipfile
+
+import numpy as np
+
+__all__ = ["FORMAT", "FORMAT_VERSION", "SavedModel", "save_model", "load_model", "atomic_output"]
+
+FORMAT = "daskdca-linear-model"
+# 1: the first format (coef, intercept, classes, loss, lam and the certificate).
+FORMAT_VERSION = 1
+
+_FLOATS = ("intercept", "intercept_scaling", "lam", "primal", "dual", "gap", "epochs", "tol")
+_INTS = ("n_samples", "n_features", "rounds", "random_state")
+_BOOLS = ("fit_intercept", "converged")
+_TEXTS = ("loss", "loss_params", "solver")
+_KEYS = ("format", "format_version", "coef", "classes") + _FLOATS + _INTS + _BOOLS + _TEXTS
+
+
+@dataclasses.dataclass(frozen=True)
+class SavedModel:
+    """A fitted binary classifier or regressor, with its duality-gap certificate.
+
+    Scores are ``X @ coef + intercept``; a classifier predicts ``classes[1]``
+    where the score is > 0 and ``classes[0]`` elsewhere, as
+    :meth:`daskdca.LinearModel.predict` and :class:`daskdca.SDCAClassifier` do.
+
+    Attributes
+    ----------
+    coef : ndarray of float64, shape (n_features,)
+        The weights ``w`` of the data's features (without the intercept's).
+    intercept : float
+        ``b = intercept_scaling * w_b`` with an intercept, else 0.0.
+    fit_intercept : bool
+        Whether the model has LIBLINEAR's regularised intercept.
+    intercept_scaling : float
+        The value ``s`` of the virtual constant feature (1.0 when unused).
+    classes : ndarray of shape (2,) or None
+        The labels as numbers; ``classes[1]`` is +1 in the loss.  None for
+        the squared loss (regression).
+    loss : str
+        The loss name.
+    loss_params : dict
+        The loss's parameters (``{"gamma": ...}`` for the smoothed hinge).
+    lam : float
+        Regularisation of the fitted problem.
+    n_samples, n_features : int
+        Rows and columns of the training data.
+    primal, dual, gap : float
+        The certificate: ``P(w)``, ``D(alpha)`` and ``P - D >= P(w) - min P``.
+    converged : bool
+        Whether ``gap <= tol * |primal|``.
+    rounds : int
+        Rounds behind the model.
+    epochs : float
+        Coordinate steps behind the model divided by ``n_samples``.
+    tol : float
+        The relative gap asked for.
+    solver : str
+        The method's name.
+    random_state : int
+        The seed of every random stream of the fit.
+    """
+
+    coef: np.ndarray
+    intercept: float
+    fit_intercept: bool
+    intercept_scaling: float
+    classes: np.ndarray | None
+    loss: str
+    loss_params: dict
+    lam: float
+    n_samples: int
+    n_features: int
+    primal: float
+    dual: float
+    gap: float
+    converged: bool
+    rounds: int
+    epochs: float
+    tol: float
+    solver: str
+    random_state: int
+
+    @classmethod
+    def from_fit(cls, model, *, n_samples, tol, intercept_scaling=None):
+        """The saved form of a :class:`daskdca.LinearModel`.
+
+        Parameters
+        ----------
+        model : daskdca.LinearModel
+            A model returned by :func:`daskdca.fit`.
+        n_samples : int
+            Rows of the training data (``lam = 1/(C n_samples)``).
+        tol : float
+            The ``tol`` the fit was given.
+        intercept_scaling : float or None, default=None
+            None when the model has no intercept.  Otherwise the model was
+            fitted on the data with a last column of constant value
+            ``intercept_scaling``: its last weight ``w_b`` becomes the
+            intercept ``intercept_scaling * w_b`` and is dropped from ``coef``.
+
+        Returns
+        -------
+        SavedModel
+
+        Raises
+        ------
+        ValueError
+            The labels are not numbers (they could not be saved without
+            pickle), or ``intercept_scaling`` is not a finite number > 0.
+        """
+        coef = np.array(model.coef_, dtype=np.float64).ravel()
+        if intercept_scaling is None:
+            intercept, fit_intercept, scaling = 0.0, False, 1.0
+        else:
+            scaling = float(intercept_scaling)
+            if not (math.isfinite(scaling) and scaling > 0):
+                raise ValueError(f"intercept_scaling must be a finite number > 0, got {intercept_scaling!r}.")
+            coef, intercept, fit_intercept = coef[:-1].copy(), float(scaling * coef[-1]), True
+        loss = model.loss
+        params = dataclasses.asdict(loss) if dataclasses.is_dataclass(loss) else {}
+        return cls(
+            coef=coef, intercept=intercept, fit_intercept=fit_intercept, intercept_scaling=scaling,
+            classes=_check_classes(model.classes_), loss=str(loss.name),
+            loss_params={k: float(v) for k, v in params.items()}, lam=float(model.lam),
+            n_samples=int(n_samples), n_features=int(coef.shape[0]), primal=float(model.primal_),
+            dual=float(model.dual_), gap=float(model.gap_), converged=bool(model.converged_),
+            rounds=int(model.n_rounds_), epochs=float(model.n_epochs_), tol=float(tol),
+            solver=str(model.solver.name), random_state=int(model.random_state_),
+        )
+
+    def decision_function(self, X):
+        """Scores ``X @ coef + intercept`` of the rows of X.
+
+        Parameters
+        ----------
+        X : ndarray or scipy sparse matrix of shape (n_rows, d)
+            ``d <= n_features``: missing trailing columns are zero (as an
+            svmlight file whose largest index is smaller than the model's).
+
+        Returns
+        -------
+        scores : ndarray of float64, shape (n_rows,)
+
+        Raises
+        ------
+        ValueError
+            X has more columns than the model has features.
+        """
+        d = X.shape[1]
+        self.check_n_features(d)
+        return np.asarray(X @ self.coef[:d], dtype=np.float64).ravel() + self.intercept
+
+    def check_n_features(self, d, where="the data"):
+        """Raise ValueError when ``d`` columns exceed the model's ``n_features``."""
+        if d > self.n_features:
+            raise ValueError(f"{where} has {d} features but the model was fitted with {self.n_features}; "
+                             "predict on data with the training data's features (an svmlight file with "
+                             "fewer features is padded with zeros, one with more cannot be scored).")
+
+    def predict(self, X):
+        """Labels (``classes[1]`` where the score is > 0), or the predicted targets for regression."""
+        return self.labels_of(self.decision_function(X))
+
+    def labels_of(self, scores):
+        """The labels of given scores (the scores themselves for regression)."""
+        if self.classes is None:
+            return scores
+        return self.classes[(np.asarray(scores) > 0).astype(np.intp)]
+
+    def proba_of(self, scores):
+        """``P(classes[1]) = 1 / (1 + exp(-score))`` (logistic loss only)."""
+        if self.loss != "logistic":
+            raise ValueError(f"probabilities need a model fitted with the logistic loss; this one has "
+                             f"loss {self.loss!r}, whose score is not a log-odds. Predict labels or scores.")
+        with np.errstate(over="ignore"):  # exp(-score) = inf gives probability 0, as it should
+            return 1.0 / (1.0 + np.exp(-np.asarray(scores, dtype=np.float64)))
+
+    def predict_proba(self, X):
+        """``P(classes[1] | x) = 1 / (1 + exp(-score))`` per row (logistic loss only)."""
+        return self.proba_of(self.decision_function(X))
+
+
+def _check_classes(classes):
+    """The labels as a numeric array of shape (2,), or None (regression)."""
+    if classes is None:
+        return None
+    values = np.asarray(classes)
+    if values.dtype.kind not in "biuf":
+        raise ValueError(f"the labels {values.tolist()[:2]!r} (dtype {values.dtype}) are not numbers; a saved "
+                         "model holds numeric labels only (anything else would need pickle). Encode the labels "
+                         "as numbers, e.g. -1 and +1, and fit again.")
+    if values.shape != (2,):
+        raise ValueError(f"a saved model holds two labels (binary), got {values.shape[0]}.")
+    return values.copy()
+
+
+def _arrays(model):
+    classes = model.classes if model.classes is not None else np.zeros(0, dtype=np.float64)
+    arrays = {"format": np.array(FORMAT), "format_version": np.array(FORMAT_VERSION, dtype=np.int64),
+              "coef": np.asarray(model.coef, dtype=np.float64), "classes": np.asarray(classes),
+              "loss_params": np.array(json.dumps(model.loss_params, sort_keys=True))}
+    for name in _FLOATS:
+        arrays[name] = np.array(getattr(model, name), dtype=np.float64)
+    for name in _INTS:
+        arrays[name] = np.array(getattr(model, name), dtype=np.int64)
+    for name in _BOOLS:
+        arrays[name] = np.array(getattr(model, name), dtype=np.bool_)
+    for name in ("loss", "solver"):
+        arrays[name] = np.array(str(getattr(model, name)))
+    return arrays
+
+
+@contextlib.contextmanager
+def atomic_output(path, *, overwrite=False, mode="wb"):
+    """Write a file all at once: a temporary file in the same folder, renamed onto ``path`` when complete.
+
+    Readers see either no file (or the old one) or the whole new one, never
+    a partial write; an error inside the block leaves ``path`` untouched and
+    removes the temporary file.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file to write.
+    overwrite : bool, default=False
+        Replace an existing file.  Without it an existing ``path`` raises
+        FileExistsError, checked before the block runs and again, atomically
+        (a hard link, which never replaces), when the file is published.
+    mode : {"wb", "w"}, default="wb"
+        Binary or text (UTF-8) file object to yield.
+
+    Yields
+    ------
+    file object
+        The temporary file, open for writing.
+
+    Raises
+    ------
+    FileExistsError
+        ``path`` exists and ``overwrite`` is False.
+    IsADirectoryError
+        ``path`` is a folder.
+    FileNotFoundError
+        The folder of ``path`` does not exist.
+    """
+    if mode not in ("wb", "w"):
+        raise ValueError(f"mode must be 'wb' or 'w', got {mode!r}.")
+    path = os.fspath(path)
+    check_output_path(path, overwrite=overwrite)
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8", "newline": "\n"})) as handle:
+            os.fchmod(handle.fileno(), 0o666 & ~_umask())  # mkstemp's 0600 would make the output private
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        if overwrite:
+            os.replace(tmp, path)
+        else:
+            _publish_no_replace(tmp, path)
+        with contextlib.suppress(OSError):  # make the rename durable where the platform allows
+            dir_fd = os.open(folder, os.O_RDONLY)
+            try:
+                os.fsync(dir_fd)
+            finally:
+                os.close(dir_fd)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
+def _umask():
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _exists_message(path):
+    return f"{path!r} exists; pass overwrite=True (CLI: --overwrite) to replace it, or pick another path."
+
+
+def _publish_no_replace(tmp, path):
+    """Move ``tmp`` to ``path`` unless ``path`` exists, atomically where hard links work."""
+    try:
+        os.link(tmp, path)  # fails with FileExistsError instead of replacing
+    except FileExistsError:
+        raise FileExistsError(_exists_message(path)) from None
+    except OSError:  # no hard links on this file system: check, then rename
+        if os.path.lexists(path):
+            raise FileExistsError(_exists_message(path)) from None
+        os.replace(tmp, path)
+
+
+def check_output_path(path, *, overwrite=False):
+    """Raise the error :func:`atomic_output` would raise for ``path``, before any work is done.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file to be written.
+    overwrite : bool, default=False
+        Whether an existing file may be replaced.
+
+    Raises
+    ------
+    FileExistsError, IsADirectoryError, FileNotFoundError
+        As :func:`atomic_output`.
+    """
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"{path!r} is a folder; give a file name for the output.")
+    if os.path.lexists(path) and not overwrite:
+        raise FileExistsError(_exists_message(path))
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"the folder {folder!r} of the output {path!r} does not exist; create it first.")
+
+
+def save_model(path, model, *, overwrite=False):
+    """Write ``model`` to ``path`` as one ``.npz`` file, atomically.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file to write, used as given (no suffix is added; ``.npz`` is
+        the convention).
+    model : SavedModel
+        The model, e.g. ``SavedModel.from_fit(daskdca.fit(...), ...)``.
+    overwrite : bool, default=False
+        Replace an existing file; without it an existing ``path`` raises
+        FileExistsError and is left untouched.
+
+    Raises
+    ------
+    FileExistsError
+        ``path`` exists and ``overwrite`` is False.
+    """
+    if not isinstance(model, SavedModel):
+        raise TypeError(f"model must be a SavedModel, got {type(model).__name__}; use SavedModel.from_fit(...).")
+    arrays = _arrays(model)
+    with atomic_output(path, overwrite=overwrite) as handle:
+        np.savez(handle, **arrays)
+
+
+def _scalar(data, name, kind, path):
+    value = data[name]
+    if value.shape != () or value.dtype.kind not in kind:
+        raise ValueError(f"{path!r}: the field {name!r} has dtype {value.dtype} and shape {value.shape}, "
+                         "not a scalar of the saved-model format; the file is damaged.")
+    return value[()]
+
+
+def load_model(path):
+    """Read a model written by :func:`save_model` (no pickle is ever read).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The ``.npz`` file.
+
+    Returns
+    -------
+    SavedModel
+
+    Raises
+    ------
+    FileNotFoundError
+        No file at ``path``.
+    ValueError
+        The file is not a daskdca saved model, is damaged, or has a format
+        version this daskdca does not read.
+    """
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{path!r} does not exist.")
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"{path!r} is a folder, not a saved model (a .npz file from --save).")
+    not_a_model = f"{path!r} is not a daskdca saved model (a .npz file written by --save)"
+    with open(path, "rb") as handle:
+        if handle.read(4) != b"PK\x03\x04":  # np.savez writes a zip archive
+            raise ValueError(f"{not_a_model}: it is not a .npz (zip) archive.")
+    try:
+        data = np.load(path, allow_pickle=False)
+        if not isinstance(data, np.lib.npyio.NpzFile):
+            raise ValueError("it holds a single NumPy array")
+        with data:
+            fields = {name: data[name] for name in data.files}
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile, KeyError) as exc:
+        raise ValueError(f"{not_a_model}: {type(exc).__name__}: {exc}") from None
+    if "format" not in fields or fields["format"].shape != () or str(fields["format"][()]) != FORMAT:
+        raise ValueError(f"{not_a_model}: it has no format field {FORMAT!r}.")
+    version = _scalar(fields, "format_version", "iu", path)
+    if int(version) != FORMAT_VERSION:
+        raise ValueError(f"{path!r} is a saved model of format version {int(version)}; this daskdca reads "
+                         f"version {FORMAT_VERSION} only. Use the daskdca version that wrote it, or fit again.")
+    missing = [name for name in _KEYS if name not in fields]
+    if missing:
+        raise ValueError(f"{path!r}: the saved model lacks the fields {missing}; the file is damaged.")
+    coef = fields["coef"]
+    if coef.ndim != 1 or coef.dtype != np.float64 or not np.all(np.isfinite(coef)):
+        raise ValueError(f"{path!r}: coef is not a finite float64 vector; the file is damaged.")
+    values = {name: float(_scalar(fields, name, "f", path)) for name in _FLOATS}
+    values.update({name: int(_scalar(fields, name, "iu", path)) for name in _INTS})
+    values.update({name: bool(_scalar(fields, name, "b", path)) for name in _BOOLS})
+    values.update({name: str(_scalar(fields, name, "U", path)) for name in _TEXTS})
+    try:
+        params = json.loads(values["loss_params"])
+    except ValueError:
+        params = None
+    if not isinstance(params, dict):
+        raise ValueError(f"{path!r}: loss_params is not a JSON object; the file is damaged.")
+    values["loss_params"] = params
+    if values["n_features"] != coef.shape[0]:
+        raise ValueError(f"{path!r}: n_features is {values['n_features']} but coef has {coef.shape[0]} entries; "
+                         "the file is damaged.")
+    classes = fields["classes"]
+    if classes.shape == (0,):
+        classes = None
+    else:
+        try:
+            classes = _check_classes(classes)
+        except ValueError as exc:
+            raise ValueError(f"{path!r}: {exc}") from None
+    return SavedModel(coef=coef, classes=classes, **values)
