@@ -322,7 +322,8 @@ def conjugate_changes(b, old, new, lo, hi, steps, kind, param):
 
 @njit(nogil=True, cache=True)
 def apply_step(old, new, lo, hi, t):
-    """``old[i] <- old[i] + t (new[i] - old[i])`` for ``i`` in ``[lo, hi)``, as :func:`conjugate_changes` evaluates it."""
+    """``old[i] <- old[i] + t (new[i] - old[i])`` for ``i`` in ``[lo, hi)``, as :func:`conjugate_changes`
+    evaluates it."""
     for i in range(lo, hi):
         old[i] = _between(old[i], new[i], t)
 

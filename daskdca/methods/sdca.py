@@ -166,7 +166,8 @@ class CoCoAPlus:
             if self.sampling is not None:
                 raise ValueError(
                     f"sampling={self.sampling!r} applies to local_solver='sdca' only; "
-                    f"local_solver={self.local_solver!r} draws its own rows (local_batch_size at a time). Drop sampling.")
+                    f"local_solver={self.local_solver!r} draws its own rows (local_batch_size at a time). "
+                    "Drop sampling.")
             if self.shrinking is None:
                 object.__setattr__(self, "shrinking", False)
             if self.shrinking is not False:
