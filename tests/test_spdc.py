@@ -389,3 +389,85 @@ def test_weighted_and_mini_batch_in_process_equal_the_cluster(heart, tmp_path, i
             np.testing.assert_array_equal(remote.dual_coef_, local.dual_coef_[order])
             np.testing.assert_array_equal(remote.coef_, local.coef_)
             assert [r.round for r in remote.history_] == [r.round for r in local.history_]
+
+
+def _theorem_1_run(loss, m, seeds, passes=(5, 10, 20), lam=1e-2):
+    """Mean and standard error over ``seeds`` runs of Theorem 1's ``Delta^(t)`` (eq. (11)) after ``passes`` passes
+    of Algorithm 1/2 (the lazy kernel, eq. (12)) from ``x = 0, y = 0``, and the bound ``theta^t (Delta^(0) +
+    ||y(0) - y*||^2 / (4 m sigma))``.  ``(x*, y*)``: the closed form (squared) or L-BFGS (the paper's smoothed
+    hinge, ``gamma = 1``), with ``y* = phi'(a.x*)`` (spec §1.3)."""
+    from references import lbfgs
+
+    X, target, labels = _data(n=80, d=30, density=0.3, seed=0)
+    A = X.toarray()
+    n, d = A.shape
+    if loss == "squared":
+        b = target
+        x_star, _ = ridge_closed_form(X, b, lam)
+        y_star = A @ x_star - b
+
+        def conj(y):
+            return 0.5 * y * y + b * y
+    else:
+        b = labels
+        x_star, _ = lbfgs(X, b, lam, "smoothed_hinge")
+        z = b * (A @ x_star)
+        y_star = np.where(z >= 1, 0.0, np.where(z <= 0, -b, -b * (1 - z)))
+
+        def conj(y):  # b y + y^2/2 on b y in [-1, 0]; the iterates stay there
+            return b * y + 0.5 * y * y
+
+    def f(x, y):
+        return np.mean(y * (A @ x) - conj(y)) + 0.5 * lam * x @ x
+
+    gamma = 1.0
+    f_star = f(x_star, y_star)
+    tau, sigma, theta = step_parameters(np.linalg.norm(A, axis=1).max(), n, m, lam, gamma)
+
+    def delta(x, y):  # eq. (11)
+        return ((1 / (2 * tau) + lam / 2) * np.sum((x - x_star) ** 2)
+                + (1 / (4 * sigma) + gamma / 2) * np.sum((y - y_star) ** 2) / m
+                + f(x, y_star) - f_star + n / m * (f_star - f(x_star, y)))
+
+    bound0 = delta(np.zeros(d), np.zeros(n)) + np.sum(y_star ** 2) / (4 * m * sigma)
+    loss_obj = get_loss(loss)
+    checkpoints = [p * n // m for p in passes]
+    values = np.zeros((seeds, len(checkpoints)))
+    indptr = X.indptr.astype(np.int64)
+    for s in range(seeds):
+        rng = np.random.default_rng(100 + s)
+        x, xp, u, y = np.zeros(d), np.zeros(d), np.zeros(d), np.zeros(n)
+        last = np.zeros(d, dtype=np.int64)
+        t = 0
+        for c, T in enumerate(checkpoints):
+            k = T - t
+            # |K| = m distinct rows, P(i in K) = m/n (the two conditions of Theorem 1, spec §2.2)
+            K = np.argsort(rng.random((k, n)), axis=1)[:, :m] if m > 1 else rng.integers(0, n, (k, 1))
+            kern.spdc_iterations(indptr, X.indices, X.data, b, y, x, xp, u, last, t, K.astype(np.int64),
+                                 np.full(K.shape, 1 / sigma), np.full(k, 1 / m), 1 / n, tau, theta, 0.0, lam,
+                                 int(loss_obj.kind), loss_obj.param, np.zeros(d), np.zeros(d),
+                                 np.empty(d, dtype=np.int64))
+            t = T
+            values[s, c] = delta(kern.flush(x, xp, u, last, t, tau, 0.0, lam, math.log1p(lam * tau)), y)
+    bounds = np.array([theta ** T for T in checkpoints]) * bound0
+    return values.mean(axis=0), values.std(axis=0) / math.sqrt(seeds), bounds
+
+
+def _check_theorem_1(mean, se, bounds):
+    # the bound holds with three standard errors to spare, at every t
+    assert np.all(mean + 3 * se <= bounds), (mean, se, bounds)
+    # and it is not vacuous: Delta falls, and the bound stays within a factor 50 of it (spec §3.4 test 8: 2.3-12)
+    assert np.all(np.diff(mean) < 0) and np.all(bounds / mean < 50)
+
+
+@pytest.mark.parametrize("loss, m", [("squared", 1), ("smoothed_hinge", 8)], ids=["alg1-squared", "alg2-m8-hinge"])
+def test_theorem_1_bound_holds_in_expectation_by_monte_carlo(loss, m):
+    """``E[Delta^(t)] <= theta^t (Delta^(0) + ||y(0) - y*||^2 / (4 m sigma))`` (Theorem 1, eq. (11)-(12)), the mean
+    over 40 seeds at 5, 10 and 20 passes; n = 80, d = 30, lam = 1e-2 (the bound falls 13x over 20 passes)."""
+    _check_theorem_1(*_theorem_1_run(loss, m, seeds=40))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("loss, m", [("squared", 1), ("squared", 8), ("smoothed_hinge", 1), ("smoothed_hinge", 8)])
+def test_theorem_1_bound_holds_in_expectation_over_many_seeds(loss, m):
+    _check_theorem_1(*_theorem_1_run(loss, m, seeds=400))
