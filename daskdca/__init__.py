@@ -22,7 +22,8 @@ from daskdca.methods import (
 )
 from daskdca.store import CSRStore, StoreError, convert_svmlight, open_store, rewrite_store, write_store
 from daskdca import plot
-from daskdca.estimators import SDCAClassifier, SDCARegressor
+from daskdca.regpath import RegularizationPath, path
+from daskdca.estimators import SDCAClassifier, SDCAClassifierCV, SDCARegressor
 
 __version__ = "0.1.0"
 
@@ -43,9 +44,11 @@ __all__ = [
     "SDNA",
     "SPDC",
     "SDCAClassifier",
+    "SDCAClassifierCV",
     "SDCARegressor",
     "FitState",
     "REGISTRY",
+    "RegularizationPath",
     "SmoothedHinge",
     "Squared",
     "SquaredHinge",
@@ -54,6 +57,7 @@ __all__ = [
     "datasets",
     "fit",
     "open_store",
+    "path",
     "plot",
     "rewrite_store",
     "write_store",

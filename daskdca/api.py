@@ -285,10 +285,55 @@ def _warn_not_converged(result, tol):
         )
 
 
+def _check_warm_start_supported(method, resume):
+    if not method.capabilities.warm_start:
+        takers = sorted(name for name, cls in REGISTRY.items() if cls.capabilities.warm_start)
+        raise ValueError(
+            f"solver={method.name!r} cannot start from given dual variables (dual_init); the solvers that can "
+            f"are {takers}. Use one of them, or drop dual_init.")
+    if resume:
+        raise ValueError("dual_init and resume=True both give the starting point; a resumed fit continues "
+                         "from its checkpoint. Drop one of them.")
+
+
+def _check_dual_init(dual_init, y_signed, loss, classes):
+    """``dual_init`` as float64 of the rows' length, finite and in the loss's dual domain (``y_i alpha_i`` in
+    the box of a classification loss); a ValueError names the first bad row otherwise."""
+    n = y_signed.shape[0]
+    try:
+        alpha = np.asarray(dual_init, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"dual_init must be an array of n_samples={n} real numbers, got "
+                         f"{type(dual_init).__name__}.") from None
+    if alpha.shape != (n,):
+        raise ValueError(f"dual_init has shape {alpha.shape} but X has {n} rows; pass one dual variable per row, "
+                         "shape (n_samples,) (a previous fit's dual_coef_ on the same rows).")
+    bad = _first_nonfinite(alpha)
+    if bad is not None:
+        raise ValueError(f"dual_init contains a non-finite value ({float(alpha[bad])!r}) at row {bad}; "
+                         "dual variables must be finite.")
+    if not loss.is_classification:
+        return alpha
+    lo, hi = loss.dual_domain
+    b = y_signed * alpha
+    outside = np.flatnonzero((b < lo) | (b > hi))
+    if outside.size:
+        i = int(outside[0])
+        label = classes[1] if y_signed[i] > 0 else classes[0]
+        interval = f"[{lo:g}, {hi:g}]" if math.isfinite(hi) else f"[{lo:g}, inf)"
+        raise ValueError(
+            f"dual_init is infeasible for the {loss.name} loss at row {i}: y_i * alpha_i = {float(b[i])!r} "
+            f"(alpha_i = {float(alpha[i])!r}, label {np.asarray(label).item()!r} -> y_i = {int(y_signed[i]):+d}) "
+            f"must lie in {interval}"
+            f"{f' ({outside.size} rows are outside)' if outside.size > 1 else ''}. Pass the dual_coef_ of a fit "
+            "with the same loss, labels and rows (its box does not depend on lam), or project onto the box.")
+    return alpha
+
+
 def fit(X, y=None, *, loss="hinge", lam=1e-4, solver=None, tol=1e-6, max_rounds=None,
         batch_size=None, local_iters=1.0, n_partitions=None, random_state=0, verbose=0,
         callback=None, client=None, in_memory=None, checkpoint=None, checkpoint_every=None,
-        resume=False, storage_options=None):
+        resume=False, storage_options=None, dual_init=None):
     """Fit ``min_w P(w) = 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2`` by dual coordinate ascent.
 
     The dual is ``D(alpha) = -1/n sum_i phi_i*(-alpha_i) - lam/2 ||w(alpha)||^2``
@@ -349,8 +394,9 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver=None, tol=1e-6, max_rounds=
         :class:`~daskdca.store.CSRStore` or a dask array always runs on a
         cluster: this client, else the default client (e.g. ``Client()`` in a
         notebook), else a LocalCluster started for the fit and closed after.
-        In-memory X with a client is first written to a temporary store, its
-        rows in a seeded random order.
+        In-memory X with a client is put in a seeded random row order and
+        sent to the workers inside the tasks that hold its partitions (no
+        file is shared with them).
     in_memory : bool or None, default=None
         Cluster only: keep partitions in worker memory (True) or re-read each
         block from the store every round (False, out of core).  None keeps
@@ -358,14 +404,28 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver=None, tol=1e-6, max_rounds=
     checkpoint : str or None, default=None
         Cluster only: directory (or URL) for the zarr checkpoint of the
         method's states, written every ``checkpoint_every`` rounds and at the
-        end.  Without it a temporary local one bounds the task lineage and
-        is deleted.
+        end.  Without it the states are copied through this process every
+        ``checkpoint_every`` rounds into tasks that hold them (bounded task
+        lineage, a lost state recomputed from the copy), and no file is
+        written.
     checkpoint_every : int or None, default=None
         Rounds between checkpoints (10 when None).
     resume : bool, default=False
         Continue from the last complete checkpoint at ``checkpoint``.
     storage_options : dict or None, default=None
         fsspec options for a store URL.
+    dual_init : array-like of shape (n_samples,) or None, default=None
+        Warm start: the dual variables to start from, in the order of the
+        rows of X (the order of ``dual_coef_``; for a store, its row order),
+        labels inside the loss as in ``dual_coef_``.  Each must be feasible:
+        ``y_i alpha_i`` in [0, 1] for hinge, smoothed hinge and logistic, in
+        [0, inf) for squared hinge (``y_i`` in {-1, +1} after the label
+        mapping above), any real for squared loss.  The fit starts at
+        ``w = X^T dual_init / (lam n)``.  The box does not depend on ``lam``,
+        so the ``dual_coef_`` of a fit at one ``lam`` (or ``C``) starts a fit
+        at any other: see :func:`daskdca.path`.  Supported by the solvers
+        whose ``capabilities.warm_start`` is True; None starts at
+        ``alpha = 0`` (``w = 0``).
 
     Returns
     -------
@@ -396,11 +456,14 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver=None, tol=1e-6, max_rounds=
     # on a cluster None means one partition per store block: several, as far as the check goes
     check_supported(method, loss_name=loss_obj.name, on_cluster=on_cluster,
                     n_partitions=2 if on_cluster and n_partitions is None else n_partitions)
+    if dual_init is not None:
+        _check_warm_start_supported(method, resume)
     if on_cluster:
         return _fit_cluster(X, y, loss_obj=loss_obj, lam=lam, method=method, tol=tol, max_rounds=max_rounds,
                             n_partitions=n_partitions, seed=seed, verbose=verbose, callback=callback,
                             client=client, in_memory=in_memory, checkpoint=checkpoint,
-                            checkpoint_every=checkpoint_every, resume=resume, storage_options=storage_options)
+                            checkpoint_every=checkpoint_every, resume=resume, storage_options=storage_options,
+                            dual_init=dual_init)
     for name, value, default in (("in_memory", in_memory, None), ("checkpoint", checkpoint, None),
                                  ("checkpoint_every", checkpoint_every, None), ("resume", resume, False),
                                  ("storage_options", storage_options, None)):
@@ -416,15 +479,18 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver=None, tol=1e-6, max_rounds=
     y_signed, classes = _check_y(y, n, loss_obj)
     if n_partitions > n:
         raise ValueError(f"n_partitions={n_partitions} is more than the {n} rows of X; use at most {n}.")
+    if dual_init is not None:
+        dual_init = _check_dual_init(dual_init, y_signed, loss_obj, classes)
     result = fit_in_process(method, X, y_signed, loss=loss_obj, lam=lam, n_partitions=n_partitions,
-                            random_state=seed, tol=tol, max_rounds=max_rounds, callback=callback, verbose=verbose)
+                            random_state=seed, tol=tol, max_rounds=max_rounds, callback=callback, verbose=verbose,
+                            dual_init=dual_init)
     _warn_not_converged(result, tol)
     return LinearModel(loss=loss_obj, lam=lam, solver=method, classes=classes, result=result,
                        random_state=seed, n_features=d, coef=result.w)
 
 
 def _fit_cluster(X, y, *, loss_obj, lam, method, tol, max_rounds, n_partitions, seed, verbose, callback, client,
-                 in_memory, checkpoint, checkpoint_every, resume, storage_options):
+                 in_memory, checkpoint, checkpoint_every, resume, storage_options, dual_init):
     import shutil
     import tempfile
 
@@ -439,6 +505,7 @@ def _fit_cluster(X, y, *, loss_obj, lam, method, tol, max_rounds, n_partitions, 
     if y is not None and isinstance(X, (str, os.PathLike, CSRStore)):
         raise ValueError("y must be None for a store: its labels are stored with the data.")
     tmpdir = None
+    staged_arrays = False
     array_classes = None
     row_order = None
     store_partitions = n_partitions
@@ -451,6 +518,9 @@ def _fit_cluster(X, y, *, loss_obj, lam, method, tol, max_rounds, n_partitions, 
             if y is None:
                 raise ValueError("y is required when X is an array; labels come from the store only for stores.")
             tmpdir = tempfile.mkdtemp(prefix="daskdca-data-")
+            # in-memory arrays travel to the workers inside tasks; a dask array's chunks pass
+            # through this process into the staging store, which the workers then read
+            staged_arrays = not hasattr(X, "chunks")
             if hasattr(X, "chunks"):
                 if n_partitions is not None:
                     raise ValueError(
@@ -462,6 +532,8 @@ def _fit_cluster(X, y, *, loss_obj, lam, method, tol, max_rounds, n_partitions, 
                 # labels are mapped here (any two values, sorted, the second is +1) and
                 # the store gets -1/+1; the original classes are restored on the model
                 y, array_classes = _check_y(y, X.shape[0], loss_obj)
+                if dual_init is not None:
+                    dual_init = _check_dual_init(dual_init, y, loss_obj, array_classes)
                 if n_partitions is not None:
                     parts = n_partitions
                 elif client is not None:
@@ -474,6 +546,8 @@ def _fit_cluster(X, y, *, loss_obj, lam, method, tol, max_rounds, n_partitions, 
                 if parts > 1:  # rows go to partitions in a seeded random order, as in memory
                     row_order = random_row_order(X.shape[0], seed)
                     X, y = X[row_order], np.asarray(y)[row_order]
+                    if dual_init is not None:
+                        dual_init = dual_init[row_order]
                 rows = -(-X.shape[0] // parts)
             # shuffle=False: the rows are already in the in-process partition order (above)
             store = write_store(os.path.join(tmpdir, "data.zarr"), X, y, block_rows=rows, compression="none",
@@ -489,12 +563,17 @@ def _fit_cluster(X, y, *, loss_obj, lam, method, tol, max_rounds, n_partitions, 
             classes = array_classes
         else:
             _warn_if_partitions_differ(store, positive, store_partitions)
+            if dual_init is not None:  # checked against the stored labels, in the store's row order
+                y_stored = np.asarray(store.group["y"][:])
+                signed = (y_stored.astype(np.float64) if positive is None
+                          else np.where(y_stored == positive, 1.0, -1.0))
+                dual_init = _check_dual_init(dual_init, signed, loss_obj, classes)
         with engine.cluster_client(client) as active:
             result = engine.fit_on_cluster(
                 store, client=active, method=method, loss=loss_obj, lam=lam, positive_label=positive, tol=tol,
                 max_rounds=max_rounds, random_state=seed, n_partitions=store_partitions, in_memory=in_memory,
                 checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume, verbose=verbose,
-                callback=callback)
+                callback=callback, dual_init=dual_init, store_is_local=staged_arrays)
     finally:
         if tmpdir is not None:
             shutil.rmtree(tmpdir, ignore_errors=True)

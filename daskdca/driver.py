@@ -233,12 +233,15 @@ class InProcess:
 
     ``row_order[j]`` is the caller's row of the ``j``-th row in partition
     order (None: the same order); dual points come back in the caller's order.
+    ``dual_init`` (caller's order, checked feasible by the API) is the dual
+    point a warm start begins at, None for the method's own start.
     A method with ``fused_rounds`` runs stretches of rounds on a single
     partition in one call (the same bits as one round at a time).
     """
 
-    def __init__(self, parts, info: DataInfo, random_state, row_order=None):
+    def __init__(self, parts, info: DataInfo, random_state, row_order=None, dual_init=None):
         self.parts, self.info, self.seed, self.row_order = parts, info, int(random_state), row_order
+        self.dual_init = dual_init
 
     def setup(self, method):
         return method.setup(self.info, _InProcessOps(self.parts))
@@ -247,7 +250,22 @@ class InProcess:
         return Ctx(self.seed, r, k, len(self.parts))
 
     def init(self, plan):
-        return plan.init_global(), [plan.init_local(p, self.ctx(0, k)) for k, p in enumerate(self.parts)]
+        """The starting states: the method's own, or a warm start at ``dual_init``.
+
+        A warm start splits ``dual_init`` (put in partition order) by
+        partition and computes ``w = X^T alpha / (lam n)`` once, by the
+        certificate's tree reduction; the plan builds its states from both.
+        """
+        if self.dual_init is None:
+            return plan.init_global(), [plan.init_local(p, self.ctx(0, k)) for k, p in enumerate(self.parts)]
+        alpha = np.asarray(self.dual_init, dtype=np.float64)
+        if self.row_order is not None:
+            alpha = alpha[self.row_order]
+        bounds = np.concatenate(([0], np.cumsum([p.n_rows for p in self.parts])))
+        alphas = [alpha[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+        w = tree_reduce([xt_alpha_part(p, a, self.info.lam_n) for p, a in zip(self.parts, alphas)], sum_arrays)
+        return plan.init_global_from(w), [plan.init_local_from(p, a, self.ctx(0, k))
+                                          for k, (p, a) in enumerate(zip(self.parts, alphas))]
 
     def rounds_until_checkpoint(self, r):
         return 1 << 62
@@ -320,12 +338,15 @@ def in_process_partitions(X, y, n_partitions, random_state):
 
 
 def fit_in_process(method, X, y, *, loss, lam, n_partitions, random_state, tol, max_rounds, callback=None,
-                   verbose=0):
-    """Fit ``method`` on in-memory CSR data (validated, labels signed) in this process."""
+                   verbose=0, dual_init=None):
+    """Fit ``method`` on in-memory CSR data (validated, labels signed) in this process.
+
+    ``dual_init`` (checked, in the rows' order) starts a warm fit there.
+    """
     parts, order = in_process_partitions(X, y, n_partitions, random_state)
     info = DataInfo(n=X.shape[0], d=X.shape[1], partition_sizes=tuple(p.n_rows for p in parts), loss=loss,
                     lam=lam, max_column_nnz=max_column_nnz(X))
-    executor = InProcess(parts, info, random_state, order)
+    executor = InProcess(parts, info, random_state, order, dual_init=dual_init)
     plan = executor.setup(method)
     return run_rounds(executor, plan, tol=tol, max_rounds=max_rounds, callback=callback, verbose=verbose)
 

@@ -19,6 +19,8 @@ import scipy.sparse as sp
 from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context, clone
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics import check_scoring, get_scorer_names
+from sklearn.model_selection import check_cv
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.extmath import safe_sparse_dot
@@ -27,8 +29,10 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 import daskdca
+from daskdca.losses import get_loss
+from daskdca.regpath import _check_Cs, path, with_intercept_column
 
-__all__ = ["SDCAClassifier", "SDCARegressor"]
+__all__ = ["SDCAClassifier", "SDCAClassifierCV", "SDCARegressor"]
 
 _SOLVERS = ("sdca", "minibatch_sdca", "cocoa+")
 
@@ -125,8 +129,7 @@ class _SDCAMixin:
         """
         if not self.fit_intercept:
             return X
-        column = sp.csr_matrix(np.full((X.shape[0], 1), self.intercept_scaling, dtype=X.dtype))
-        return sp.hstack([X, column], format="csr")
+        return with_intercept_column(X, self.intercept_scaling)
 
     def _split_bias(self, w):
         """``(coef, intercept)`` from the weights of the (possibly augmented) problem."""
@@ -135,21 +138,45 @@ class _SDCAMixin:
             return w.copy(), 0.0
         return w[:-1].copy(), float(self.intercept_scaling * w[-1])
 
-    def _reject_unsupported(self):
-        name = type(self).__name__
-        if self.warm_start:
-            raise ValueError(
-                f"{name}(warm_start=True) is not supported yet: daskdca.fit cannot start from "
-                "given dual variables. Use warm_start=False (every fit starts from alpha = 0)."
-            )
+    def _warm_starts(self, X, classes, signs):
+        """Per binary problem, the duals to start from: the previous fit's when ``warm_start`` and the
+        problem's shape (rows, features with the synthetic one) and classes are unchanged, else None.
 
-    def _dca_fit(self, X, y, loss, lam, seed):
+        The previous duals are projected onto the dual box of the current
+        labels and loss (``y_i alpha_i`` clipped), so a refit on relabelled rows
+        or with another loss still starts from a feasible point; on the same
+        labels and loss the projection changes nothing.
+        """
+        previous = getattr(self, "_warm_duals", None)
+        if not self.warm_start or previous is None:
+            return [None] * len(signs)
+        shape, old_classes, duals = previous
+        same_classes = (classes is None) == (old_classes is None) and (
+            classes is None or (classes.shape == old_classes.shape and np.array_equal(classes, old_classes)))
+        if shape != X.shape or not same_classes or duals.shape[0] != len(signs):
+            return [None] * len(signs)
+        loss = get_loss(self.loss)
+        if not loss.is_classification:
+            return list(duals)
+        lo, hi = loss.dual_domain
+        return [s * np.clip(s * alpha, lo, hi) for s, alpha in zip(signs, duals)]
+
+    def _keep_warm_duals(self, X, classes, models):
+        """Keep every problem's duals privately for the next fit when ``warm_start`` (``keep_dual`` decides
+        only the public ``dual_coef_``); drop them otherwise, so the pickle stays small."""
+        if self.warm_start:
+            duals = np.stack([np.asarray(m.dual_coef_, dtype=np.float64) for m in models])
+            self._warm_duals = (X.shape, None if classes is None else np.array(classes, copy=True), duals)
+        elif hasattr(self, "_warm_duals"):
+            del self._warm_duals
+
+    def _dca_fit(self, X, y, loss, lam, seed, *, client, dual_init):
         """One ``daskdca.fit`` call with this estimator's parameters (the fit's own warning muted)."""
         n = X.shape[0]
         # in memory, daskdca.fit's documented default is 2 partitions for "cocoa+", else 1
         partitions = self.n_partitions
         if partitions is None:
-            partitions = 2 if self.solver == "cocoa+" and self.client is None else 1
+            partitions = 2 if self.solver == "cocoa+" and client is None else 1
         if n < partitions:
             raise ValueError(
                 f"n_samples={n} is fewer than the {partitions} row partitions of solver={self.solver!r}; "
@@ -159,12 +186,16 @@ class _SDCAMixin:
             warnings.filterwarnings("ignore", message=_FIT_WARNING, category=ConvergenceWarning)
             return daskdca.fit(
                 X, y, loss=loss, lam=lam, solver=self.solver, tol=self.tol, max_rounds=self.max_iter,
-                n_partitions=self.n_partitions, random_state=seed, client=self.client,
-                verbose=int(self.verbose),
+                n_partitions=self.n_partitions, random_state=seed, client=client,
+                verbose=int(self.verbose), dual_init=dual_init,
             )
 
-    def _warn_unconverged(self, labels):
-        """One ConvergenceWarning naming the gap reached and the tol asked, per unfinished problem."""
+    def _warn_unconverged(self, labels, stacklevel=4):
+        """One ConvergenceWarning naming the gap reached and the tol asked, per unfinished problem.
+
+        ``stacklevel`` 4 points at the caller of ``fit`` when ``fit`` calls this
+        (this < fit < sklearn's _fit_context wrapper < the caller); one more per frame between.
+        """
         converged = np.atleast_1d(self.converged_)
         if converged.all():
             return
@@ -174,7 +205,7 @@ class _SDCAMixin:
             f"{type(self).__name__} reached max_iter={self.max_iter} rounds before the relative "
             f"duality gap fell to tol={self.tol:g} ({'; '.join(parts)}); increase max_iter or tol.",
             ConvergenceWarning,
-            stacklevel=4,  # _warn_unconverged < fit < sklearn's _fit_context wrapper < the caller
+            stacklevel=stacklevel,
         )
 
     def _validate_X_predict(self, X):
@@ -299,8 +330,17 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         Seed of every random stream of the fit (the same seed for each of the
         ``K`` problems).  None draws one.
     warm_start : bool, default=False
-        Must be False for now: :func:`daskdca.fit` cannot start from given
-        dual variables, and True raises ``ValueError``.
+        When True, a refit starts each binary problem from the previous fit's
+        dual variables (``daskdca.fit(dual_init=...)``; with
+        ``fit_intercept`` those of the problem with the synthetic feature),
+        e.g. after ``set_params(C=...)``: the dual box does not depend on
+        ``C``, and the fit stops on its own certified gap, so a nearby start
+        saves rounds.  The previous duals are reused when X has the same
+        shape and y the same classes (projected onto the box of the current
+        labels and loss, which changes nothing when those are unchanged);
+        otherwise the fit starts cold, at ``alpha = 0``, as scikit-learn's
+        warm starts do when shapes differ.  The duals (``8 n K`` bytes) are
+        kept privately while ``warm_start`` is True, whatever ``keep_dual``.
     n_partitions : int or None, default=None
         Row partitions for ``"cocoa+"`` and ``"minibatch_sdca"``; see
         :func:`daskdca.fit`.
@@ -408,7 +448,10 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         self : SDCAClassifier
             The fitted estimator.
         """
-        self._reject_unsupported()
+        X, y, classes = self._validate_classification(X, y)
+        return self._fit_one_vs_rest(X, y, classes, self.C, client=self.client)
+
+    def _validate_classification(self, X, y):
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32])
         check_classification_targets(y)
         classes = np.unique(y)
@@ -417,12 +460,19 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
                 f"{type(self).__name__} needs samples of at least 2 classes in y, but y contains only "
                 f"one class: {classes[0]!r}."
             )
+        return X, y, classes
+
+    def _fit_one_vs_rest(self, X, y, classes, C, *, client):
+        """The binary problem (two classes) or one per class at ``lam = 1 / (C n)``; sets the fitted attributes."""
         n = X.shape[0]
-        lam = 1.0 / (self.C * n)
+        lam = 1.0 / (C * n)
         X = self._with_bias(_canonical(X))
         seed = _seed(self.random_state)
         positives = classes[1:] if classes.shape[0] == 2 else classes
-        models = [self._dca_fit(X, np.where(y == label, 1.0, -1.0), self.loss, lam, seed) for label in positives]
+        signs = [np.where(y == label, 1.0, -1.0) for label in positives]
+        starts = self._warm_starts(X, classes, signs)
+        models = [self._dca_fit(X, sign, self.loss, lam, seed, client=client, dual_init=start)
+                  for sign, start in zip(signs, starts)]
 
         self.classes_ = classes
         parts = [self._split_bias(m.coef_) for m in models]
@@ -438,7 +488,8 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
             self.dual_coef_ = np.stack([np.asarray(m.dual_coef_, dtype=np.float64) for m in models])
         elif hasattr(self, "dual_coef_"):
             del self.dual_coef_  # from an earlier fit with keep_dual=True
-        self._warn_unconverged([f"class {np.asarray(label).item()!r}" for label in positives])
+        self._keep_warm_duals(X, classes, models)
+        self._warn_unconverged([f"class {np.asarray(label).item()!r}" for label in positives], stacklevel=5)
         return self
 
     def decision_function(self, X):
@@ -538,7 +589,7 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         seed = self.random_state if isinstance(self.random_state, Integral) else None
         if self.loss in ("hinge", "squared_hinge"):
-            est = LinearSVC(loss=self.loss, C=self.C, fit_intercept=self.fit_intercept,
+            est = LinearSVC(loss=self.loss, C=self._fitted_C(), fit_intercept=self.fit_intercept,
                             intercept_scaling=self.intercept_scaling, tol=self.tol, max_iter=self.max_iter,
                             random_state=seed)
             est.n_iter_ = int(self.n_iter_.max())
@@ -550,7 +601,7 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
             )
 
         def make_logistic():
-            return LogisticRegression(C=self.C, fit_intercept=self.fit_intercept,
+            return LogisticRegression(C=self._fitted_C(), fit_intercept=self.fit_intercept,
                                       intercept_scaling=self.intercept_scaling, solver="liblinear", tol=self.tol,
                                       max_iter=self.max_iter, random_state=seed)
 
@@ -569,6 +620,10 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         self._copy_fitted(ovr, None, None, None)
         return ovr
 
+    def _fitted_C(self):
+        """The ``C`` of the fitted model (``C_`` for the cross-validated estimator)."""
+        return self.C
+
     def _copy_fitted(self, est, classes, coef, intercept):
         if classes is not None:
             est.classes_ = np.array(classes, copy=True)
@@ -578,6 +633,165 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         if hasattr(self, "feature_names_in_"):
             est.feature_names_in_ = self.feature_names_in_.copy()
         return est
+
+
+class SDCAClassifierCV(SDCAClassifier):
+    """:class:`SDCAClassifier` with ``C`` chosen by cross-validation along warm-started regularisation paths.
+
+    For each ``C`` of the grid it solves, on every training fold, the problem
+    of :class:`SDCAClassifier`,
+
+    ``min_w  P(w) = 1/n sum_i phi(y_i x_i.w) + lam/2 ||w||^2``  with  ``lam = 1 / (C n)``
+
+    (one-vs-rest for more than two classes), by :func:`daskdca.path`: from
+    the smallest ``C`` up, each fit starting at the previous one's duals and
+    stopping on its own certified gap.  It scores every fold's models on the
+    held-out rows, picks the ``C`` with the best mean score (the smallest
+    such ``C`` on ties, as ``GridSearchCV`` over an ascending grid does) and
+    refits on all rows with it.  One ``C`` serves every class, unlike
+    :class:`~sklearn.linear_model.LogisticRegressionCV`, which picks one per
+    class.  Fits in memory only.
+
+    Parameters
+    ----------
+    Cs : int or array-like of float, default=10
+        The grid of ``C`` (LIBLINEAR's, ``> 0``), or for an int ``k``,
+        ``np.logspace(-4, 4, k)`` (as ``LogisticRegressionCV``).
+    cv : int, cross-validation generator or iterable, default=5
+        As in scikit-learn (an int gives ``StratifiedKFold(cv)``), resolved by
+        :func:`sklearn.model_selection.check_cv`.
+    scoring : str, callable or None, default=None
+        A scikit-learn scorer name or ``scorer(estimator, X, y)``; None scores
+        by accuracy (:meth:`score`).
+    loss, solver, tol, max_iter, fit_intercept, intercept_scaling, random_state, n_partitions, verbose, keep_dual :
+        As in :class:`SDCAClassifier`, for every fit along the paths and the
+        refit (``max_iter`` bounds the rounds of each fit).  The solver must
+        support warm starts (all the estimators' solvers do).
+
+    Attributes
+    ----------
+    Cs_ : ndarray of shape (n_Cs,)
+        The grid, ascending.
+    C_ : float
+        The chosen ``C``.
+    scores_ : ndarray of shape (n_folds, n_Cs)
+        The score of each fold's model at each ``C``.
+    best_score_ : float
+        The mean score over the folds at ``C_``.
+    classes_, coef_, intercept_, dual_coef_, primal_, dual_, gap_, converged_, n_iter_, history_, \
+n_features_in_, feature_names_in_ :
+        Those of :class:`SDCAClassifier`, for the refit on all rows at ``C_``.
+
+    See Also
+    --------
+    daskdca.path : the warm-started path each fold runs.
+    sklearn.linear_model.LogisticRegressionCV : the same idea for LIBLINEAR's logistic regression.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from daskdca import SDCAClassifierCV
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> clf = SDCAClassifierCV(Cs=[0.01, 0.1, 1.0], cv=3, loss="logistic").fit(StandardScaler().fit_transform(X), y)
+    >>> float(clf.C_) in (0.01, 0.1, 1.0), clf.scores_.shape
+    (True, (3, 3))
+    """
+
+    _parameter_constraints: dict = {
+        **{k: v for k, v in SDCAClassifier._parameter_constraints.items() if k not in ("C", "warm_start", "client")},
+        "Cs": [Interval(Integral, 1, None, closed="left"), "array-like"],
+        "cv": ["cv_object"],
+        "scoring": [StrOptions(set(get_scorer_names())), callable, None],
+    }
+
+    # the paths warm-start by construction and run in memory: no warm_start or client parameter
+    warm_start = False
+    client = None
+
+    def __init__(self, Cs=10, *, cv=5, scoring=None, loss="hinge", solver=None, tol=1e-6, max_iter=1000,
+                 fit_intercept=False, intercept_scaling=1.0, random_state=0, n_partitions=None, verbose=0,
+                 keep_dual=False):
+        self.Cs = Cs
+        self.cv = cv
+        self.scoring = scoring
+        self.loss = loss
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
+        self.random_state = random_state
+        self.n_partitions = n_partitions
+        self.verbose = verbose
+        self.keep_dual = keep_dual
+
+    @_fit_context(prefer_skip_nested_validation=False)
+    def fit(self, X, y):
+        """Cross-validate ``C`` along warm-started paths, then refit on all rows with the best.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training data (in memory).
+        y : array-like of shape (n_samples,)
+            Class labels, at least two distinct values.
+
+        Returns
+        -------
+        self : SDCAClassifierCV
+            The fitted estimator.
+        """
+        X, y, classes = self._validate_classification(X, y)
+        Cs = np.logspace(-4, 4, self.Cs) if isinstance(self.Cs, Integral) else _check_Cs(self.Cs)
+        folds = list(check_cv(self.cv, y, classifier=True).split(X, y))
+        scorer = check_scoring(self, scoring=self.scoring)
+        X = _canonical(X)
+        seed = _seed(self.random_state)
+        scores = np.empty((len(folds), Cs.shape[0]))
+        unconverged = 0
+        for f, (train, test) in enumerate(folds):
+            y_train = y[train]
+            present = np.unique(y_train)
+            if present.shape[0] != classes.shape[0]:
+                raise ValueError(
+                    f"The training rows of fold {f} hold {present.shape[0]} of the {classes.shape[0]} classes; "
+                    "every class needs rows in every training fold. Use fewer folds (cv) or a stratified split.")
+            positives = classes[1:] if classes.shape[0] == 2 else classes
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message=_FIT_WARNING, category=ConvergenceWarning)
+                paths = [path(X[train], y_train == label, Cs, loss=self.loss, solver=self.solver, tol=self.tol,
+                              max_rounds=self.max_iter, fit_intercept=self.fit_intercept,
+                              intercept_scaling=self.intercept_scaling, n_partitions=self.n_partitions,
+                              random_state=seed, verbose=int(self.verbose))
+                         for label in positives]
+            unconverged += sum(int((~p.converged).sum()) for p in paths)
+            for c in range(Cs.shape[0]):
+                model = self._fold_model(classes, [p.coef[c] for p in paths], [p.intercept[c] for p in paths])
+                scores[f, c] = scorer(model, X[test], y[test])
+        if unconverged:
+            warnings.warn(
+                f"{unconverged} of the {len(folds) * Cs.shape[0] * len(positives)} cross-validation fits reached "
+                f"max_iter={self.max_iter} rounds before the relative duality gap fell to tol={self.tol:g}; "
+                "increase max_iter or tol.", ConvergenceWarning, stacklevel=3)
+        mean = scores.mean(axis=0)
+        best = int(np.argmax(mean))  # the first (smallest C) of equal means
+        self.Cs_, self.scores_ = Cs, scores
+        self.C_, self.best_score_ = float(Cs[best]), float(mean[best])
+        return self._fit_one_vs_rest(X, y, classes, self.C_, client=None)
+
+    def _fold_model(self, classes, coefs, intercepts):
+        """A fitted :class:`SDCAClassifier` holding one fold's solution at one ``C``, for the scorer."""
+        model = SDCAClassifier(loss=self.loss, fit_intercept=self.fit_intercept,
+                               intercept_scaling=self.intercept_scaling)
+        model.classes_ = classes
+        model.coef_ = np.stack(coefs)
+        model.intercept_ = np.array(intercepts, dtype=np.float64)
+        model.n_features_in_ = self.n_features_in_
+        return model
+
+    def _fitted_C(self):
+        return self.C_
 
 
 class SDCARegressor(_SDCAMixin, RegressorMixin, BaseEstimator):
@@ -620,7 +834,9 @@ class SDCARegressor(_SDCAMixin, RegressorMixin, BaseEstimator):
     random_state : int, RandomState instance or None, default=0
         Seed of every random stream of the fit; None draws one.
     warm_start : bool, default=False
-        Must be False for now (True raises ``ValueError``).
+        When True, a refit on X of the same shape starts from the previous
+        fit's ``n`` dual variables (see :class:`SDCAClassifier`); otherwise,
+        or on X of another shape, it starts at ``alpha = 0``.
     n_partitions : int or None, default=None
         Row partitions for ``"cocoa+"`` and ``"minibatch_sdca"``.
     client : distributed.Client or None, default=None
@@ -703,11 +919,12 @@ class SDCARegressor(_SDCAMixin, RegressorMixin, BaseEstimator):
         self : SDCARegressor
             The fitted estimator.
         """
-        self._reject_unsupported()
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], y_numeric=True)
         lam = 1.0 / (self.C * X.shape[0])
-        model = self._dca_fit(self._with_bias(_canonical(X)), np.asarray(y, dtype=np.float64), self.loss, lam,
-                              _seed(self.random_state))
+        X = self._with_bias(_canonical(X))
+        y = np.asarray(y, dtype=np.float64)
+        start, = self._warm_starts(X, None, [y])
+        model = self._dca_fit(X, y, self.loss, lam, _seed(self.random_state), client=self.client, dual_init=start)
         self.coef_, self.intercept_ = self._split_bias(model.coef_)
         self.primal_ = float(model.primal_)
         self.dual_ = float(model.dual_)
@@ -719,6 +936,7 @@ class SDCARegressor(_SDCAMixin, RegressorMixin, BaseEstimator):
             self.dual_coef_ = np.asarray(model.dual_coef_, dtype=np.float64).copy()
         elif hasattr(self, "dual_coef_"):
             del self.dual_coef_
+        self._keep_warm_duals(X, None, [model])
         self._warn_unconverged(["gap"])
         return self
 

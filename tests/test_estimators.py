@@ -401,10 +401,9 @@ def test_clone_shares_the_client_and_pickling_says_what_to_do():
 
 
 @pytest.mark.parametrize("Est", [SDCAClassifier, SDCARegressor])
-def test_warm_start_and_weights_are_refused(Est):
+def test_weights_are_refused(Est):
     X, y = _data("heart")
-    with pytest.raises(ValueError, match=r"warm_start=True\) is not supported yet"):
-        Est(warm_start=True).fit(X, y)
+    # (warm_start=True works now: tests/test_warm_start.py)
     # no weights yet: the parameters do not exist rather than being ignored
     with pytest.raises(TypeError):
         Est(class_weight="balanced")

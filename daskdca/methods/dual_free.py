@@ -136,7 +136,8 @@ class DualFreeSDCA:
     sampling: str = "uniform"
     local_iters: float = 1.0
     name = "dfsdca"
-    capabilities = Capabilities(losses=SMOOTH_LOSSES, many_partitions=True, cluster=True, shrinking=False)
+    capabilities = Capabilities(losses=SMOOTH_LOSSES, many_partitions=True, cluster=True, shrinking=False,
+                                warm_start=True)
     adaptive = False
 
     def __post_init__(self):
@@ -184,7 +185,8 @@ class AdaptiveDualFreeSDCA:
     local_iters: float = 1.0
     batch_size: int | None = None
     name = "adfsdca"
-    capabilities = Capabilities(losses=SMOOTH_LOSSES, many_partitions=True, cluster=True, shrinking=False)
+    capabilities = Capabilities(losses=SMOOTH_LOSSES, many_partitions=True, cluster=True, shrinking=False,
+                                warm_start=True)
     adaptive = True
     sampling = "adaptive"
 
@@ -230,7 +232,8 @@ class AdaptiveDualFreeSDCAPlus:
     floor: float = 0.5
     local_iters: float = 1.0
     name = "adfsdca+"
-    capabilities = Capabilities(losses=SMOOTH_LOSSES, many_partitions=True, cluster=True, shrinking=False)
+    capabilities = Capabilities(losses=SMOOTH_LOSSES, many_partitions=True, cluster=True, shrinking=False,
+                                warm_start=True)
     adaptive = True
     sampling = "adaptive+"
 

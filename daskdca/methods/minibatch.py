@@ -82,7 +82,16 @@ from daskdca.kernels.sdca import (
     objective_sums_movable,
 )
 from daskdca.losses import LOSSES
-from daskdca.methods.base import Capabilities, Contribution, Phase, RoundReport, apply_vector, compress, dense
+from daskdca.methods.base import (
+    Capabilities,
+    Contribution,
+    Phase,
+    PlanBase,
+    RoundReport,
+    apply_vector,
+    compress,
+    dense,
+)
 from daskdca.partitions import objective_sums_part, row_view
 
 __all__ = ["AggressiveGlobal", "AggressiveLocal", "AggressivePlan", "MinibatchSDCA", "MinibatchLocal",
@@ -217,7 +226,8 @@ class MinibatchSDCA:
     shrinking: bool = True
     step: str = "safe"
     name = "minibatch_sdca"
-    capabilities = Capabilities(losses=tuple(LOSSES), many_partitions=True, cluster=True, shrinking=True)
+    capabilities = Capabilities(losses=tuple(LOSSES), many_partitions=True, cluster=True, shrinking=True,
+                                warm_start=True)
 
     def __post_init__(self):
         if not isinstance(self.shrinking, bool):
@@ -260,8 +270,9 @@ class MinibatchSDCA:
 
 
 @dataclass(frozen=True)
-class MinibatchPlan:
-    """:class:`MinibatchSDCA` resolved for one data set."""
+class MinibatchPlan(PlanBase):
+    """:class:`MinibatchSDCA` resolved for one data set (a warm start: ``PlanBase``'s, which keeps the fresh
+    curvatures and all rows active, and sets ``w`` and ``alpha``)."""
 
     settings: MinibatchSDCA
     loss: object

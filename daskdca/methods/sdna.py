@@ -79,7 +79,8 @@ class SDNA:
     batch_size: int | None = None
     local_iters: float = 1.0
     name = "sdna"
-    capabilities = Capabilities(losses=tuple(LOSSES), many_partitions=True, cluster=True, shrinking=False)
+    capabilities = Capabilities(losses=tuple(LOSSES), many_partitions=True, cluster=True, shrinking=False,
+                                warm_start=True)
 
     def __post_init__(self):
         value = self.batch_size

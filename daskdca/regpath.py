@@ -1,0 +1,201 @@
+"""``daskdca.path`` (module ``regpath``, so the function does not shadow it): the certified solutions along a grid of ``C``, each fit warm-started from the last.
+
+For each ``C`` (LIBLINEAR's, ``lam = 1 / (C n)``) it solves
+
+    min_w P_C(w) = 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2
+
+with :func:`daskdca.fit`.  The dual box of every loss (``y_i alpha_i`` in
+[0, 1] for hinge) does not depend on ``lam``, so the duals of one ``C`` are a
+feasible start for the next: the grid is solved from the smallest ``C`` (the
+strongest regularisation, the fastest fit, the sparsest duals) upwards, each
+fit starting at the previous one's duals, and each stopping on its own
+certified gap.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import NamedTuple
+
+import numpy as np
+import scipy.sparse as sp
+
+from daskdca.api import (
+    _check_warm_start_supported,
+    _check_X,
+    _is_cluster_input,
+    _resolve_random_state,
+    _resolve_solver,
+    fit,
+)
+
+__all__ = ["RegularizationPath", "path", "with_intercept_column"]
+
+
+class RegularizationPath(NamedTuple):
+    """What :func:`path` returns: one entry per ``C``, in ascending order of ``C``.
+
+    Attributes
+    ----------
+    Cs : ndarray of shape (n_Cs,)
+        The grid, sorted ascending (the order the fits ran in).
+    lams : ndarray of shape (n_Cs,)
+        ``lam = 1 / (C n)`` of each fit.
+    coef : ndarray of shape (n_Cs, n_features)
+        ``w`` of each fit (without the intercept's weight).
+    intercept : ndarray of shape (n_Cs,)
+        ``intercept_scaling * w_b`` with ``fit_intercept``, else zeros.
+    primal, dual, gap : ndarray of shape (n_Cs,)
+        The certified ``P_C(w)``, ``D_C(alpha)`` and ``P - D >= P_C(w) - min P_C``,
+        recomputed from the duals alone (with ``fit_intercept``, of the
+        problem with the synthetic feature).
+    n_rounds : ndarray of int of shape (n_Cs,)
+        Rounds each fit took from its warm start.
+    converged : ndarray of bool of shape (n_Cs,)
+        Whether each fit reached ``gap <= tol * |primal|``.
+    classes : ndarray of shape (2,) or None
+        The labels (``classes[1]`` is +1), None for regression.
+    dual_coef : ndarray of shape (n_Cs, n_samples) or None
+        The duals of each fit, in X's row order (``keep_dual=True`` only).
+    """
+
+    Cs: np.ndarray
+    lams: np.ndarray
+    coef: np.ndarray
+    intercept: np.ndarray
+    primal: np.ndarray
+    dual: np.ndarray
+    gap: np.ndarray
+    n_rounds: np.ndarray
+    converged: np.ndarray
+    classes: object
+    dual_coef: object
+
+
+def with_intercept_column(X, intercept_scaling):
+    """CSR ``X`` with LIBLINEAR's synthetic last feature, every value ``intercept_scaling``."""
+    column = sp.csr_matrix(np.full((X.shape[0], 1), intercept_scaling, dtype=X.dtype))
+    return sp.hstack([X, column], format="csr")
+
+
+def _check_Cs(Cs):
+    """The grid as float64, sorted ascending; every C finite and > 0."""
+    if isinstance(Cs, (str, bytes)) or np.ndim(Cs) != 1 or len(Cs) == 0:
+        raise ValueError(f"Cs must be a non-empty 1-D sequence of C values > 0, got {Cs!r}; "
+                         "e.g. Cs=np.logspace(-3, 1, 9).")
+    for c in Cs:
+        if isinstance(c, (bool, np.bool_)) or not isinstance(c, numbers.Real) or not math.isfinite(c) or c <= 0:
+            raise ValueError(f"Every C in Cs must be a finite real number > 0, got {c!r}; "
+                             "C is LIBLINEAR's inverse regularisation strength, lam = 1 / (C n).")
+    return np.sort(np.asarray(Cs, dtype=np.float64))
+
+
+def path(X, y, Cs, *, loss="hinge", solver=None, tol=1e-6, max_rounds=None, fit_intercept=False,
+         intercept_scaling=1.0, n_partitions=None, random_state=0, keep_dual=False, verbose=0):
+    """Solve ``min_w 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2`` for every ``lam = 1 / (C n)``, C in ``Cs``.
+
+    The fits run from the smallest ``C`` up; each starts at the previous
+    fit's dual variables (``daskdca.fit(dual_init=...)``), which are feasible
+    for every ``C`` (the dual box does not depend on ``lam``), and stops on
+    its own duality gap, so every point of the path carries a certificate.
+    The first fit starts at ``alpha = 0``.  In memory only.
+
+    Parameters
+    ----------
+    X : ndarray or scipy sparse matrix of shape (n_samples, n_features)
+        Training data, as for :func:`daskdca.fit` (converted to CSR once).
+    y : array-like of shape (n_samples,)
+        Two labels (the sorted second one is +1) or real targets for
+        ``loss="squared"``.
+    Cs : array-like of shape (n_Cs,)
+        LIBLINEAR's ``C`` values (``> 0``), in any order; they are solved
+        and returned in ascending order.
+    loss : str or Loss, default="hinge"
+        As in :func:`daskdca.fit`.
+    solver : str, method object or None, default=None
+        As in :func:`daskdca.fit` (None: ``"sdca"``); it must support warm
+        starts (``capabilities.warm_start``).
+    tol : float, default=1e-6
+        Relative duality gap at which each fit stops.
+    max_rounds : int or None, default=None
+        Per fit, as in :func:`daskdca.fit`.
+    fit_intercept : bool, default=False
+        Add LIBLINEAR's synthetic feature of value ``intercept_scaling``
+        (regularised like the others, never written into X); the certified
+        objective is that of the augmented problem.
+    intercept_scaling : float, default=1.0
+        Value of the synthetic feature; ``intercept = intercept_scaling * w_b``.
+    n_partitions : int or None, default=None
+        As in :func:`daskdca.fit`.
+    random_state : int or None, default=0
+        Seed of every fit's random streams (the same for each ``C``); None
+        draws one for the whole path.
+    keep_dual : bool, default=False
+        Return every fit's duals (``n_Cs * n_samples`` floats).
+    verbose : int, default=0
+        Passed to each fit.
+
+    Returns
+    -------
+    RegularizationPath
+        Per ``C`` (ascending): ``coef``, ``intercept``, the certified
+        ``primal``, ``dual`` and ``gap``, ``n_rounds``, ``converged``.
+
+    Raises
+    ------
+    ValueError
+        For a store, a dask array or other cluster input (fit each ``C``
+        with :func:`daskdca.fit` and ``dual_init=previous.dual_coef_``
+        instead), for bad ``Cs``, or a solver without warm starts.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> import daskdca
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> res = daskdca.path(StandardScaler().fit_transform(X), y, [0.01, 0.1, 1.0], loss="logistic")
+    >>> bool(res.converged.all()), res.coef.shape
+    (True, (3, 30))
+    """
+    if _is_cluster_input(X):
+        raise ValueError(
+            f"daskdca.path fits in memory, got X of type {type(X).__name__}. For a store or a dask array, call "
+            "daskdca.fit for each C (smallest first) with dual_init=previous.dual_coef_: cluster fits warm-start "
+            "too.")
+    Cs = _check_Cs(Cs)
+    if Cs.shape[0] > 1:  # before the first fit, not after it
+        method = _resolve_solver("sdca" if solver is None else solver, batch_size=None, local_iters=1.0,
+                                 on_cluster=False)
+        _check_warm_start_supported(method, resume=False)
+    if not isinstance(fit_intercept, (bool, np.bool_)):
+        raise ValueError(f"fit_intercept must be True or False, got {fit_intercept!r}.")
+    if fit_intercept and (isinstance(intercept_scaling, bool) or not isinstance(intercept_scaling, numbers.Real)
+                          or not math.isfinite(intercept_scaling) or intercept_scaling <= 0):
+        raise ValueError(f"intercept_scaling must be a finite real number > 0, got {intercept_scaling!r}.")
+    if not isinstance(keep_dual, (bool, np.bool_)):
+        raise ValueError(f"keep_dual must be True or False, got {keep_dual!r}.")
+    X = _check_X(X)
+    if fit_intercept:
+        X = with_intercept_column(X, intercept_scaling)
+    seed = _resolve_random_state(random_state)
+    n = X.shape[0]
+    models = []
+    alpha = None
+    for C in Cs:
+        model = fit(X, y, loss=loss, lam=1.0 / (C * n), solver=solver, tol=tol, max_rounds=max_rounds,
+                    n_partitions=n_partitions, random_state=seed, verbose=verbose, dual_init=alpha)
+        alpha = model.dual_coef_
+        models.append(model)
+    W = np.stack([np.asarray(m.coef_, dtype=np.float64) for m in models])
+    if fit_intercept:
+        coef, intercept = W[:, :-1].copy(), float(intercept_scaling) * W[:, -1]
+    else:
+        coef, intercept = W, np.zeros(len(models))
+    return RegularizationPath(
+        Cs=Cs, lams=np.array([m.lam for m in models]), coef=coef, intercept=intercept,
+        primal=np.array([m.primal_ for m in models]), dual=np.array([m.dual_ for m in models]),
+        gap=np.array([m.gap_ for m in models]), n_rounds=np.array([m.n_rounds_ for m in models], dtype=np.int64),
+        converged=np.array([bool(m.converged_) for m in models]), classes=models[0].classes_,
+        dual_coef=np.stack([m.dual_coef_ for m in models]) if keep_dual else None)
