@@ -1,4 +1,6 @@
-"""``daskdca.path`` (module ``regpath``, so the function does not shadow it): the certified solutions along a grid of ``C``, each fit warm-started from the last.
+"""``daskdca.path``: certified solutions along a grid of ``C``, each fit warm-started from the last.
+
+(The module is ``regpath`` so that the function does not shadow it in ``daskdca``.)
 
 For each ``C`` (LIBLINEAR's, ``lam = 1 / (C n)``) it solves
 
