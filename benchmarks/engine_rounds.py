@@ -3,6 +3,7 @@
 Usage::
 
     python benchmarks/engine_rounds.py overhead [--rows 400000] [--compression none]
+    python benchmarks/engine_rounds.py tasks [--partitions 2 64] [--rounds 60]
     python benchmarks/engine_rounds.py url --store /tmp/url.zarr     # 2 workers capped at 1 GiB
 
 ``overhead``: a generated store (Zipf features, 50 nnz per row), a
@@ -11,6 +12,12 @@ local_iters 1, 2 partitions) for 12 rounds, in memory then out of core.
 Round overhead = 1 - (longest partition task of the round) / (round wall
 time), from the scheduler's task stream; per-epoch time is the median round
 time (one round = one pass over every partition).
+
+``tasks``: a tiny generated store (4,096 x 2,000, 64 blocks) where a
+round's arithmetic is negligible, CoCoA+ with 2 and 64 partitions for 60
+rounds (tol 0): tasks per round (from the task stream; keys of round
+tasks carry ``-r<round>``) and the median seconds per round, i.e. the
+engine's per-round cost.
 
 ``url``: ``daskdca make-data`` output of URL size (2.4 M x 3.2 M, about
 280 M nnz) fitted with 2 workers whose memory limit is 1 GiB each, out of
@@ -87,6 +94,37 @@ def overhead(args):
     print(f"out of core / in memory per epoch: {results['out of core'][0] / results['in memory'][0]:.2f}x")
 
 
+def tasks(args):
+    """Per-round cost where the arithmetic is negligible: tasks per round and seconds per round."""
+    from distributed import Client, LocalCluster, get_task_stream
+
+    import daskdca
+    from daskdca import datasets
+
+    workdir = tempfile.mkdtemp(prefix="daskdca-bench-")
+    store = datasets.make_classification(os.path.join(workdir, "t.zarr"), 4096, 2000, nnz_per_row=20,
+                                         block_rows=64, seed=1)
+    print(f"store: {store.n} x {store.d}, {store.nnz:,} nnz, {store.n_blocks} blocks; "
+          f"daskdca from {os.path.dirname(daskdca.__file__)}")
+    print("| partitions | tasks per round | seconds per round (median) |")
+    print("|---:|---:|---:|")
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                      silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
+        for K in args.partitions:
+            times = []
+
+            def clock(record, state, times=times):
+                times.append(time.perf_counter())
+                return False
+
+            with get_task_stream(client) as ts:
+                daskdca.fit(store, loss="logistic", lam=1e-7, solver="cocoa+", n_partitions=K, tol=0.0,
+                            max_rounds=args.rounds, client=client, in_memory=True, callback=clock)
+            rounds = [str(t["key"]) for t in ts.data if "-r" in str(t["key"]) and "daskdca-" in str(t["key"])]
+            per_round = len(rounds) / args.rounds
+            print(f"| {K} | {per_round:.1f} | {np.median(np.diff(times)[5:]):.4f} |", flush=True)
+
+
 def url(args):
     from distributed import Client, LocalCluster
     from distributed.diagnostics import MemorySampler
@@ -129,12 +167,15 @@ def main():
     o = sub.add_parser("overhead")
     o.add_argument("--rows", type=int, default=400_000)
     o.add_argument("--compression", default="zstd", help="store compression: zstd, zstd:LEVEL or none")
+    t = sub.add_parser("tasks")
+    t.add_argument("--partitions", type=int, nargs="+", default=[2, 64])
+    t.add_argument("--rounds", type=int, default=60)
     u = sub.add_parser("url")
     u.add_argument("--store", default="/tmp/url.zarr")
     u.add_argument("--lam", type=float, default=1e-5)
     u.add_argument("--max-rounds", type=int, default=60)
     args = parser.parse_args()
-    overhead(args) if args.what == "overhead" else url(args)
+    {"overhead": overhead, "tasks": tasks, "url": url}[args.what](args)
 
 
 if __name__ == "__main__":

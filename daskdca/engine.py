@@ -12,12 +12,19 @@ of :mod:`daskdca.driver`.  Each round submits one graph:
 
 Local states stay on the workers as the chained output of each partition's
 previous round (spec ``dask-zarr-numba.md`` §2: futures, not actors) and come
-back once, at the end.  Partitions are loaded by tasks that read the store on
-the worker (a lost partition is re-read), and every random stream derives
-from ``(random_state, round, partition)``, so a replayed task gives the same
-bits.  Every ``checkpoint_every`` rounds the method's states are written to a
-zarr checkpoint and the chains restart from it (bounded lineage, spec
-Appendix A); ``resume=True`` continues from the last complete checkpoint.
+back once, at the end.  A local task's output is the pair ``(L_k',
+contribution_k)`` and a combine's the pair ``(G', report)``: the next round's
+tasks and the reduction read their half of it, so a round is ``K`` local
+tasks, the reduction tree, one combine and one small report task, with no
+task that only splits a tuple.  Partitions are loaded by tasks that read the
+store on the worker (a lost partition is re-read), and every random stream
+derives from ``(random_state, round, partition)``, so a replayed task gives
+the same bits.  Every ``checkpoint_every`` rounds the chains restart from a
+copy of the states (bounded lineage, spec Appendix A): with
+``checkpoint=PATH`` a zarr checkpoint there (``resume=True`` continues from
+the last complete one); without it, the states pass through this process and
+go back as tasks that hold them, so the round state never depends on a path
+that only the driver can see, and a lost task is recomputed from that copy.
 
 Task keys start with the kind of task (``daskdca-load``, ``daskdca-round``,
 ``daskdca-reduce``, ``daskdca-combine``, ``daskdca-certify``,
@@ -31,9 +38,8 @@ import importlib
 import itertools
 import logging
 import os
-import shutil
-import tempfile
 import uuid
+from functools import partial
 
 import dask
 import numpy as np
@@ -90,8 +96,48 @@ def _delayed(func, *args, name, worker=None):
         return dask.delayed(func, pure=False)(*args, dask_key_name=name)
 
 
-def _pick(out, i):
-    return out[i]
+# --- the tasks of a round: outputs are (state, payload) pairs ---------------
+
+def _start(make, *args):
+    """Task: a fresh or loaded state, as the ``(state, None)`` pair the round tasks chain on."""
+    return make(*args), None
+
+
+def _held(value):
+    """Task: a value that travels inside the task (the scheduler keeps it, so the task can rerun)."""
+    return value
+
+
+def _restart(state):
+    """Task: a state copied through the driver, as a pair; the task itself holds the copy."""
+    return state, None
+
+
+def _state_of(out):
+    return out[0]
+
+
+def _local_task(local, part, L_out, G_out, ctx):
+    """Task: one partition's local step; returns ``(L_k', contribution_k)``."""
+    return local(part, L_out[0], G_out[0], ctx)
+
+
+def _sum_sent(*outs):
+    """Task, first level of the reduction: the contributions of up to ``SPLIT_EVERY`` local outputs."""
+    return add_contributions(*(out[1] for out in outs))
+
+
+def _combine_task(combine, G_out, total, ctx, total_is_output):
+    """Task: the combine on the global state; ``total`` is a local output itself when there is one partition."""
+    return combine(G_out[0], total[1] if total_is_output else total, ctx)
+
+
+def _dual_point_task(dual_point, part, L_out, G_out):
+    return dual_point(part, L_out[0], G_out[0])
+
+
+def _model_task(model, G_out):
+    return model(G_out[0])
 
 
 def _pinned(home):
@@ -100,8 +146,9 @@ def _pinned(home):
 
 
 def _merge_reports(first, *rest):
-    """The first round's report with the steps of every round."""
-    return first._replace(steps=first.steps + sum(r.steps for r in rest))
+    """Task: the first round's report (from its combine's output) with the steps of every round."""
+    report = first[1]
+    return report._replace(steps=report.steps + sum(out[1].steps for out in rest))
 
 
 class _Placement:
@@ -169,8 +216,9 @@ def _class_from_path(path):
     return obj
 
 
-def _save_state(state, url, prefix):
-    """Task: write each field of a NamedTuple state as a zarr array; returns its class path."""
+def _save_state(out, url, prefix):
+    """Task: write each field of the NamedTuple state of ``out`` as a zarr array; returns its class path."""
+    state = out[0]
     group = zarr.open_group(url, mode="a")
     for field in state._fields:
         values = np.asarray(getattr(state, field))
@@ -201,14 +249,15 @@ def _load_state(url, prefix, class_path):
     return cls(*fields)
 
 
-def _check_resumed(state, fresh, where):
-    """Task: a loaded state against a freshly initialised one of the same plan; returns ``state``.
+def _check_resumed(out, fresh, where):
+    """Task: a loaded state (in its output pair) against a freshly initialised one of the same plan; returns ``out``.
 
     Every float field must be finite, and one that starts with values (duals,
     ``w``, row norms) keeps its initial shape; a field that starts empty (a
     round's pending steps) and an integer or boolean field (an active set, a
     batch) keep their rank.
     """
+    state = out[0]
     if type(state) is not type(fresh):
         raise ValueError(f"{where} holds a {type(state).__name__}, this fit's method keeps a "
                          f"{type(fresh).__name__}; the checkpoint is damaged. Start a new fit (resume=False).")
@@ -221,19 +270,19 @@ def _check_resumed(state, fresh, where):
             raise ValueError(f"{where}: field {field!r} has shape {value.shape} and dtype {value.dtype} "
                              f"(the method starts it as {init.shape}, {init.dtype}, finite); the checkpoint is "
                              "damaged. Start a new fit (resume=False) or use another checkpoint path.")
-    return state
+    return out
 
 
-def _check_resumed_local(plan, part, L, G, ctx, info, where):
+def _check_resumed_local(plan, part, L_out, G_out, ctx, info, where):
     """Task: the loaded local state, checked like :func:`_check_resumed` and its dual point in the
     loss's dual domain (a finite conjugate), so the certificate of the resumed fit means something."""
-    L = _check_resumed(L, plan.init_local(part, ctx), where)
-    alpha = plan.dual_point(part, L, G)
+    L_out = _check_resumed(L_out, plan.init_local(part, ctx), where)
+    alpha = plan.dual_point(part, L_out[0], G_out[0])
     conj_sum = objective_sums_part(part, alpha, np.zeros(info.d), info.loss)[1]
     if not np.isfinite(conj_sum):
         raise ValueError(f"{where}: the dual variables lie outside the dual domain of the {info.loss.name} loss "
                          "(an infinite conjugate); the checkpoint is damaged. Start a new fit (resume=False).")
-    return L
+    return L_out
 
 
 def _probe_path(url, token):
@@ -251,11 +300,11 @@ def _probe_path(url, token):
     return None
 
 
-def _check_workers_share(client, url, *, own):
-    """Every worker can read what this process writes under the local folder ``url``, and write there.
+def _check_workers_share(client, url):
+    """Every worker can read what this process writes under the local checkpoint folder ``url``, and write there.
 
-    The round state between checkpoints lives in that folder (the workers read
-    it back), so a folder the workers cannot see would fail only mid-fit.
+    The workers write the checkpoint and read it back, so a folder they cannot
+    see would fail only mid-fit.
     """
     if "://" in str(url) or not os.path.isdir(url):
         return  # an fsspec URL is shared by definition; a missing folder fails in resume's own check
@@ -269,13 +318,10 @@ def _check_workers_share(client, url, *, own):
         os.remove(probe)
     failed = {worker: error for worker, error in answers.items() if error}
     if failed:
-        where = (f"daskdca keeps the round state between checkpoints in a temporary folder on this machine "
-                 f"({url!r})" if own else f"checkpoint={url!r}")
-        fix = ("pass checkpoint=PATH on a file system shared by this process and every worker, or set Dask's "
-               "'temporary-directory' config to one" if own else
-               "give a path on a file system shared by this process and every worker")
-        raise ValueError(f"{where}, but {len(failed)} of {len(answers)} workers cannot use it "
-                         f"({'; '.join(f'{w}: {e}' for w, e in sorted(failed.items()))}); {fix}.")
+        raise ValueError(f"checkpoint={url!r}, but {len(failed)} of {len(answers)} workers cannot use it "
+                         f"({'; '.join(f'{w}: {e}' for w, e in sorted(failed.items()))}); give a path on a file "
+                         "system shared by this process and every worker (or no checkpoint: the round state "
+                         "then stays in Dask).")
 
 
 def _checkpoint_meta(url):
@@ -317,11 +363,12 @@ class DaskExecutor:
     """Runs a method's phases on a Dask cluster (see the module docstring)."""
 
     def __init__(self, client, parts, info: DataInfo, random_state, *, placement, run_id, checkpoint,
-                 checkpoint_every, signature, keep_checkpoint):
+                 checkpoint_every, signature, dual_init=None):
         self.client, self.parts, self.info, self.seed = client, parts, info, int(random_state)
         self.placement, self.run_id = placement, run_id
         self.checkpoint, self.checkpoint_every = checkpoint, checkpoint_every
-        self.signature, self.keep_checkpoint = signature, keep_checkpoint
+        self.signature = signature
+        self.dual_init = dual_init  # the store's row order; None: the method's own start
 
     # -- graph helpers
     def ctx(self, r, k):
@@ -342,48 +389,77 @@ class DaskExecutor:
 
     def init(self, plan):
         homes = self.placement.homes(self.client)
-        G = self.client.submit(plan.init_global, key=f"daskdca-setup-{self.run_id}-global0", pure=False)
-        Ls = [self.client.submit(plan.init_local, p, self.ctx(0, k), key=f"daskdca-setup-{self.run_id}-local0-{k}",
-                                 pure=False, **_pinned(homes[k]))
+        if self.dual_init is not None:
+            return self._warm_init(plan, homes)
+        G = self.client.submit(_start, plan.init_global, key=f"daskdca-setup-{self.run_id}-global0", pure=False)
+        Ls = [self.client.submit(_start, plan.init_local, p, self.ctx(0, k),
+                                 key=f"daskdca-setup-{self.run_id}-local0-{k}", pure=False, **_pinned(homes[k]))
               for k, p in enumerate(self.parts)]
         return G, Ls
+
+    def _warm_init(self, plan, homes):
+        """A warm start: each partition's slice of ``dual_init``, and ``w = X^T alpha / (lam n)`` by the
+        certificate's tree reduction (as :meth:`daskdca.driver.InProcess.init`)."""
+        name = f"daskdca-setup-{self.run_id}-warm"
+        bounds = np.concatenate(([0], np.cumsum(self.info.partition_sizes)))
+        alphas = [np.asarray(self.dual_init[a:b], dtype=np.float64) for a, b in zip(bounds[:-1], bounds[1:])]
+        xt = [_delayed(xt_alpha_part, self.parts[k], alphas[k], self.info.lam_n, name=f"{name}-xt{k}",
+                       worker=homes[k]) for k in range(len(self.parts))]
+        w = self.tree(xt, sum_arrays, f"{name}-xtsum")
+        G = _delayed(_start, plan.init_global_from, w, name=f"daskdca-setup-{self.run_id}-global0")
+        Ls = [_delayed(_start, plan.init_local_from, self.parts[k], alphas[k], self.ctx(0, k),
+                       name=f"daskdca-setup-{self.run_id}-local0-{k}", worker=homes[k])
+              for k in range(len(self.parts))]
+        futures = self._compute(Ls + [G])
+        return futures[-1], futures[:-1]
 
     def rounds_until_checkpoint(self, r):
         return self.checkpoint_every - r % self.checkpoint_every
 
     def run(self, plan, G, Ls, r, n):
-        """Submit ``n`` rounds as one graph; returns futures of the new states and of the merged report."""
+        """Submit ``n`` rounds as one graph; returns futures of the new state pairs and of the merged report.
+
+        ``G`` and ``Ls`` are futures of ``(state, payload)`` pairs (module
+        docstring); a round's last combine output carries its report.
+        """
         K = len(self.parts)
-        reports = []
+        ends = []
         for j in range(n):
             rnd = r + j
             homes = self.placement.homes(self.client)
             for phase in plan.phases():
                 tag = f"{self.run_id}-r{rnd}-{phase.name}"
-                outs = [_delayed(phase.local, self.parts[k], Ls[k], G, self.ctx(rnd, k),
-                                 name=f"daskdca-round-{tag}-p{k}", worker=homes[k]) for k in range(K)]
-                Ls = [_delayed(_pick, o, 0, name=f"daskdca-round-{tag}-local{k}", worker=homes[k])
-                      for k, o in enumerate(outs)]
-                contributions = [_delayed(_pick, o, 1, name=f"daskdca-round-{tag}-send{k}", worker=homes[k])
-                                 for k, o in enumerate(outs)]
-                total = self.tree(contributions, add_contributions, f"daskdca-reduce-{tag}")
-                out = _delayed(phase.combine, G, total, self.ctx(rnd, -1), name=f"daskdca-combine-{tag}")
-                G = _delayed(_pick, out, 0, name=f"daskdca-combine-{tag}-global")
-                report = _delayed(_pick, out, 1, name=f"daskdca-combine-{tag}-report")
-            reports.append(report)
-        merged = reports[0] if n == 1 else _delayed(_merge_reports, *reports,
-                                                    name=f"daskdca-combine-{self.run_id}-r{r}-report{n}")
-        futures = self._compute(Ls + [G, merged])
+                Ls = [_delayed(_local_task, phase.local, self.parts[k], Ls[k], G, self.ctx(rnd, k),
+                               name=f"daskdca-round-{tag}-p{k}", worker=homes[k]) for k in range(K)]
+                total = self._sum_sent(Ls, f"daskdca-reduce-{tag}")
+                G = _delayed(_combine_task, phase.combine, G, total, self.ctx(rnd, -1), K == 1,
+                             name=f"daskdca-combine-{tag}")
+            ends.append(G)
+        report = _delayed(_merge_reports, *ends, name=f"daskdca-combine-{self.run_id}-r{r}-report{n}")
+        futures = self._compute(Ls + [G, report])
         return futures[K], futures[:K], futures[K + 1]
+
+    def _sum_sent(self, outs, name):
+        """The fixed-order reduction tree over the contributions of the local outputs ``outs``.
+
+        Its first level reads the contributions out of the outputs; one
+        partition's output goes to the combine as it is.
+        """
+        def node(fn, children, level, index):
+            return _delayed(_sum_sent if level == 0 else add_contributions, *children,
+                            name=f"{name}-l{level}-{index}")
+
+        return tree_reduce(outs, add_contributions, node=node)
 
     def reports(self, handles):
         return [RoundReport(*rep) for rep in self.client.gather(list(handles))] if handles else []
 
     def fetch(self, value):
-        return value.result() if hasattr(value, "result") else value
+        """The state of an output pair (a future on the cluster)."""
+        return (value.result() if hasattr(value, "result") else value)[0]
 
     def _dual_points(self, plan, G, Ls, name):
-        return [_delayed(plan.dual_point, self.parts[k], Ls[k], G, name=f"{name}-dual{k}")
+        return [_delayed(_dual_point_task, plan.dual_point, self.parts[k], Ls[k], G, name=f"{name}-dual{k}")
                 for k in range(len(self.parts))]
 
     def dual_points(self, plan, G, Ls):
@@ -397,7 +473,7 @@ class DaskExecutor:
         alphas = self._dual_points(plan, G, Ls, name)
         xt = [_delayed(xt_alpha_part, self.parts[k], alphas[k], info.lam_n, name=f"{name}-xt{k}") for k in range(K)]
         w_alpha = self.tree(xt, sum_arrays, f"{name}-xtsum")
-        w = w_alpha if plan.primal_from_dual else _delayed(plan.model, G, name=f"{name}-model")
+        w = w_alpha if plan.primal_from_dual else _delayed(_model_task, plan.model, G, name=f"{name}-model")
         sums = [_delayed(objective_sums_part, self.parts[k], alphas[k], w, info.loss, name=f"{name}-obj{k}")
                 for k in range(K)]
         total = self.tree(sums, sum_arrays, f"{name}-objsum")
@@ -410,11 +486,28 @@ class DaskExecutor:
     def after_rounds(self, plan, G, Ls, r, epochs, history):
         if r % self.checkpoint_every:
             return G, Ls
+        if self.checkpoint is None:
+            return self._restart_from_copy(G, Ls, r)
         return self._write_checkpoint(G, Ls, r, epochs, history)
 
     def finish(self, plan, G, Ls, r, epochs, history):
-        if self.keep_checkpoint:
+        if self.checkpoint is not None:
             self._write_checkpoint(G, Ls, r, epochs, history)
+
+    def _restart_from_copy(self, G, Ls, r):
+        """Without a checkpoint path: copy the states through this process and restart the chains from tasks
+        that hold the copies (the scheduler keeps a task's arguments, so a lost state is recomputed from
+        them, and the lineage before them is forgotten)."""
+        name = f"daskdca-checkpoint-{self.run_id}-r{r}"
+        states = self.client.gather([self.client.submit(_state_of, out, key=f"{name}-copy{k}", pure=False)
+                                     for k, out in enumerate([G] + Ls)])
+        homes = self.placement.homes(self.client)
+        # the states travel inside the tasks on purpose: that copy is what makes them recomputable
+        with dask.config.set({"distributed.admin.large-graph-warning-threshold": "16 GiB"}):
+            G = self.client.submit(partial(_restart, states[0]), key=f"{name}-G", pure=False)
+            Ls = [self.client.submit(partial(_restart, state), key=f"{name}-{k}", pure=False, **_pinned(homes[k]))
+                  for k, state in enumerate(states[1:])]
+        return G, Ls
 
     def _write_checkpoint(self, G, Ls, r, epochs, history):
         """Write the states to the next slot, mark it complete, restart the chains from it."""
@@ -437,10 +530,10 @@ class DaskExecutor:
 
     def _load(self, slot, global_class, local_class, name):
         homes = self.placement.homes(self.client)
-        Ls = [self.client.submit(_load_state, self.checkpoint, f"{slot}_local{k}", local_class, key=f"{name}{k}",
-                                 pure=False, **_pinned(homes[k]))
+        Ls = [self.client.submit(_start, _load_state, self.checkpoint, f"{slot}_local{k}", local_class,
+                                 key=f"{name}{k}", pure=False, **_pinned(homes[k]))
               for k in range(len(self.parts))]
-        G = self.client.submit(_load_state, self.checkpoint, f"{slot}_global", global_class, key=f"{name}G",
+        G = self.client.submit(_start, _load_state, self.checkpoint, f"{slot}_global", global_class, key=f"{name}G",
                                pure=False)
         return G, Ls
 
@@ -486,21 +579,32 @@ def _store_fingerprint(store):
 
 
 def fit_on_cluster(store, *, client, method, loss, lam, positive_label, tol, max_rounds, random_state, n_partitions,
-                   in_memory, checkpoint, checkpoint_every, resume, verbose, callback):
+                   in_memory, checkpoint, checkpoint_every, resume, verbose, callback, dual_init=None,
+                   store_is_local=False):
     """Run ``method`` over partitions of the store on the client's cluster.
 
-    See :func:`daskdca.fit` for the parameters; ``store`` is a complete
+    See :func:`daskdca.fit` for the parameters (``dual_init`` checked, in the
+    store's row order); ``store`` is a complete
     store, ``positive_label`` the label that maps to +1 (None for the
     squared loss), ``n_partitions`` the number of contiguous runs of blocks
     (None: one per block), ``in_memory`` whether partitions stay in worker
-    memory.  Returns a :class:`daskdca.driver.FitResult` in the store's row
-    and feature order.
+    memory.  ``store_is_local``: the store is a staging copy that only this
+    process can see (in-memory arrays); the partitions are read here and
+    travel to the workers inside the tasks that hold them (which the
+    scheduler can rerun), so no worker reads that path.  Returns a
+    :class:`daskdca.driver.FitResult` in the store's row and feature order.
     """
     ranges = store_partition_ranges(store.n_blocks, n_partitions or store.n_blocks)
     K = len(ranges)
     run_id = uuid.uuid4().hex[:8]
     n_workers = _check_workers(client)
     client.register_plugin(_WarmUp(), name=_WarmUp.name)
+    if store_is_local:
+        if in_memory is False:
+            raise ValueError("in_memory=False needs the data in a store every worker can read; in-memory "
+                             "arrays go to the workers' memory. Write them with daskdca.write_store to a "
+                             "shared path and fit that store out of core.")
+        in_memory = True
     if in_memory is None:
         limits = [w.get("memory_limit") or 0 for w in client.scheduler_info()["workers"].values()]
         raw = store.nnz * (store.group["data"].dtype.itemsize + store.group["indices"].dtype.itemsize) + 24 * store.n
@@ -513,7 +617,12 @@ def fit_on_cluster(store, *, client, method, loss, lam, positive_label, tol, max
                     max_column_nnz=int(column_nnz.max(initial=0)))
     placement = _Placement(K, n_workers)
     sources = [StorePartition(store, a, b, positive_label) for a, b in ranges]
-    if in_memory:
+    if store_is_local:
+        homes = placement.homes(client)
+        with dask.config.set({"distributed.admin.large-graph-warning-threshold": "16 GiB"}):
+            parts = [client.submit(partial(_held, src.load()), key=f"daskdca-load-{run_id}-{k}", pure=False,
+                                   **_pinned(homes[k])) for k, src in enumerate(sources)]
+    elif in_memory:
         homes = placement.homes(client)
         parts = client.compute([_delayed(src.load, name=f"daskdca-load-{run_id}-{k}", worker=homes[k])
                                 for k, src in enumerate(sources)], optimize_graph=False)
@@ -521,10 +630,8 @@ def fit_on_cluster(store, *, client, method, loss, lam, positive_label, tol, max
         parts = sources
     logger.info("daskdca: %s on %d partitions, %d workers, %s", method.name, K, n_workers,
                 "in memory" if in_memory else "out of core (blocks re-read every round)")
-    own_checkpoint = checkpoint is None
-    ckpt = (tempfile.mkdtemp(prefix="daskdca-ckpt-", dir=dask.config.get("temporary-directory", None))
-            if own_checkpoint else os.fspath(checkpoint))
-    if not own_checkpoint and not resume:
+    ckpt = None if checkpoint is None else os.fspath(checkpoint)
+    if ckpt is not None and not resume:
         _prepare_checkpoint(ckpt)
         if "://" not in ckpt:
             os.makedirs(ckpt, exist_ok=True)
@@ -532,17 +639,14 @@ def fit_on_cluster(store, *, client, method, loss, lam, positive_label, tol, max
                  "random_state": random_state, "n_partitions": K}
     executor = DaskExecutor(client, parts, info, random_state, placement=placement, run_id=run_id,
                             checkpoint=ckpt, checkpoint_every=checkpoint_every, signature=signature,
-                            keep_checkpoint=not own_checkpoint)
-    try:
-        _check_workers_share(client, ckpt, own=own_checkpoint)
-        plan = executor.setup(method)
-        start = executor.resume(plan) if resume else None
-        if start is None:
-            # a fresh fit replaces an old checkpoint at that path (only a daskdca one, checked above);
-            # the group is created here so that writer tasks only ever create their own arrays
-            zarr.open_group(ckpt, mode="w")
-        return run_rounds(executor, plan, tol=tol, max_rounds=max_rounds, callback=callback, verbose=verbose,
-                          start=start)
-    finally:
-        if own_checkpoint:
-            shutil.rmtree(ckpt, ignore_errors=True)
+                            dual_init=dual_init)
+    if ckpt is not None:
+        _check_workers_share(client, ckpt)
+    plan = executor.setup(method)
+    start = executor.resume(plan) if resume else None
+    if start is None and ckpt is not None:
+        # a fresh fit replaces an old checkpoint at that path (only a daskdca one, checked above);
+        # the group is created here so that writer tasks only ever create their own arrays
+        zarr.open_group(ckpt, mode="w")
+    return run_rounds(executor, plan, tol=tol, max_rounds=max_rounds, callback=callback, verbose=verbose,
+                      start=start)

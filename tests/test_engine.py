@@ -3,6 +3,7 @@
 import os
 import signal
 
+import dask
 import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
@@ -385,7 +386,8 @@ def test_resume_refuses_a_damaged_checkpoint(client, tmp_path, damage, match):
 
 
 def test_workers_that_cannot_use_the_checkpoint_folder_are_named(tmp_path, monkeypatch):
-    """The round state lives in a folder the workers read back: a folder they cannot see fails at the start."""
+    """A checkpoint folder the workers cannot see fails at the start, naming them; without checkpoint= the round
+    state stays in Dask, so the same workers fit, and nothing is written to the driver's temporary folder."""
     from daskdca import engine
 
     X, y = load_dataset("heart")
@@ -400,7 +402,15 @@ def test_workers_that_cannot_use_the_checkpoint_folder_are_named(tmp_path, monke
         with pytest.raises(ValueError, match=r"checkpoint=.*but 2 of 2 workers cannot use it.*FileNotFoundError"
                                              r".*shared by this process and every worker"):
             daskdca.fit(store, loss="logistic", lam=1e-2, solver="cocoa+", client=c, checkpoint=tmp_path / "ck")
-        with pytest.raises(ValueError, match=r"temporary folder on this machine.*temporary-directory"):
-            daskdca.fit(store, loss="logistic", lam=1e-2, solver="cocoa+", client=c)
+        scratch = tmp_path / "driver-tmp"
+        scratch.mkdir()
+        with dask.config.set({"temporary-directory": str(scratch)}):
+            # 25 rounds: the chains restart twice from the states copied through the driver (every 10)
+            on_cluster = daskdca.fit(store, loss="logistic", lam=1e-2, solver="cocoa+", client=c, tol=0.0,
+                                     max_rounds=25)
+    in_process = daskdca.fit(store, loss="logistic", lam=1e-2, solver="cocoa+", tol=0.0, max_rounds=25)
+    np.testing.assert_array_equal(on_cluster.coef_, in_process.coef_)
+    assert on_cluster.n_rounds_ == 25
+    assert list(scratch.iterdir()) == []
     assert sorted(p.name for p in (tmp_path / "ck").iterdir()) == []  # the probe files are gone
     monkeypatch.undo()
