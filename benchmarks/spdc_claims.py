@@ -21,11 +21,28 @@ Claim checked: weighted beats uniform when ``R / R_bar >= 5``.
 ``--quick`` runs two ``lam`` of Fig. 1 and one spread of Fig. 5.  Writes
 ``benchmarks/plots/spdc_claims.png`` and prints Markdown tables.  Passes, not
 seconds: the machine is shared.
+
+SPDC across partitions (issue 12: which design is the cluster default):
+
+    python benchmarks/spdc_claims.py --local-solvers [--quick]
+
+2 partitions, in process, logistic loss on a9a and ijcnn1 (``shared/data``,
+or ``$DASKDCA_DATA``): epochs, rounds and seconds to a certified relative gap
+of 1e-4 for (a) global mini-batch SPDC (``SPDC()``: one row per partition per
+round, spec ``spdc.md`` §5.5 (A)), (b) CoCoA+ with the SPDC local solver
+(§5.5 (B)), (c) CoCoA+ with SDCA and (d) CoCoA+ with SDNA, and (a') global
+SPDC with 1024 rows a round (design (A)'s best case on a cluster: 32 rounds an
+epoch).  Sets and lam: the side-by-side suite's (a9a 1e-3, ijcnn1 1e-4;
+``--lam`` sets another on both, ``--quick`` keeps a9a only); each CoCoA+ fit
+is capped at ``--budget`` seconds (30), each global one at 12 (they never
+come close: one epoch is n/2 rounds).  Every solver is run once on a small
+set first, so no time is numba's compilation.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
 import warnings
@@ -37,7 +54,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 import daskdca
 from daskdca.datasets import make_classification
-from daskdca.methods import SPDC
+from daskdca.methods import SPDC, CoCoAPlus
 from daskdca.methods.spdc import optimal_mixing
 
 PLOTS = Path(__file__).resolve().parent / "plots"
@@ -150,11 +167,82 @@ def plot(c1, c5, path):
     fig.savefig(path, dpi=110)
 
 
+DATA = Path(os.environ.get("DASKDCA_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+#: data set -> (file, features, lam): the side-by-side suite's settings (benchmarks/suite.py)
+LOCAL_SETS = {"a9a": ("a9a.gz", 123, 1e-3), "ijcnn1": ("ijcnn1.bz2", 22, 1e-4)}
+GLOBAL_BUDGET = 12.0  # seconds per fit of the global mini-batch rows (a), (a')
+LOCAL_TOL = 1e-4
+LOCAL_SOLVERS = {
+    # the gap every quarter epoch (same iterates), so that the budget can stop them (once an epoch by default)
+    "(a) global mini-batch SPDC, m = K": lambda n: SPDC(eval_every=-(-n // 8)),
+    "(a') global mini-batch SPDC, m = 1024": lambda n: SPDC(batch_size=1024, eval_every=-(-n // 4096)),
+    "(b) CoCoA+, SPDC local": lambda n: CoCoAPlus(local_solver="spdc"),
+    "(c) CoCoA+, SDCA local": lambda n: CoCoAPlus(),
+    "(d) CoCoA+, SDNA local": lambda n: CoCoAPlus(local_solver="sdna"),
+}
+
+
+def _load(name, lam=None):
+    from sklearn.datasets import load_svmlight_file
+
+    fname, d, default_lam = LOCAL_SETS[name]
+    lam = default_lam if lam is None else lam
+    X, y = load_svmlight_file(str(DATA / fname), n_features=d)
+    return sp.csr_matrix(X, dtype=np.float64), np.where(y > 0, 1.0, -1.0), lam
+
+
+def _to_tol(X, y, lam, solver, budget):
+    """``(epochs, rounds, seconds, relative gap, converged)`` of a fit to ``LOCAL_TOL`` on 2 partitions, stopped
+    at ``budget`` seconds."""
+    start = time.perf_counter()
+
+    def cap(record, state):
+        return time.perf_counter() - start > budget
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        m = daskdca.fit(X, y, loss="logistic", lam=lam, solver=solver, tol=LOCAL_TOL, n_partitions=2,
+                        max_rounds=10 ** 9, callback=cap)
+    return m.n_epochs_, m.n_rounds_, time.perf_counter() - start, m.gap_ / abs(m.primal_), m.converged_
+
+
+def local_solvers(quick, lam=None, budget=30.0):
+    """Table rows ``(set, lam, kappa/n, method, epochs, rounds, seconds, rel gap, converged)``; ``lam`` None: the
+    set's own, ``budget`` the seconds of each CoCoA+ fit."""
+    X0, y0, _ = _load("a9a")
+    for make in LOCAL_SOLVERS.values():  # compile every kernel first
+        _to_tol(X0[:2100], y0[:2100], 1e-2, make(2100), 5.0)
+    rows = []
+    for name in ("a9a",) if quick else tuple(LOCAL_SETS):
+        X, y, lam_set = _load(name, lam)
+        R2 = float(X.multiply(X).sum(axis=1).max())
+        kappa_n = R2 / (lam_set * 4.0 * X.shape[0])  # logistic: gamma = 4
+        for label, make in LOCAL_SOLVERS.items():
+            cap = GLOBAL_BUDGET if label.startswith("(a") else budget
+            rows.append((name, lam_set, kappa_n, label) + _to_tol(X, y, lam_set, make(X.shape[0]), cap))
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="lam in {1e-3, 1e-6} and one spread (0.5)")
+    parser.add_argument("--local-solvers", action="store_true",
+                        help="SPDC across 2 partitions: global mini-batch rounds against CoCoA+ local solvers")
+    parser.add_argument("--lam", type=float, default=None, help="--local-solvers: this lam on every set")
+    parser.add_argument("--budget", type=float, default=30.0, help="--local-solvers: seconds per CoCoA+ fit")
     args = parser.parse_args()
     t0 = time.perf_counter()
+    if args.local_solvers:
+        print(f"2 partitions, in process, logistic; to relative gap {LOCAL_TOL:g} (- : not within the budget)\n")
+        print("| set | lam | kappa/n | method | epochs | rounds | seconds | rel. gap at stop |")
+        print("|---|---|---|---|---|---|---|---|")
+        for name, lam, kn, label, epochs, rounds, seconds, gap, ok in local_solvers(args.quick, args.lam,
+                                                                                     args.budget):
+            shown = (f"{epochs:.0f} | {rounds} | {seconds:.1f}" if ok
+                     else f"- (>{epochs:.0f}) | {rounds} | >{seconds:.0f}")
+            print(f"| {name} | {lam:g} | {kn:.3g} | {label} | {shown} | {gap:.1e} |")
+        print(f"\n{time.perf_counter() - t0:.0f} s")
+        return
     lams = (1e-3, 1e-6) if args.quick else FIG1_LAMS
     rows1, c1, R, R_bar = fig1(lams)
     print(f"Fig. 1 ridge n = d = 500, R = {R:.2f}, R_bar = {R_bar:.2f}; P - P* after {FIG1_PASSES} passes\n")
