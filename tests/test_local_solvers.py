@@ -14,12 +14,13 @@ import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
 import daskdca
-from daskdca.driver import InProcess, in_process_partitions, max_column_nnz
+from daskdca.driver import InProcess, in_process_partitions, max_column_nnz, run_rounds
 from daskdca.losses import get_loss
 from daskdca.methods import SDCA, SDNA, CoCoAPlus
 from daskdca.methods import spdc as spdc_module
 from daskdca.methods.base import Ctx, DataInfo, add_contributions, dense, tree_reduce
 from daskdca.methods.sdca import DualGlobal, DualLocal
+from daskdca.partitions import MemoryPartition
 from daskdca.methods.spdc import step_parameters
 
 import reference_kernels as ref
@@ -181,3 +182,31 @@ def test_converges_to_the_reference_optimum_and_the_gap_bounds_the_suboptimality
     assert m.converged_
     primal = primal_objective(X, y, m.coef_, lam, loss)
     assert abs(primal - P_star) <= 1e-6 * P_star and m.dual_ <= P_star * (1 + 1e-12)
+
+
+class _Blocks:
+    """A partition read block by block (``whole()`` is None), as out of core, from rows in memory."""
+
+    def __init__(self, part, starts):
+        self.mp = MemoryPartition(part.rows, np.asarray(starts, dtype=np.int64))
+        self.n_rows, self.block_starts = self.mp.n_rows, self.mp.block_starts
+
+    def whole(self):
+        return None
+
+    def pieces(self, order=None):
+        return self.mp.pieces(order)
+
+
+def test_blocks_are_solved_in_turn_and_still_converge_with_a_rising_dual(heart):
+    X, y = heart
+    lam = 1e-2
+    parts, order = in_process_partitions(X, y, 2, 0)
+    blocks = [_Blocks(p, [0, 40, 90, p.n_rows]) for p in parts]
+    info = DataInfo(n=X.shape[0], d=X.shape[1], partition_sizes=(135, 135), loss=get_loss("logistic"), lam=lam,
+                    max_column_nnz=max_column_nnz(X))
+    executor = InProcess(blocks, info, 0, order)
+    result = run_rounds(executor, executor.setup(CoCoAPlus(local_solver="spdc")), tol=1e-9, max_rounds=3000)
+    _, P_star = lbfgs(X, y, lam, "logistic")
+    assert result.converged and abs(result.primal - P_star) <= 1e-8 * P_star
+    assert np.all(np.diff([r.dual for r in result.history]) >= -1e-15 * abs(P_star))
