@@ -231,8 +231,15 @@ def _resolve_random_state(random_state):
     return int(random_state)
 
 
-def _resolve_solver(solver, *, batch_size, local_iters, on_cluster):
-    """The method object for ``solver`` (a registered name or a method object)."""
+def _resolve_solver(solver, *, batch_size, local_iters, on_cluster, loss_name=None):
+    """The method object for ``solver`` (a registered name or a method object).
+
+    On a cluster ``"spdc"`` for a smooth loss means SPDC as CoCoA+'s local
+    solver, which reached a relative gap of 1e-4 where SPDC's global
+    mini-batch rounds (one Dask round per mini-batch) did not finish an epoch
+    in the same time (``benchmarks/RESULTS.md``, SPDC section).  The object
+    ``SPDC(...)`` always runs the global rounds.
+    """
     if isinstance(solver, tuple(REGISTRY.values())):
         if batch_size is not None or local_iters != 1.0:
             raise ValueError(
@@ -259,6 +266,8 @@ def _resolve_solver(solver, *, batch_size, local_iters, on_cluster):
         options["local_iters"] = local_iters
     if on_cluster and "eso" in cls.__dataclass_fields__:
         options["eso"] = "spectral"
+    if on_cluster and solver == "spdc" and loss_name != "hinge":
+        return REGISTRY["cocoa+"](local_solver="spdc", local_batch_size=batch_size)
     return cls(**options)
 
 
@@ -356,10 +365,16 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver=None, tol=1e-6, max_rounds=
         A name, or an instance such as ``daskdca.losses.SmoothedHinge(gamma=0.5)``.
     lam : float, default=1e-4
         Regularisation strength, ``lam > 0``.
-    solver : {"sdca", "minibatch_sdca", "cocoa+"}, method object or None, default=None
-        ``"sdca"``: serial SDCA; ``"minibatch_sdca"``: mini-batch SDCA with
-        safe ESO steps; ``"cocoa+"``: CoCoA+ rounds over ``n_partitions``
-        partitions of the rows.  None means ``"sdca"`` in memory and
+    solver : str, method object or None, default=None
+        A name in ``daskdca.methods.REGISTRY`` or a method object such as
+        ``CoCoAPlus(local_solver="sdna")``.  ``"sdca"``: serial SDCA;
+        ``"cocoa+"``: CoCoA+ rounds over ``n_partitions`` partitions of the
+        rows; ``"minibatch_sdca"``: mini-batch SDCA with safe ESO steps;
+        ``"pegasos"``, ``"sdna"``, ``"dfsdca"``, ``"adfsdca"``,
+        ``"adfsdca+"``, ``"spdc"``: see the README's solver table.  On a
+        cluster ``"spdc"`` with a smooth loss runs SPDC as CoCoA+'s local
+        solver (measured faster than its global mini-batch rounds); pass
+        ``SPDC(...)`` for those.  None means ``"sdca"`` in memory and
         ``"cocoa+"`` on a cluster.  ``daskdca.methods.capability_table()``
         says what each supports.
     tol : float, default=1e-6
@@ -450,7 +465,8 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver=None, tol=1e-6, max_rounds=
     on_cluster = client is not None or _is_cluster_input(X)
     if solver is None:
         solver = "cocoa+" if on_cluster else "sdca"
-    method = _resolve_solver(solver, batch_size=batch_size, local_iters=local_iters, on_cluster=on_cluster)
+    method = _resolve_solver(solver, batch_size=batch_size, local_iters=local_iters, on_cluster=on_cluster,
+                             loss_name=loss_obj.name)
     if n_partitions is None:
         n_partitions = _default_partitions(method, on_cluster)
     # on a cluster None means one partition per store block: several, as far as the check goes

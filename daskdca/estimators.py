@@ -345,8 +345,8 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         Row partitions for ``"cocoa+"`` and ``"minibatch_sdca"``; see
         :func:`daskdca.fit`.
     client : distributed.Client or None, default=None
-        Fit on this Dask cluster (X is written to a temporary store per
-        problem).  A clone shares the client; an estimator holding one cannot
+        Fit on this Dask cluster (X's partitions travel to the workers
+        inside their tasks, once per problem).  A clone shares the client; an estimator holding one cannot
         be pickled (set ``client=None`` first).
     verbose : int, default=0
         Print one line per round when > 0.

@@ -112,6 +112,10 @@ CASES = [
     # --- daskdca.fit in memory: the arrays
     c("nan-X", "fit", lambda ctx: ((with_value(X0, (3, 1), np.nan), Y0), {}), ValueError, "non-finite"),
     c("inf-X", "fit", lambda ctx: ((with_value(X0, (5, 2), np.inf), Y0), {}), ValueError, "non-finite"),
+    c("dual_init-short", "fit", XY(dual_init=np.zeros(len(Y0) - 1)), ValueError, "shape"),
+    c("dual_init-nan", "fit", XY(dual_init=with_value(np.zeros(len(Y0)), 2, np.nan)), ValueError, "row 2"),
+    c("dual_init-outside-box", "fit", XY(dual_init=np.full(len(Y0), 5.0)), ValueError, "infeasible"),
+    c("dual_init-solver", "fit", XY(dual_init=np.zeros(len(Y0)), solver="spdc"), ValueError, "dual_init"),
     c("-inf-sparse-X", "fit", lambda ctx: ((sp.csr_matrix(with_value(X0, (5, 2), -np.inf)), Y0), {}),
       ValueError, "non-finite"),
     c("nan-y", "fit", lambda ctx: ((X0, with_value(Y0, 4, np.nan)), {}), ValueError, "non-finite"),
@@ -227,7 +231,6 @@ CASES = [
     c("random_state-negative", "clf", XY(random_state=-1), ValueError, "random_state"),
     c("n_partitions-0", "clf", XY(n_partitions=0), ValueError, "n_partitions"),
     c("intercept_scaling-0", "clf", XY(fit_intercept=True, intercept_scaling=0.0), ValueError, "intercept_scaling"),
-    c("warm_start", "clf", XY(warm_start=True), ValueError, "warm_start"),
     # --- SDCARegressor().fit
     c("nan-X", "reg", lambda ctx: ((with_value(X0, (1, 1), np.nan), T0), {}), ValueError, "NaN"),
     c("nan-y", "reg", lambda ctx: ((X0, with_value(T0, 1, np.nan)), {}), ValueError, "NaN"),

@@ -133,7 +133,7 @@ def fault_client(fault_cluster):
 
 
 # variants whose fault handling is their default's: their killed-worker case runs with -m slow
-SLOW_FAULT_CASES = {"cocoa+(line_search)", "minibatch_sdca(no shrinking)", "minibatch_sdca(naive)"}
+SLOW_FAULT_CASES = {"cocoa+(line_search)", "cocoa+(spdc)", "minibatch_sdca(no shrinking)", "minibatch_sdca(naive)"}
 
 
 @pytest.mark.parametrize("in_memory", [True, False], ids=["in-memory", "out-of-core"])
