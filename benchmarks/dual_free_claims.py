@@ -22,6 +22,13 @@ lam = 1/n and 1e-4: epochs to a certified relative gap of 1e-4 (claim: b <= 8 ne
 of b = 1; 001 Fig. 5).
 
 Writes ``benchmarks/plots/dual_free_claims.png`` and prints a Markdown table.
+
+``--speed BASE`` instead times one round of each dual-free solver on a9a (logistic, lam 1e-5, one
+partition) with the kernels of this checkout and with those of git commit ``BASE`` loaded in the same
+process, alternating, in CPU seconds; each round is a fraction ``--speed-frac`` of an epoch for the
+adaptive solvers (Algorithm 1 and 4 take minutes per epoch before the kept residues), scaled to one epoch:
+
+    python benchmarks/dual_free_claims.py --speed 6b156ea
 """
 
 from __future__ import annotations
@@ -239,8 +246,57 @@ def plot(records, path):
     plt.close(fig)
 
 
+def speed(base, frac, reps=2):
+    """Per-epoch CPU seconds of each dual-free solver with this checkout's kernels and with ``base``'s."""
+    import importlib.util
+    import subprocess
+    import sys
+    import tempfile
+    import time
+
+    import daskdca.methods.dual_free as methods_df
+
+    root = Path(os.environ.get("DASKDCA_REPO", Path(__file__).resolve().parents[1]))
+    source = subprocess.run(["git", "show", f"{base}:daskdca/kernels/dual_free.py"], cwd=root, check=True,
+                            capture_output=True, text=True).stdout
+    path = Path(tempfile.mkdtemp()) / "dual_free_base.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("dual_free_base", path)
+    old = importlib.util.module_from_spec(spec)
+    sys.modules["dual_free_base"] = old
+    spec.loader.exec_module(old)
+    kernels = {"before": old, "after": methods_df.kern}
+    X, y = load_svmlight_file(str(DATA_DIR / "a9a.gz"), n_features=123)
+    X, y = sp.csr_matrix(X), np.asarray(y, dtype=np.float64)
+    cases = [("dfsdca", {}, 1.0), ("adfsdca+", {}, 1.0), ("adfsdca", {}, frac),
+             ("adfsdca", {"batch_size": 4}, 4 * frac)]
+    rows = []
+    for solver, extra, f in cases:
+        times = {"before": [], "after": []}
+        for rep in range(reps + 1):  # rep 0 compiles
+            for name, kern in kernels.items():
+                methods_df.kern = kern
+                t0 = time.process_time()
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    daskdca.fit(X, y, loss="logistic", lam=1e-5, solver=solver, tol=0.0, max_rounds=1,
+                                local_iters=f, n_partitions=1, **extra)
+                if rep:
+                    times[name].append((time.process_time() - t0) / f)
+        methods_df.kern = kernels["after"]
+        label = solver + (f" b={extra['batch_size']}" if extra else "")
+        rows.append((label, f, min(times["before"]), min(times["after"])))
+    lines = ["| solver | epoch fraction timed | s/epoch before | s/epoch after | before/after |",
+             "|---|---:|---:|---:|---:|"]
+    for label, f, tb, ta in rows:
+        lines.append(f"| {label} | {f:g} | {tb:.3g} | {ta:.3g} | {tb / ta:.2f} |")
+    return "\n".join(lines)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--speed", metavar="BASE", help="time the kernels against git commit BASE's instead")
+    parser.add_argument("--speed-frac", type=float, default=0.03)
     parser.add_argument("--rows", type=int, default=2000)
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--datasets", nargs="+", default=list(FILES))
@@ -248,6 +304,9 @@ def main():
     parser.add_argument("--minibatch-tol", type=float, default=1e-4)
     parser.add_argument("--minibatch-max-epochs", type=int, default=40)
     args = parser.parse_args()
+    if args.speed:
+        print(speed(args.speed, args.speed_frac))
+        return
     records = run_grid(args.datasets, args.losses, args.rows, args.epochs)
     out = Path(__file__).resolve().parent / "plots" / "dual_free_claims.png"
     plot(records, out)

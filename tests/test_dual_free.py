@@ -107,6 +107,89 @@ def test_residue_sums_match_reference():
     np.testing.assert_allclose(g, X.T @ a_hat / lam_n, rtol=1e-12, atol=1e-15)
 
 
+def _mixed_problem(n=300, d=200, seed=21):
+    """Sparse rows (about 2 features each, some empty) plus one column on a third of the rows and a
+    binary copy: steps on most rows touch a few residues (the tree-repair path), steps on the rows of
+    the wide column touch many (the rebuild path), and the binary copy takes the unit-value updates."""
+    rng = np.random.default_rng(seed)
+    X = random_sparse(n, d, 0.01, seed, zero_rows=(3, 7)).tolil()
+    for i in np.flatnonzero(rng.random(n) < 0.33):
+        X[i, 0] = rng.standard_normal()
+    X = sp.csr_matrix(X)
+    y = np.where(rng.random(n) < 0.5, -1.0, 1.0)
+    B = X.copy()
+    B.data[:] = 1.0
+    return X, B, y
+
+
+@pytest.mark.parametrize("binary", [False, True])
+def test_adaptive_kernel_sparse_and_dense_refresh_match_reference(binary):
+    """The kept residues (margins moved along the columns of the stepped row, tree repairs or a rebuild)
+    give the from-scratch Algorithm 1 of the reference on the same draws; an empty row steps too."""
+    X, B, y = _mixed_problem()
+    X = B if binary else X
+    loss = "logistic"
+    lam_n = 0.02 * X.shape[0]
+    indptr, indices, data, sqnorm = _rows(X)
+    alpha, w = _state(X, y, lam_n, 6)
+    alpha[3] = 0.9  # an empty row with a large residue: it is drawn
+    u, dw = w.copy(), np.zeros_like(w)
+    a_ref, u_ref, dw_ref = alpha.copy(), u.copy(), dw.copy()
+    n_steps = 150
+    order, thetas = np.empty(n_steps, dtype=np.int64), np.empty(n_steps)
+    kern.adaptive_steps(indptr, indices, data, y, sqnorm, alpha, u, dw, 0, X.shape[0], n_steps, 4, 0, 2, 1.0, 0.0,
+                        0.0, lam_n, lam_n ** 2 / ref.SMOOTHNESS[loss], int(get_loss(loss).kind), 1.0, 1.0,
+                        1.0 / lam_n, order, thetas)
+    wide = set(np.flatnonzero(X[:, 0].toarray().ravel()))
+    assert 3 in order and any(int(i) in wide for i in order) and any(int(i) not in wide for i in order)
+    th_ref = ref.adaptive_steps(X, y, a_ref, u_ref, dw_ref, order, loss, lam_n)
+    np.testing.assert_allclose(thetas, th_ref, rtol=1e-12)
+    np.testing.assert_allclose(alpha, a_ref, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(u, u_ref, rtol=1e-12, atol=1e-12)
+    # Algorithm 4 on the same data: touched rows only (no trees), then Theta_b and the Jacobi steps
+    alpha, w = _state(X, y, lam_n, 7)
+    u, dw = w.copy(), np.zeros_like(w)
+    a_ref, u_ref, dw_ref = alpha.copy(), u.copy(), dw.copy()
+    b, n_iter = 3, 40
+    batches, thetas = np.empty((n_iter, b), dtype=np.int64), np.empty(n_iter)
+    kern.minibatch_adaptive_steps(indptr, indices, data, y, sqnorm, alpha, u, dw, 0, X.shape[0], n_iter, b, 4, 1, 2,
+                                  1.0, 0.0, 0.0, b * lam_n, lam_n ** 2 / ref.SMOOTHNESS[loss],
+                                  int(get_loss(loss).kind), 1.0, 1.0, 1.0 / lam_n, batches, thetas)
+    th_ref = ref.minibatch_steps(X, y, a_ref, u_ref, dw_ref, batches, b, loss, lam_n, b * lam_n)
+    np.testing.assert_allclose(thetas, th_ref, rtol=1e-10)
+    np.testing.assert_allclose(alpha, a_ref, rtol=1e-10, atol=1e-12)
+
+
+def test_residue_is_the_loss_derivative_bit_for_bit():
+    """The kernels' branch-free logistic residue has the bits of ``alpha + loss_derivative``."""
+    from daskdca.losses import loss_derivative
+
+    rng = np.random.default_rng(0)
+    zs = np.concatenate([[0.0, -0.0, 1e-300, -1e-300, 36.0, -36.0, 710.0, -710.0, 800.0, -800.0],
+                         rng.standard_normal(300) * 5])
+    for name in SMOOTH + ["hinge"]:
+        kind, param = int(get_loss(name).kind), 0.7
+        for yv in (-1.0, 1.0, 0.3):
+            for z in zs:
+                a = float(rng.standard_normal())
+                got = kern.residue(kind, param, yv, z, a)
+                assert np.float64(got).tobytes() == np.float64(a + loss_derivative(kind, param, yv, z)).tobytes()
+
+
+def test_argsort_desc_is_the_stable_merge_sort():
+    """The radix sort of Algorithm 3 and the water-filling gives ``np.argsort(-v, kind="mergesort")``."""
+    rng = np.random.default_rng(1)
+    for n in (5, 700, 5000):
+        v = rng.exponential(1.0, n) * (rng.random(n) < 0.8)  # zeros
+        v[: n // 4] = v[n // 4: 2 * (n // 4)]  # ties
+        v[rng.integers(0, n, 3)] = -0.0
+        v[rng.integers(0, n, 3)] = 1.0
+        v[0] = 1e-310  # subnormal
+        np.testing.assert_array_equal(kern.argsort_desc(v), np.argsort(-v, kind="mergesort"))
+        v[1] = -0.5  # negative: the merge sort itself
+        np.testing.assert_array_equal(kern.argsort_desc(v), np.argsort(-v, kind="mergesort"))
+
+
 def test_sumtree_draws_the_cdf_interval_and_skips_zero_weights():
     weights = np.array([0.0, 2.0, 0.0, 1.0, 3.0, 0.0, 0.5])
     tree = kern.sumtree_build(weights)

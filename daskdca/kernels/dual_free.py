@@ -35,10 +35,10 @@ import numpy as np
 from numba import njit
 
 from daskdca.kernels.sampling import _GOLDEN, _S11, _TWO_M53, _mix, stream_seed
-from daskdca.losses import conjugate_value, loss_derivative, loss_value
+from daskdca.losses import LOGISTIC, conjugate_value, loss_derivative, loss_value
 
-__all__ = ["adaptive_steps", "alg3_sample", "alg3_stages", "dual_free_steps", "minibatch_adaptive_steps",
-           "plus_steps", "residue_sums", "sumtree_build", "sumtree_draw",
+__all__ = ["adaptive_steps", "alg3_sample", "alg3_stages", "argsort_desc", "block_columns", "dual_free_steps",
+           "minibatch_adaptive_steps", "plus_steps", "residue", "residue_sums", "sumtree_build", "sumtree_draw",
            "sumtree_update", "water_fill", "weighted_order"]
 
 
@@ -84,6 +84,26 @@ def sumtree_update(tree, i, weight):
     while k >= 1:
         tree[k] = tree[2 * k] + tree[2 * k + 1]
         k //= 2
+
+
+@njit(nogil=True, cache=True)
+def _sumtree_repair(tree, i):
+    """Recompute the ancestors of leaf ``i`` from their children (the leaf was written in place)."""
+    k = (tree.shape[0] // 2 + i) // 2
+    while k >= 1:
+        tree[k] = tree[2 * k] + tree[2 * k + 1]
+        k //= 2
+
+
+@njit(nogil=True, cache=True)
+def _sumtree_rebuild(tree):
+    """Recompute every inner node from the leaves (``O(size)``).
+
+    A node is always its children's sum, so after any mix of rebuilds and
+    repairs the tree holds the same bits as :func:`sumtree_build` of its leaves.
+    """
+    for k in range(tree.shape[0] // 2 - 1, 0, -1):
+        tree[k] = tree[2 * k] + tree[2 * k + 1]
 
 
 @njit(nogil=True, cache=True)
@@ -197,13 +217,254 @@ def dual_free_steps(indptr, indices, data, y, alpha, u, delta_w, order, step, lo
     return order.shape[0]
 
 
+# --- exact incremental residues (shared by Algorithms 1 and 4) -------------------------------------------
+
+@njit(nogil=True, cache=True)
+def residue(kind, param, y, z, alpha):
+    """``alpha + phi'(z)``, bit for bit ``alpha + loss_derivative(kind, param, y, z)``.
+
+    The logistic case is written without the sign branch of
+    :func:`daskdca.losses._sigmoid` (``e = exp(-|m|)``, numerator ``1`` or
+    ``e``): the same operations on the same operands, so the same bits, but
+    no mispredicted branch in the loops that evaluate every residue.
+    """
+    if kind == LOGISTIC:
+        m = -(y * z)
+        e = math.exp(-abs(m))
+        num = 1.0 if m >= 0.0 else e
+        return alpha + -y * (num / (1.0 + e))
+    return alpha + loss_derivative(kind, param, y, z)
+
+
+@njit(nogil=True, cache=True)
+def block_columns(indptr, indices, data, row_start, row_end, d):
+    """The rows ``[row_start, row_end)`` by column (CSC): ``(colptr, local row, value, unit)``, rows ascending.
+
+    ``unit`` says every stored value is 1.0 (binary features): then
+    ``1.0 * v == v`` exactly and the margin updates skip the values.
+
+    Built once per kernel call in ``O(nnz + d)``: a step on row ``i`` moves
+    the margin ``z_j = x_j.u`` only of the rows ``j`` in the columns of
+    ``x_i`` (seed 001 §4 remark, spec §2.5 "sparse shortcut").
+    """
+    colptr = np.zeros(d + 1, dtype=np.int64)
+    for p in range(indptr[row_start], indptr[row_end]):
+        colptr[indices[p] + 1] += 1
+    for f in range(d):
+        colptr[f + 1] += colptr[f]
+    nnz = indptr[row_end] - indptr[row_start]
+    rows = np.empty(nnz, dtype=np.int32)
+    vals = np.empty(nnz)
+    fill = colptr[:d].copy()
+    for j in range(row_end - row_start):
+        i = row_start + j
+        for p in range(indptr[i], indptr[i + 1]):
+            f = indices[p]
+            k = fill[f]
+            rows[k] = j
+            vals[k] = data[p]
+            fill[f] = k + 1
+    unit = True
+    for k in range(nnz):
+        if vals[k] != 1.0:
+            unit = False
+            break
+    return colptr, rows, vals, unit
+
+
+@njit(nogil=True, cache=True)
+def argsort_desc(v):
+    """``np.argsort(-v, kind="mergesort")`` (descending, ties by index), by a stable LSD radix sort.
+
+    For ``v >= 0`` the bit patterns order like the values, so sorting the
+    complemented patterns ascending with a stable sort gives exactly the
+    stable merge sort's permutation in ``O(n)`` (eleven-bit digits; a digit
+    all keys share is skipped).  Negative, NaN or short input falls back to
+    the merge sort.
+    """
+    n = v.shape[0]
+    if n < 512:
+        return np.argsort(-v, kind="mergesort")
+    tmp = np.empty(n)
+    for i in range(n):
+        x = v[i]
+        if not (x >= 0.0):
+            return np.argsort(-v, kind="mergesort")
+        tmp[i] = x if x != 0.0 else 0.0  # -0.0 -> +0.0: equal values, equal keys
+    keys = ~tmp.view(np.uint64)
+    n_pass = 6
+    counts = np.zeros((n_pass, 2048), dtype=np.int64)
+    for i in range(n):
+        k = keys[i]
+        for d in range(n_pass):
+            counts[d, np.int64((k >> np.uint64(11 * d)) & np.uint64(2047))] += 1
+    idx = np.arange(n)
+    out = np.empty(n, dtype=np.int64)
+    kbuf = np.empty(n, dtype=np.uint64)
+    for d in range(n_pass):
+        shift = np.uint64(11 * d)
+        single = False
+        for c in range(2048):
+            if counts[d, c] == n:
+                single = True
+                break
+            if counts[d, c] != 0:
+                break
+        if single:
+            continue
+        pos = np.empty(2048, dtype=np.int64)
+        acc = 0
+        for c in range(2048):
+            pos[c] = acc
+            acc += counts[d, c]
+        for i in range(n):
+            k = keys[i]
+            c = np.int64((k >> shift) & np.uint64(2047))
+            o = pos[c]
+            out[o] = idx[i]
+            kbuf[o] = k
+            pos[c] = o + 1
+        idx, out = out, idx
+        keys, kbuf = kbuf, keys
+    return idx
+
+
+@njit(nogil=True, cache=True)
+def _refresh(indptr, indices, data, y, alpha, u, row_start, n_rows, nnz_block, colptr, crow, cval, unit, z, kappa, c,
+             wts, k2s, du, feats, n_feats, picked, n_picked, rstamp, stamp, touched, loss_kind, loss_param,
+             wtree, ktree):
+    """Bring ``z``, ``kappa``, ``wts = c |kappa|``, ``k2s = kappa^2`` up to date after steps on ``picked``.
+
+    ``du`` holds what the steps added to ``u`` on the features ``feats[:n_feats]``
+    (cleared here).  Only rows sharing a feature with a stepped row (and the
+    stepped rows, whose ``alpha`` moved) have a new residue; every other
+    residue is unchanged, so this is Algorithm 1 line 5 / Algorithm 4 line 4
+    (every ``kappa_i`` at the current ``u``), done in
+    ``O(sum_{f in feats} nnz(column f))`` margin updates instead of a pass:
+
+    * if that is more than the block's ``nnz`` (large batches, dense
+      columns), every margin is recomputed from ``u`` (a pass);
+    * else the margins move by ``x_jf du_f`` along those columns, and if
+      that reaches a quarter of the rows every residue is re-evaluated with
+      a rebuild of the trees, else only the rows touched, each with an
+      ``O(log n)`` repair.
+
+    ``wtree``/``ktree`` are sum-trees whose leaves are ``wts``/``k2s``
+    (or empty arrays: no trees).  A tree node is always its children's sum,
+    so the choice between re-evaluating every residue and only the touched
+    ones changes no bit of the result; a pass recomputes the margins from
+    ``u`` (bits of a fresh dot product) where the updates carry them along
+    (equal in exact arithmetic, within rounding of each other).
+    """
+    est = 0
+    for k in range(n_feats):
+        f = feats[k]
+        est += colptr[f + 1] - colptr[f]
+    dense = True
+    m = 0
+    if est > nnz_block:
+        for k in range(n_feats):
+            du[feats[k]] = 0.0
+        for j in range(n_rows):
+            i = row_start + j
+            zz = 0.0
+            for p in range(indptr[i], indptr[i + 1]):
+                zz += data[p] * u[indices[p]]
+            z[j] = zz
+    else:
+        dense = 4 * est >= n_rows
+        for k in range(n_feats):
+            f = feats[k]
+            dv = du[f]
+            du[f] = 0.0
+            if dense and unit:
+                for q in range(colptr[f], colptr[f + 1]):
+                    z[crow[q]] += dv
+            elif dense:
+                for q in range(colptr[f], colptr[f + 1]):
+                    z[crow[q]] += cval[q] * dv
+            else:
+                for q in range(colptr[f], colptr[f + 1]):
+                    r = crow[q]
+                    z[r] += cval[q] * dv
+                    if rstamp[r] != stamp:
+                        rstamp[r] = stamp
+                        touched[m] = r
+                        m += 1
+        if not dense:
+            for k in range(n_picked):
+                r = picked[k]
+                if rstamp[r] != stamp:
+                    rstamp[r] = stamp
+                    touched[m] = r
+                    m += 1
+    trees = wtree.shape[0] > 0
+    if dense:
+        for j in range(n_rows):
+            i = row_start + j
+            kap = residue(loss_kind, loss_param, y[i], z[j], alpha[i])
+            kappa[j] = kap
+            wts[j] = c[j] * abs(kap)
+            k2s[j] = kap * kap
+        if trees:
+            _sumtree_rebuild(wtree)
+            _sumtree_rebuild(ktree)
+    else:
+        for k in range(m):
+            j = touched[k]
+            i = row_start + j
+            kap = residue(loss_kind, loss_param, y[i], z[j], alpha[i])
+            kappa[j] = kap
+            wts[j] = c[j] * abs(kap)
+            k2s[j] = kap * kap
+            if trees:
+                _sumtree_repair(wtree, j)
+                _sumtree_repair(ktree, j)
+
+
+@njit(nogil=True, cache=True)
+def _residue_state(indptr, indices, data, y, sqnorm, alpha, u, row_start, row_end, curv, base, loss_kind,
+                   loss_param, size):
+    """Margins, ``c_i``, residues, ``c |kappa|`` and ``kappa^2`` of the rows at ``u`` (one pass).
+
+    With ``size > 0`` the last two live in the leaves of sum-trees of that size.
+    """
+    n_rows = row_end - row_start
+    z = np.empty(n_rows)
+    c = np.empty(n_rows)
+    kappa = np.empty(n_rows)
+    wtree = np.zeros(2 * size)
+    ktree = np.zeros(2 * size)
+    if size > 0:
+        wts = wtree[size:size + n_rows]
+        k2s = ktree[size:size + n_rows]
+    else:
+        wts = np.empty(n_rows)
+        k2s = np.empty(n_rows)
+    for j in range(n_rows):
+        i = row_start + j
+        zz = 0.0
+        for p in range(indptr[i], indptr[i + 1]):
+            zz += data[p] * u[indices[p]]
+        z[j] = zz
+        c[j] = math.sqrt(curv * sqnorm[i] + base)
+        kap = residue(loss_kind, loss_param, y[i], zz, alpha[i])
+        kappa[j] = kap
+        wts[j] = c[j] * abs(kap)
+        k2s[j] = kap * kap
+    if size > 0:
+        _sumtree_rebuild(wtree)
+        _sumtree_rebuild(ktree)
+    return z, c, kappa, wts, k2s, wtree, ktree
+
+
 @njit(nogil=True, cache=True)
 def adaptive_steps(indptr, indices, data, y, sqnorm, alpha, u, delta_w, row_start, row_end, n_steps,
                    random_state, round_index, stream, share, k2_rest, d_rest, curv, base, loss_kind, loss_param,
                    sigma, inv_lam_n, order_out, theta_out):
     """Adaptive dual-free SDCA, seed 001 Algorithm 1, on rows ``[row_start, row_end)``.
 
-    Every step recomputes all residues of the rows at ``u`` (Alg. 1 line 5),
+    Every step uses every residue of the rows at ``u`` (Alg. 1 line 5),
     samples ``i`` with ``p_i = share * c_i |kappa_i| / S_loc`` from a
     sum-tree (line 7; ``share`` is this block's part of the round's steps)
     and takes the step ``theta_t = Theta(kappa, p)`` of Theorem 1 (spec §2.3,
@@ -217,44 +478,65 @@ def adaptive_steps(indptr, indices, data, y, sqnorm, alpha, u, delta_w, row_star
     ``Theta(kappa, p*) = base sum kappa^2 / S^2`` of Lemma 1.  Stops early
     when every residue is zero (exact optimality, pitfall P13).
 
+    The residues are exact at every step but kept, not recomputed: one pass
+    at the start, then after a step on row ``i`` the margins of the rows that
+    share a feature with ``x_i`` move along the columns of ``x_i`` and only
+    their residues are re-evaluated (:func:`_refresh`); ``S_loc`` and
+    ``sum kappa^2`` are the roots of two sum-trees over ``c_j |kappa_j|`` and
+    ``kappa_j^2``.  A step costs ``O(sum_{f in x_i} nnz(column f))`` plus the
+    residues that changed, instead of a pass over the block.  Where every row
+    shares a feature with every other (a9a), every residue still changes at
+    every step: Theta's ``S`` and ``sum kappa^2`` then need all of them, so
+    Algorithm 1 stays ``O(n)`` per step (seed 001 Table 1).
+
     The rows drawn and the steps taken go to ``order_out[t]`` and
     ``theta_out[t]`` (for the NumPy reference).  Returns the number of steps.
     """
     n_rows = row_end - row_start
-    kappa = np.empty(n_rows)
-    weights = np.empty(n_rows)
+    if n_steps <= 0 or n_rows <= 0:
+        return 0
+    d = u.shape[0]
+    size = _tree_size(n_rows)
+    z, c, kappa, wts, k2s, wtree, ktree = _residue_state(indptr, indices, data, y, sqnorm, alpha, u, row_start,
+                                                         row_end, curv, base, loss_kind, loss_param, size)
+    colptr, crow, cval, unit = block_columns(indptr, indices, data, row_start, row_end, d)
+    nnz_block = indptr[row_end] - indptr[row_start]
+    du = np.zeros(d)
+    fstamp = np.full(d, -1, dtype=np.int64)
+    feats = np.empty(d, dtype=np.int64)
+    rstamp = np.full(n_rows, -1, dtype=np.int64)
+    touched = np.empty(n_rows, dtype=np.int64)
+    picked = np.empty(1, dtype=np.int64)
     state = np.empty(1, dtype=np.uint64)
     state[0] = stream_seed(random_state, round_index, stream)
     for t in range(n_steps):
-        s_loc = 0.0
-        k2_loc = 0.0
-        for j in range(n_rows):
-            i = row_start + j
-            m = 0.0
-            for p in range(indptr[i], indptr[i + 1]):
-                m += data[p] * u[indices[p]]
-            kap = alpha[i] + loss_derivative(loss_kind, loss_param, y[i], m)
-            kappa[j] = kap
-            wj = math.sqrt(curv * sqnorm[i] + base) * abs(kap)
-            weights[j] = wj
-            s_loc += wj
-            k2_loc += kap * kap
+        s_loc = wtree[1]
         if s_loc == 0.0:
             return t
-        tree = sumtree_build(weights)
-        j = sumtree_draw(tree, _next_uniform(state))
+        j = sumtree_draw(wtree, _next_uniform(state))
         i = row_start + j
-        theta = base * (k2_loc + k2_rest) / (s_loc * s_loc / share + d_rest)
-        p_i = share * weights[j] / s_loc
+        theta = base * (ktree[1] + k2_rest) / (s_loc * s_loc / share + d_rest)
+        p_i = share * wts[j] / s_loc
         da = -theta * kappa[j] / p_i
         alpha[i] += da
-        c = da * inv_lam_n
-        cs = sigma * c
+        cc = da * inv_lam_n
+        cs = sigma * cc
+        n_feats = 0
         for p in range(indptr[i], indptr[i + 1]):
-            delta_w[indices[p]] += c * data[p]
-            u[indices[p]] += cs * data[p]
+            f = indices[p]
+            delta_w[f] += cc * data[p]
+            step = cs * data[p]
+            u[f] += step
+            du[f] += step
+            if fstamp[f] != t:
+                fstamp[f] = t
+                feats[n_feats] = f
+                n_feats += 1
         order_out[t] = i
         theta_out[t] = theta
+        picked[0] = j
+        _refresh(indptr, indices, data, y, alpha, u, row_start, n_rows, nnz_block, colptr, crow, cval, unit, z, kappa, c,
+                 wts, k2s, du, feats, n_feats, picked, 1, rstamp, t, touched, loss_kind, loss_param, wtree, ktree)
     return n_steps
 
 
@@ -280,7 +562,7 @@ def water_fill(weights, b):
             if weights[i] > 0.0:
                 q[i] = 1.0
         return q, positive
-    order = np.argsort(-weights, kind="mergesort")
+    order = argsort_desc(weights)  # = np.argsort(-weights, kind="mergesort"), in O(n)
     tail = np.empty(n + 1)
     tail[n] = 0.0
     for k in range(n - 1, -1, -1):
@@ -307,7 +589,7 @@ def alg3_stages(q, b, tol):
     ``m`` entries of ``t, i, j`` are the stages.
     """
     n = q.shape[0]
-    perm = np.argsort(-q, kind="mergesort")
+    perm = argsort_desc(q)  # = np.argsort(-q, kind="mergesort"), in O(n)
     v = np.zeros(n + 2)  # v[1..n] sorted descending, v[n + 1] = 0
     for k in range(n):
         v[k + 1] = q[perm[k]]
@@ -390,13 +672,28 @@ def minibatch_adaptive_steps(indptr, indices, data, y, sqnorm, alpha, u, delta_w
     and ``alpha_i -= Theta_b kappa_i / (share q_i)`` for every ``i`` of the
     subset, all read at the same ``u`` (lines 7-10).  ``batches_out[t]`` gets
     the rows (``-1`` pads a shrunken batch), ``theta_out[t]`` the step.
-    Returns the number of coordinate steps.
+
+    The residues are kept exact as in :func:`adaptive_steps` (only the rows
+    sharing a feature with the batch are re-evaluated, or a pass when that
+    is cheaper); the sorts of the water-filling and of Algorithm 3 are the
+    ``O(n)`` radix sort :func:`argsort_desc`.  Returns the number of
+    coordinate steps.
     """
     n_rows = row_end - row_start
-    kappa = np.empty(n_rows)
-    weights = np.empty(n_rows)
-    csq = np.empty(n_rows)
+    if n_iter <= 0 or n_rows <= 0:
+        return 0
+    d = u.shape[0]
+    z, c, kappa, wts, k2s, wtree, ktree = _residue_state(indptr, indices, data, y, sqnorm, alpha, u, row_start,
+                                                         row_end, curv, base, loss_kind, loss_param, 0)
+    colptr, crow, cval, unit = block_columns(indptr, indices, data, row_start, row_end, d)
+    nnz_block = indptr[row_end] - indptr[row_start]
+    du = np.zeros(d)
+    fstamp = np.full(d, -1, dtype=np.int64)
+    feats = np.empty(d, dtype=np.int64)
+    rstamp = np.full(n_rows, -1, dtype=np.int64)
+    touched = np.empty(n_rows, dtype=np.int64)
     chosen = np.empty(b, dtype=np.int64)
+    steps_b = np.empty(b)
     state = np.empty(1, dtype=np.uint64)
     state[0] = stream_seed(random_state, round_index, stream)
     steps = 0
@@ -404,24 +701,15 @@ def minibatch_adaptive_steps(indptr, indices, data, y, sqnorm, alpha, u, delta_w
         s_loc = 0.0
         k2_loc = 0.0
         for jj in range(n_rows):
-            i = row_start + jj
-            m = 0.0
-            for p in range(indptr[i], indptr[i + 1]):
-                m += data[p] * u[indices[p]]
-            kap = alpha[i] + loss_derivative(loss_kind, loss_param, y[i], m)
-            kappa[jj] = kap
-            csq[jj] = curv * sqnorm[i] + base
-            wj = math.sqrt(csq[jj]) * abs(kap)
-            weights[jj] = wj
-            s_loc += wj
-            k2_loc += kap * kap
+            s_loc += wts[jj]
+            k2_loc += k2s[jj]
         if s_loc == 0.0:
             return steps
-        q, b_eff = water_fill(weights, b)
+        q, b_eff = water_fill(wts, b)
         denom = 0.0
         for jj in range(n_rows):
-            if weights[jj] > 0.0:
-                denom += csq[jj] * kappa[jj] * kappa[jj] / (share * q[jj])
+            if wts[jj] > 0.0:
+                denom += (curv * sqnorm[row_start + jj] + base) * kappa[jj] * kappa[jj] / (share * q[jj])
         theta = b_eff * base * (k2_loc + k2_rest) / (b_eff * denom + d_rest)
         perm, ts, i_st, j_st, _ = alg3_stages(q, b_eff, 1e-12)
         alg3_sample(perm, ts, i_st, j_st, b_eff, state, chosen)
@@ -430,19 +718,29 @@ def minibatch_adaptive_steps(indptr, indices, data, y, sqnorm, alpha, u, delta_w
         for k in range(b_eff):
             jj = chosen[k]
             batches_out[t, k] = row_start + jj
-            kappa[jj] = -theta * kappa[jj] / (share * q[jj])  # the step, from the iteration's u
+            steps_b[k] = -theta * kappa[jj] / (share * q[jj])  # the step, from the iteration's u
+        n_feats = 0
         for k in range(b_eff):
-            jj = chosen[k]
-            i = row_start + jj
-            da = kappa[jj]
+            i = row_start + chosen[k]
+            da = steps_b[k]
             alpha[i] += da
-            c = da * inv_lam_n
-            cs = sigma * c
+            cc = da * inv_lam_n
+            cs = sigma * cc
             for p in range(indptr[i], indptr[i + 1]):
-                delta_w[indices[p]] += c * data[p]
-                u[indices[p]] += cs * data[p]
+                f = indices[p]
+                delta_w[f] += cc * data[p]
+                step = cs * data[p]
+                u[f] += step
+                du[f] += step
+                if fstamp[f] != t:
+                    fstamp[f] = t
+                    feats[n_feats] = f
+                    n_feats += 1
         theta_out[t] = theta
         steps += b_eff
+        _refresh(indptr, indices, data, y, alpha, u, row_start, n_rows, nnz_block, colptr, crow, cval, unit, z, kappa, c,
+                 wts, k2s, du, feats, n_feats, chosen, b_eff, rstamp, t, touched, loss_kind, loss_param, wtree,
+                 ktree)
     return steps
 
 
@@ -472,7 +770,7 @@ def plus_steps(indptr, indices, data, y, sqnorm, alpha, u, delta_w, row_start, r
         m = 0.0
         for p in range(indptr[i], indptr[i + 1]):
             m += data[p] * u[indices[p]]
-        kap = alpha[i] + loss_derivative(loss_kind, loss_param, y[i], m)
+        kap = residue(loss_kind, loss_param, y[i], m, alpha[i])
         csq = curv * sqnorm[i] + base
         weights[jj] = (1.0 - floor) * math.sqrt(csq) * abs(kap) / s_all + floor * csq / c_all
         a[jj] = csq * kap * kap
@@ -495,7 +793,7 @@ def plus_steps(indptr, indices, data, y, sqnorm, alpha, u, delta_w, row_start, r
         m = 0.0
         for p in range(indptr[i], indptr[i + 1]):
             m += data[p] * u[indices[p]]
-        kappa = alpha[i] + loss_derivative(loss_kind, loss_param, y[i], m)
+        kappa = residue(loss_kind, loss_param, y[i], m, alpha[i])
         da = -theta * kappa / p_i
         alpha[i] += da
         c = da * inv_lam_n
