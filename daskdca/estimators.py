@@ -10,6 +10,7 @@ carry over unchanged.
 
 from __future__ import annotations
 
+import os
 import warnings
 from functools import partial
 from numbers import Integral, Real
@@ -19,7 +20,7 @@ import scipy.sparse as sp
 from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context, clone
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.metrics import check_scoring, get_scorer_names
+from sklearn.metrics import accuracy_score, check_scoring, get_scorer_names, r2_score
 from sklearn.model_selection import check_cv
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
@@ -31,6 +32,7 @@ from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 import daskdca
 from daskdca.losses import get_loss
 from daskdca.regpath import _check_Cs, path, with_intercept_column
+from daskdca.store import CSRStore, open_store
 
 __all__ = ["SDCAClassifier", "SDCAClassifierCV", "SDCARegressor"]
 
@@ -67,6 +69,11 @@ def _canonical(X):
 
 def _is_dask_array(X):
     return type(X).__module__.split(".")[0] == "dask" and hasattr(X, "map_blocks") and hasattr(X, "chunks")
+
+
+def _is_store(X):
+    """A daskdca store: its handle, or a path / URL naming one (prediction methods stream it)."""
+    return isinstance(X, (str, os.PathLike, CSRStore))
 
 
 def _scores(X, coef, intercept):
@@ -211,6 +218,111 @@ class _SDCAMixin:
     def _validate_X_predict(self, X):
         check_is_fitted(self)
         return validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32], reset=False)
+
+    def _blockwise_input(self, X):
+        """Whether X is a dask array or a store (predicted block by block); checks the fit first when so."""
+        if _is_dask_array(X) or _is_store(X):
+            check_is_fitted(self)
+            return True
+        return False
+
+    def _blockwise(self, X, kind, n_columns, dtype):
+        """A prediction method on a dask array (lazy, :meth:`_map_blocks`) or a store (:meth:`_stream`)."""
+        if _is_store(X):
+            return self._stream(X, kind)[0]
+        return self._map_blocks(X, kind, n_columns, dtype)
+
+    def _open_predict_store(self, X):
+        """The :class:`~daskdca.store.CSRStore` of a prediction input, checked against the fitted features."""
+        check_is_fitted(self)
+        store = X if isinstance(X, CSRStore) else open_store(X)
+        name = type(self).__name__
+        if store.d != self.n_features_in_:
+            raise ValueError(f"X has {store.d} features, but {name} is expecting {self.n_features_in_} features "
+                             f"as input (the store {store.url!r} holds {store.n} x {store.d}); predict on a "
+                             "store of the training data's features.")
+        if hasattr(self, "feature_names_in_"):
+            # validate_data's warning for arrays without names: a store has column numbers only
+            warnings.warn(f"X does not have valid feature names, but {name} was fitted with feature names",
+                          UserWarning, stacklevel=5)
+        return store
+
+    def _stream(self, X, kind, *, with_labels=False):
+        """A prediction method on a store, one verified block at a time, in the store's row order.
+
+        Memory is one block plus the output.  A store with renumbered
+        features (``store.feature_permutation``: stored column ``j`` is the
+        fitted feature ``perm[j]``) is scored with ``coef_[:, perm]``, as
+        ``daskdca predict`` does.
+
+        Returns
+        -------
+        out : ndarray
+            The method's output for every row of the store.
+        labels : ndarray of float64 or None
+            The store's labels (``with_labels=True``), else None.
+        """
+        store = self._open_predict_store(X)
+        coef = np.atleast_2d(self.coef_)
+        perm = store.feature_permutation
+        if perm is not None:
+            coef = coef[:, perm]
+        function = partial(_block_output, coef=coef, intercept=self.intercept_,
+                           classes=getattr(self, "classes_", None), kind=kind)
+        offsets = store.block_row_offsets
+        out = labels = None
+        if with_labels:
+            labels = np.empty(store.n, dtype=np.float64)
+        for k in range(store.n_blocks):
+            block, y = store.read_block(k)  # verified against its checksum
+            values = function(block)
+            if out is None:
+                out = np.empty((store.n,) + values.shape[1:], dtype=values.dtype)
+            out[offsets[k]:offsets[k + 1]] = values
+            if with_labels:
+                labels[offsets[k]:offsets[k + 1]] = y
+        return out, labels
+
+    def score(self, X, y=None, sample_weight=None):
+        """Accuracy (classifier) or ``R^2`` (regressor) of the predictions on X.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features), or a store
+            A daskdca store (a path or URL string, an ``os.PathLike``, or a
+            :class:`~daskdca.store.CSRStore`) is streamed block by block and
+            scored against its own labels.
+        y : array-like of shape (n_samples,) or None, default=None
+            True labels or targets; required for arrays, and must be None
+            for a store (whose labels are used).
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Row weights (for a store, in its stored row order).
+
+        Returns
+        -------
+        score : float
+            ``accuracy_score`` for :class:`SDCAClassifier`, ``r2_score`` for
+            :class:`SDCARegressor`.
+        """
+        if not _is_store(X):
+            if y is None:
+                raise ValueError(f"{type(self).__name__}.score(X, y) needs y with array X; only a store "
+                                 "(its path or a CSRStore) carries its own labels.")
+            return super().score(X, y, sample_weight=sample_weight)
+        if y is not None:
+            raise ValueError(f"{type(self).__name__}.score got y with a store {getattr(X, 'url', X)!r}; a store "
+                             "is scored against its own labels: call score(store) without y.")
+        is_classifier = isinstance(self, ClassifierMixin)
+        if is_classifier:
+            check_is_fitted(self)
+            if self.classes_.dtype.kind not in "biuf":
+                raise ValueError(f"The store's labels are numbers but this {type(self).__name__} was fitted on "
+                                 f"labels of dtype {self.classes_.dtype} ({self.classes_[:2].tolist()!r}...), "
+                                 "so they cannot be compared; score on arrays with score(X, y), or fit on the "
+                                 "store's numeric labels.")
+        predictions, labels = self._stream(X, "predict", with_labels=True)
+        metric = accuracy_score if is_classifier else r2_score
+        return float(metric(labels, predictions, sample_weight=sample_weight))
 
     def _map_blocks(self, X, kind, n_columns, dtype):
         """A prediction method on a dask array: a lazy dask array, one task per block of rows.
@@ -497,17 +609,22 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features)
+        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features), or a store
             A dask array (chunked along rows only) gives a lazy dask array.
+            A daskdca store (a path or URL string, an ``os.PathLike``, or a
+            :class:`~daskdca.store.CSRStore`, e.g. opened with
+            ``storage_options``) is read one verified block at a time and
+            gives a NumPy array in the store's row order (for a shuffled
+            store, ``store.row_permutation`` maps it back).
 
         Returns
         -------
         scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
             For two classes, positive scores mean ``classes_[1]``.
         """
-        if _is_dask_array(X):
-            return self._map_blocks(X, "decision", None if self.coef_.shape[0] == 1 else self.coef_.shape[0],
-                                    np.float64)
+        if self._blockwise_input(X):
+            return self._blockwise(X, "decision", None if self.coef_.shape[0] == 1 else self.coef_.shape[0],
+                                   np.float64)
         return _scores(self._validate_X_predict(X), self.coef_, self.intercept_)
 
     def predict(self, X):
@@ -515,15 +632,20 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features)
+        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features), or a store
             A dask array (chunked along rows only) gives a lazy dask array.
+            A daskdca store (a path or URL string, an ``os.PathLike``, or a
+            :class:`~daskdca.store.CSRStore`, e.g. opened with
+            ``storage_options``) is read one verified block at a time and
+            gives a NumPy array in the store's row order (for a shuffled
+            store, ``store.row_permutation`` maps it back).
 
         Returns
         -------
         y_pred : ndarray of shape (n_samples,)
         """
-        if _is_dask_array(X):
-            return self._map_blocks(X, "predict", None, self.classes_.dtype)
+        if self._blockwise_input(X):
+            return self._blockwise(X, "predict", None, self.classes_.dtype)
         return _labels(self.decision_function(X), self.classes_)
 
     @available_if(_check_logistic)
@@ -536,15 +658,20 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features)
+        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features), or a store
             A dask array (chunked along rows only) gives a lazy dask array.
+            A daskdca store (a path or URL string, an ``os.PathLike``, or a
+            :class:`~daskdca.store.CSRStore`, e.g. opened with
+            ``storage_options``) is read one verified block at a time and
+            gives a NumPy array in the store's row order (for a shuffled
+            store, ``store.row_permutation`` maps it back).
 
         Returns
         -------
         proba : ndarray of shape (n_samples, n_classes)
         """
-        if _is_dask_array(X):
-            return self._map_blocks(X, "proba", self.classes_.shape[0], np.float64)
+        if self._blockwise_input(X):
+            return self._blockwise(X, "proba", self.classes_.shape[0], np.float64)
         return _proba(self.decision_function(X))
 
     @available_if(_check_logistic)
@@ -553,7 +680,8 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features)
+        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features), or a store
+            As in :meth:`predict_proba`.
 
         Returns
         -------
@@ -945,15 +1073,20 @@ class SDCARegressor(_SDCAMixin, RegressorMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features)
+        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features), or a store
             A dask array (chunked along rows only) gives a lazy dask array.
+            A daskdca store (a path or URL string, an ``os.PathLike``, or a
+            :class:`~daskdca.store.CSRStore`, e.g. opened with
+            ``storage_options``) is read one verified block at a time and
+            gives a NumPy array in the store's row order (for a shuffled
+            store, ``store.row_permutation`` maps it back).
 
         Returns
         -------
         y_pred : ndarray of shape (n_samples,)
         """
-        if _is_dask_array(X):
-            return self._map_blocks(X, "predict", None, np.float64)
+        if self._blockwise_input(X):
+            return self._blockwise(X, "predict", None, np.float64)
         return _scores(self._validate_X_predict(X), self.coef_[np.newaxis, :], self.intercept_)
 
     def to_sklearn(self):

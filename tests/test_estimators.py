@@ -13,6 +13,7 @@ certifies.
 import pickle
 import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -485,6 +486,130 @@ def test_predictions_on_a_dask_array_are_lazy_and_equal(sparse_blocks):
         est.predict(da.from_array(X, chunks=(500, 32)))
     with pytest.raises(ValueError, match="expecting 64 features"):
         est.predict(da.from_array(X[:, :10], chunks=(500, -1)))
+
+
+# prediction on a store, streamed block by block
+
+
+def _store_of(tmp_path, name, X, y, **kwargs):
+    """A store of (X, y) in several blocks, rows in the given order unless asked otherwise."""
+    kwargs = {"block_rows": 64, "shuffle": False, **kwargs}
+    return daskdca.write_store(tmp_path / name, X, y, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def heart_store(tmp_path_factory):
+    """The heart data (270 x 13, real) in a store of 3 blocks, rows as given; written once for these tests."""
+    X, y = _data("heart")
+    return _store_of(tmp_path_factory.mktemp("heart"), "heart.zarr", X, y, block_rows=90)
+
+
+def _methods(est):
+    names = ["decision_function", "predict", "predict_proba", "predict_log_proba"]
+    return [m for m in names if hasattr(est, m)]
+
+
+def _store_cases():
+    from sklearn.datasets import load_diabetes, load_iris
+
+    X, y = _data("heart")  # real LIBSVM data, labels -1/+1
+    X_iris, y_iris = load_iris(return_X_y=True)
+    X_diab, y_diab = load_diabetes(return_X_y=True)
+    return {
+        "binary": (SDCAClassifier("logistic", C=1.0, fit_intercept=True), X, y),
+        "ovr": (SDCAClassifier("logistic", C=1.0, fit_intercept=True), X_iris / 8.0, y_iris),
+        "regressor": (SDCARegressor(C=10.0, fit_intercept=True), X_diab, y_diab),
+    }
+
+
+@pytest.mark.parametrize("case", ["binary", "ovr", "regressor"])
+def test_predictions_on_a_store_equal_those_on_X(tmp_path, heart_store, case):
+    est, X, y = _store_cases()[case]
+    est.fit(X, y)
+    store = heart_store if case == "binary" else _store_of(tmp_path, "s.zarr", X, y, block_rows=X.shape[0] // 3 + 1)
+    assert store.n_blocks == 3
+    # an independent computation of the scores, in plain NumPy
+    scores = np.asarray(X @ np.atleast_2d(est.coef_).T) + est.intercept_
+    scores = scores.ravel() if scores.shape[1] == 1 else scores
+    scoring = est.predict if case == "regressor" else est.decision_function
+    assert_allclose(scoring(store), scores, rtol=1e-12, atol=1e-12)
+    for method in _methods(est):
+        got = getattr(est, method)(store)
+        expected = getattr(est, method)(X)
+        assert isinstance(got, np.ndarray) and got.shape == expected.shape and got.dtype == expected.dtype
+        if got.dtype.kind == "f":
+            assert_allclose(got, expected, rtol=1e-12, atol=1e-12, err_msg=method)
+        else:
+            assert_array_equal(got, expected, err_msg=method)
+    for form in (str(store.url), Path(store.url)):  # a path string, an os.PathLike
+        assert_array_equal(est.predict(form), est.predict(store))
+    assert est.score(store) == pytest.approx(est.score(X, y), abs=1e-15)
+    weights = np.linspace(0.5, 2.0, X.shape[0])
+    assert est.score(store, sample_weight=weights) == pytest.approx(est.score(X, y, sample_weight=weights),
+                                                                      abs=1e-15)
+
+
+def test_a_shuffled_renumbered_store_predicts_in_its_row_order(tmp_path):
+    """A shuffled store's predictions are those of X's rows in ``store.row_permutation`` order, also with
+    renumbered features (stored column j is fitted feature feature_permutation[j])."""
+    X, y = _data("rcv1_1k")  # sparse tf-idf: renumbering by frequency really permutes the columns
+    est = SDCAClassifier("logistic", C=10.0, fit_intercept=True).fit(X, y)
+    store = _store_of(tmp_path, "r.zarr", X, y, block_rows=400, shuffle=True, seed=3, renumber_features=True)
+    perm = store.row_permutation
+    assert perm is not None and not np.array_equal(perm, np.arange(X.shape[0]))
+    assert store.feature_permutation is not None
+    assert not np.array_equal(store.feature_permutation, np.arange(X.shape[1]))
+    for method in _methods(est):
+        got, expected = getattr(est, method)(store), getattr(est, method)(X)[perm]
+        assert_allclose(got, expected, rtol=1e-12, atol=1e-12, err_msg=method)
+    assert_allclose(est.decision_function(store), np.asarray(X[perm] @ est.coef_[0]) + est.intercept_[0],
+                    rtol=1e-12, atol=1e-12)
+    assert est.score(store) == pytest.approx(est.score(X, y), abs=1e-15)
+
+
+def test_classifier_cv_predicts_a_store(tmp_path):
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    cv = daskdca.SDCAClassifierCV(Cs=[0.1, 1.0], cv=2, loss="logistic").fit(X, y)
+    store = _store_of(tmp_path, "iris.zarr", X, y, block_rows=60)
+    assert_allclose(cv.predict_proba(store), cv.predict_proba(X), rtol=1e-12, atol=1e-12)
+    assert_array_equal(cv.predict(store), cv.predict(X))
+    assert cv.score(store) == pytest.approx(cv.score(X, y), abs=1e-15)
+
+
+def test_store_prediction_errors(tmp_path, heart_store):
+    X, y = _data("heart")
+    est = SDCAClassifier("logistic").fit(X, y)
+    narrow = _store_of(tmp_path, "narrow.zarr", X[:, :5], y, block_rows=X.shape[0])
+    for method in _methods(est) + ["score"]:
+        with pytest.raises(ValueError, match="X has 5 features, but SDCAClassifier is expecting 13 features"):
+            getattr(est, method)(narrow)
+    with pytest.raises(ValueError, match=r"score got y with a store .*call score\(store\) without y"):
+        est.score(narrow, y)
+    with pytest.raises(ValueError, match=r"needs y with array X"):
+        est.score(X)
+    with pytest.raises(daskdca.StoreError, match="No daskdca store"):
+        est.predict(str(tmp_path / "missing.zarr"))
+    from sklearn.exceptions import NotFittedError
+
+    with pytest.raises(NotFittedError):
+        SDCARegressor().predict(narrow)
+    # string classes cannot be compared with a store's numeric labels
+    named = SDCAClassifier("logistic").fit(X, np.where(y > 0, "sick", "healthy"))
+    assert_array_equal(named.predict(heart_store), named.predict(X))
+    with pytest.raises(ValueError, match="labels of dtype <U7"):
+        named.score(heart_store)
+
+
+def test_store_prediction_warns_like_arrays_without_feature_names(heart_store):
+    pd = pytest.importorskip("pandas")
+    X, y = _data("heart")
+    frame = pd.DataFrame(X.toarray(), columns=[f"f{j}" for j in range(X.shape[1])])
+    est = SDCAClassifier("logistic").fit(frame, y)
+    with pytest.warns(UserWarning, match="X does not have valid feature names"):
+        got = est.predict(heart_store)
+    assert_array_equal(got, est.predict(frame))
 
 
 def test_docstring_examples():
