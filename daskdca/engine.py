@@ -13,10 +13,11 @@ of :mod:`daskdca.driver`.  Each round submits one graph:
 Local states stay on the workers as the chained output of each partition's
 previous round (spec ``dask-zarr-numba.md`` §2: futures, not actors) and come
 back once, at the end.  A local task's output is the pair ``(L_k',
-contribution_k)`` and a combine's the pair ``(G', report)``: the next round's
-tasks and the reduction read their half of it, so a round is ``K`` local
-tasks, the reduction tree, one combine and one small report task, with no
-task that only splits a tuple.  Partitions are loaded by tasks that read the
+contribution_k)`` and a combine's the pair ``(G', report)``.  The next
+round's local task reads the state half where it lies; one small task per
+partition, on its worker, passes the contribution on, so only that travels
+to the reduction.  A round is ``2K`` such tasks, the reduction tree, one
+combine and one report task.  Partitions are loaded by tasks that read the
 store on the worker (a lost partition is re-read), and every random stream
 derives from ``(random_state, round, partition)``, so a replayed task gives
 the same bits.  Every ``checkpoint_every`` rounds the chains restart from a
@@ -122,14 +123,15 @@ def _local_task(local, part, L_out, G_out, ctx):
     return local(part, L_out[0], G_out[0], ctx)
 
 
-def _sum_sent(*outs):
-    """Task, first level of the reduction: the contributions of up to ``SPLIT_EVERY`` local outputs."""
-    return add_contributions(*(out[1] for out in outs))
+def _sent(out):
+    """Task, on the partition's worker: the contribution of a local output, so that only it travels to the
+    reduction (the output also holds the partition's local state, e.g. its duals)."""
+    return out[1]
 
 
-def _combine_task(combine, G_out, total, ctx, total_is_output):
-    """Task: the combine on the global state; ``total`` is a local output itself when there is one partition."""
-    return combine(G_out[0], total[1] if total_is_output else total, ctx)
+def _combine_task(combine, G_out, total, ctx):
+    """Task: the combine on the global state; returns ``(G', report)``."""
+    return combine(G_out[0], total, ctx)
 
 
 def _dual_point_task(dual_point, part, L_out, G_out):
@@ -431,25 +433,14 @@ class DaskExecutor:
                 tag = f"{self.run_id}-r{rnd}-{phase.name}"
                 Ls = [_delayed(_local_task, phase.local, self.parts[k], Ls[k], G, self.ctx(rnd, k),
                                name=f"daskdca-round-{tag}-p{k}", worker=homes[k]) for k in range(K)]
-                total = self._sum_sent(Ls, f"daskdca-reduce-{tag}")
-                G = _delayed(_combine_task, phase.combine, G, total, self.ctx(rnd, -1), K == 1,
-                             name=f"daskdca-combine-{tag}")
+                sent = [_delayed(_sent, out, name=f"daskdca-round-{tag}-send{k}", worker=homes[k])
+                        for k, out in enumerate(Ls)]
+                total = self.tree(sent, add_contributions, f"daskdca-reduce-{tag}")
+                G = _delayed(_combine_task, phase.combine, G, total, self.ctx(rnd, -1), name=f"daskdca-combine-{tag}")
             ends.append(G)
         report = _delayed(_merge_reports, *ends, name=f"daskdca-combine-{self.run_id}-r{r}-report{n}")
         futures = self._compute(Ls + [G, report])
         return futures[K], futures[:K], futures[K + 1]
-
-    def _sum_sent(self, outs, name):
-        """The fixed-order reduction tree over the contributions of the local outputs ``outs``.
-
-        Its first level reads the contributions out of the outputs; one
-        partition's output goes to the combine as it is.
-        """
-        def node(fn, children, level, index):
-            return _delayed(_sum_sent if level == 0 else add_contributions, *children,
-                            name=f"{name}-l{level}-{index}")
-
-        return tree_reduce(outs, add_contributions, node=node)
 
     def reports(self, handles):
         return [RoundReport(*rep) for rep in self.client.gather(list(handles))] if handles else []

@@ -406,9 +406,11 @@ def test_workers_that_cannot_use_the_checkpoint_folder_are_named(tmp_path, monke
         scratch.mkdir()
         with dask.config.set({"temporary-directory": str(scratch)}):
             # 25 rounds: the chains restart twice from the states copied through the driver (every 10)
-            on_cluster = daskdca.fit(store, loss="logistic", lam=1e-2, solver="cocoa+", client=c, tol=0.0,
-                                     max_rounds=25)
-    in_process = daskdca.fit(store, loss="logistic", lam=1e-2, solver="cocoa+", tol=0.0, max_rounds=25)
+            with pytest.warns(ConvergenceWarning):
+                on_cluster = daskdca.fit(store, loss="logistic", lam=1e-2, solver="cocoa+", client=c, tol=0.0,
+                                         max_rounds=25)
+    with pytest.warns(ConvergenceWarning):
+        in_process = daskdca.fit(store, loss="logistic", lam=1e-2, solver="cocoa+", tol=0.0, max_rounds=25)
     np.testing.assert_array_equal(on_cluster.coef_, in_process.coef_)
     assert on_cluster.n_rounds_ == 25
     assert list(scratch.iterdir()) == []
