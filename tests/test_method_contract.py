@@ -136,8 +136,19 @@ def fault_client(fault_cluster):
 SLOW_FAULT_CASES = {"cocoa+(line_search)", "cocoa+(spdc)", "minibatch_sdca(no shrinking)", "minibatch_sdca(naive)"}
 
 
-@pytest.mark.parametrize("in_memory", [True, False], ids=["in-memory", "out-of-core"])
-@pytest.mark.parametrize("name", CLUSTER_METHODS)
+# variants that reach the cluster through their default's code path: their out-of-core case and their
+# killed-driver case run with -m slow (the in-memory case, which checks the variant's own bits, stays)
+SLOW_VARIANT_CASES = {"cocoa+(spdc)", "minibatch_sdca(naive)"}
+
+
+def _cases(name, *values_and_ids, slow_when):
+    return [pytest.param(name, value, id=f"{name}-{case_id}",
+                         marks=[pytest.mark.slow] if name in SLOW_VARIANT_CASES and value == slow_when else [])
+            for value, case_id in values_and_ids]
+
+
+@pytest.mark.parametrize("name,in_memory", [case for name in CLUSTER_METHODS for case in _cases(
+    name, (True, "in-memory"), (False, "out-of-core"), slow_when=False)])
 def test_in_process_equals_cluster_round_by_round(heart, client, tmp_path, name, in_memory):
     """The store holds the rows in the in-process partition order, one block per partition."""
     X, y = heart
@@ -220,7 +231,8 @@ def test_a_worker_killed_while_writing_a_checkpoint_changes_nothing(heart, fault
     assert meta["complete"] and meta["round"] == rounds
 
 
-@pytest.mark.parametrize("name", CLUSTER_METHODS)
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.slow) if name in SLOW_VARIANT_CASES
+                                  else name for name in CLUSTER_METHODS])
 def test_a_killed_driver_resumes_to_the_undisturbed_result(heart, client, tmp_path, name):
     """The driver dies mid-fit (the callback raises); a new fit with resume=True from the checkpoint ends
     with the undisturbed bits and history."""
