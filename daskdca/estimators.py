@@ -6,6 +6,13 @@ fitted attributes; every optimisation goes through the public
 ``C`` has LIBLINEAR's meaning, ``lam = 1 / (C n)``, so grids written for
 :class:`~sklearn.svm.LinearSVC` and :class:`~sklearn.linear_model.LogisticRegression`
 carry over unchanged.
+
+``fit_intercept=True`` is the default, as in those estimators and in
+:class:`~sklearn.linear_model.Ridge`.  The intercept is LIBLINEAR's: a
+synthetic constant feature of value ``intercept_scaling`` (appended to a
+copy of X; the caller's X is never modified) whose weight ``w_b`` is
+regularised like the others, with ``intercept_ = intercept_scaling * w_b``.  ``daskdca.fit`` itself has no
+intercept; ``fit_intercept=False`` solves exactly its problem.
 """
 
 from __future__ import annotations
@@ -391,18 +398,24 @@ def _check_logistic(estimator):
 class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
     """Linear classifier trained by stochastic dual coordinate ascent, with a duality-gap certificate.
 
-    For labels ``y_i`` in {-1, +1} it solves
+    For labels ``y_i`` in {-1, +1} it solves, with the default
+    ``fit_intercept=True`` and ``s = intercept_scaling``,
 
-    ``min_w  P(w) = 1/n sum_i phi(y_i x_i.w) + lam/2 ||w||^2``  with  ``lam = 1 / (C n)``,
+    ``min_{w,b}  P(w, b) = 1/n sum_i phi(y_i (x_i.w + b)) + lam/2 (||w||^2 + (b/s)^2)``  with  ``lam = 1 / (C n)``,
 
-    which is LIBLINEAR's ``min_w 1/2 ||w||^2 + C sum_i phi(y_i x_i.w)`` divided
-    by ``C n``: ``C`` means what it means in :class:`~sklearn.svm.LinearSVC`
-    and :class:`~sklearn.linear_model.LogisticRegression`, so their grids carry
-    over.  The dual is ``D(alpha) = -1/n sum_i phi*(-y_i alpha_i) - lam/2
-    ||w(alpha)||^2`` with ``w(alpha) = X^T alpha / (lam n) = C X^T alpha``.
-    Each fit stops when the duality gap, recomputed from the dual variables
-    alone, satisfies ``P - D <= tol * |P|``; ``gap_`` then bounds
-    ``P(coef_) - min P``.
+    which is LIBLINEAR's ``min 1/2 (||w||^2 + w_b^2) + C sum_i phi(y_i (x_i.w +
+    s w_b))`` divided by ``C n`` (``b = s w_b``: LIBLINEAR's regularised
+    intercept, see ``fit_intercept``); with ``fit_intercept=False``, ``b = 0``
+    and the problem is ``min_w 1/n sum_i phi(y_i x_i.w) + lam/2 ||w||^2``,
+    that of :func:`daskdca.fit`.  ``C`` means what it means in
+    :class:`~sklearn.svm.LinearSVC` and
+    :class:`~sklearn.linear_model.LogisticRegression` (whose defaults also fit
+    an intercept), so their grids carry over.  The dual is ``D(alpha) = -1/n
+    sum_i phi*(-y_i alpha_i) - lam/2 ||w(alpha)||^2`` with ``w(alpha) = X^T
+    alpha / (lam n) = C X^T alpha``, X with the synthetic column when
+    ``fit_intercept``.  Each fit stops when the duality gap, recomputed from
+    the dual variables alone, satisfies ``P - D <= tol * |P|``; ``gap_`` then
+    bounds ``P(coef_, intercept_) - min P``.
 
     With two classes, ``classes_[1]`` is the positive class (+1).  With
     ``K > 2`` classes it fits ``K`` one-vs-rest problems (class ``k`` against
@@ -429,15 +442,22 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         Maximum number of rounds per binary problem (an SDCA round is one
         pass over the data); reaching it warns with ``ConvergenceWarning``,
         naming the gap reached.
-    fit_intercept : bool, default=False
-        LIBLINEAR's intercept: each row gets a synthetic last feature of value
-        ``s = intercept_scaling``, whose weight ``w_b`` is regularised like
-        the others, so the problem solved (and certified) is
+    fit_intercept : bool, default=True
+        Fit an intercept, LIBLINEAR's way (the default, as in ``LinearSVC``
+        and ``LogisticRegression``, which fit the same one): each row gets a
+        synthetic last feature of value ``s = intercept_scaling`` (appended to
+        the copy of X the fit uses, never to the caller's X), whose weight
+        ``w_b`` is regularised like the others, so the problem solved (and certified) is
         ``min 1/n sum_i phi(y_i (x_i.w + b)) + lam/2 (||w||^2 + (b/s)^2)``
-        with ``intercept_ = b = s w_b``.  False (LIBLINEAR's default, unlike
-        ``LinearSVC``) fits no intercept.
+        with ``intercept_ = b = s w_b``.  The intercept is therefore shrunk
+        towards 0 (less so for a larger ``s``), unlike an unregularised one;
+        ``primal_``, ``dual_``, ``gap_`` and the duals are those of this
+        augmented problem.  False fits no intercept (``intercept_`` is 0),
+        the problem of :func:`daskdca.fit` (and of LIBLINEAR's ``train``
+        without ``-B``).
     intercept_scaling : float, default=1.0
-        ``s`` above: a larger value regularises the intercept less.  Must be > 0.
+        ``s`` above: a larger value regularises the intercept less.  Must be
+        > 0; unused when ``fit_intercept=False``.
     random_state : int, RandomState instance or None, default=0
         Seed of every random stream of the fit (the same seed for each of the
         ``K`` problems).  None draws one.
@@ -479,9 +499,10 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
     dual_coef_ : ndarray of shape (1, n_samples) or (n_classes, n_samples)
         Only with ``keep_dual=True``: ``alpha`` of each problem, labels
         inside the loss (for hinge ``y_i alpha_i`` lies in [0, 1]), with
-        ``coef_[k] = C * X.T @ dual_coef_[k]``.
+        ``coef_[k] = C * X.T @ dual_coef_[k]`` and, with ``fit_intercept``,
+        ``intercept_[k] = C * intercept_scaling**2 * dual_coef_[k].sum()``.
     primal_, dual_, gap_ : ndarray of shape (1,) or (n_classes,)
-        ``P(coef_[k])``, ``D(dual_coef_[k])`` and their difference per
+        ``P(coef_[k], intercept_[k])``, ``D(dual_coef_[k])`` and their difference per
         problem, certified from the dual variables alone; multiply by
         ``C n`` for LIBLINEAR's objective values.
     converged_ : ndarray of bool of shape (1,) or (n_classes,)
@@ -525,7 +546,7 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         **_SDCAMixin._common_constraints,
     }
 
-    def __init__(self, loss="hinge", C=1.0, *, solver=None, tol=1e-6, max_iter=1000, fit_intercept=False,
+    def __init__(self, loss="hinge", C=1.0, *, solver=None, tol=1e-6, max_iter=1000, fit_intercept=True,
                  intercept_scaling=1.0, random_state=0, warm_start=False, n_partitions=None, client=None,
                  verbose=0, keep_dual=False):
         self.loss = loss
@@ -605,7 +626,7 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         return self
 
     def decision_function(self, X):
-        """Signed scores ``X @ coef_.T``.
+        """Signed scores ``X @ coef_.T + intercept_``.
 
         Parameters
         ----------
@@ -696,9 +717,10 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         (liblinear) for logistic with two classes, and for more classes a
         ``OneVsRestClassifier`` of binary ``LogisticRegression`` (scikit-learn's
         own multi-class logistic regression is multinomial, a different
-        model).  The hyperparameters are those that fit the same objective;
-        ``coef_``, ``intercept_`` and ``classes_`` are copied, so predictions
-        are identical.
+        model).  The hyperparameters are those that fit the same objective
+        (``C``, and ``fit_intercept`` and ``intercept_scaling`` as here: LIBLINEAR
+        fits the same regularised intercept); ``coef_``, ``intercept_`` and
+        ``classes_`` are copied, so predictions are identical.
 
         Returns
         -------
@@ -769,10 +791,12 @@ class SDCAClassifierCV(SDCAClassifier):
     For each ``C`` of the grid it solves, on every training fold, the problem
     of :class:`SDCAClassifier`,
 
-    ``min_w  P(w) = 1/n sum_i phi(y_i x_i.w) + lam/2 ||w||^2``  with  ``lam = 1 / (C n)``
+    ``min_{w,b}  P(w, b) = 1/n sum_i phi(y_i (x_i.w + b)) + lam/2 (||w||^2 + (b/s)^2)``  with  ``lam = 1 / (C n)``
 
-    (one-vs-rest for more than two classes), by :func:`daskdca.path`: from
-    the smallest ``C`` up, each fit starting at the previous one's duals and
+    (by default ``fit_intercept=True``: LIBLINEAR's regularised intercept
+    ``b = s w_b``, ``s = intercept_scaling``; ``b = 0`` with
+    ``fit_intercept=False``; one-vs-rest for more than two classes), by
+    :func:`daskdca.path`: from the smallest ``C`` up, each fit starting at the previous one's duals and
     stopping on its own certified gap.  It scores every fold's models on the
     held-out rows, picks the ``C`` with the best mean score (the smallest
     such ``C`` on ties, as ``GridSearchCV`` over an ascending grid does) and
@@ -792,8 +816,9 @@ class SDCAClassifierCV(SDCAClassifier):
         A scikit-learn scorer name or ``scorer(estimator, X, y)``; None scores
         by accuracy (:meth:`score`).
     loss, solver, tol, max_iter, fit_intercept, intercept_scaling, random_state, n_partitions, verbose, keep_dual :
-        As in :class:`SDCAClassifier`, for every fit along the paths and the
-        refit (``max_iter`` bounds the rounds of each fit).  The solver must
+        As in :class:`SDCAClassifier` (``fit_intercept=True`` by default), for
+        every fit along the paths and the refit (``max_iter`` bounds the
+        rounds of each fit).  The solver must
         support warm starts (all the estimators' solvers do).
 
     Attributes
@@ -838,7 +863,7 @@ n_features_in_, feature_names_in_ :
     client = None
 
     def __init__(self, Cs=10, *, cv=5, scoring=None, loss="hinge", solver=None, tol=1e-6, max_iter=1000,
-                 fit_intercept=False, intercept_scaling=1.0, random_state=0, n_partitions=None, verbose=0,
+                 fit_intercept=True, intercept_scaling=1.0, random_state=0, n_partitions=None, verbose=0,
                  keep_dual=False):
         self.Cs = Cs
         self.cv = cv
@@ -925,15 +950,17 @@ n_features_in_, feature_names_in_ :
 class SDCARegressor(_SDCAMixin, RegressorMixin, BaseEstimator):
     """Ridge regression trained by stochastic dual coordinate ascent, with a duality-gap certificate.
 
-    It solves
+    It solves, with the default ``fit_intercept=True`` and ``s = intercept_scaling``,
 
-    ``min_w  P(w) = 1/n sum_i (x_i.w - y_i)^2 / 2 + lam/2 ||w||^2``  with  ``lam = 1 / (C n)``,
+    ``min_{w,b}  P(w, b) = 1/n sum_i (x_i.w + b - y_i)^2 / 2 + lam/2 (||w||^2 + (b/s)^2)``  with  ``lam = 1 / (C n)``,
 
-    LIBLINEAR's convention for ``C``; it is scikit-learn's
-    :class:`~sklearn.linear_model.Ridge` objective ``||y - X w||^2 + alpha
-    ||w||^2`` with ``alpha = 1 / C``, divided by ``2 n``.  The dual is
-    ``D(alpha) = -1/n sum_i (alpha_i^2 / 2 - alpha_i y_i) - lam/2
-    ||w(alpha)||^2`` with ``w(alpha) = C X^T alpha``.  The fit stops when the
+    LIBLINEAR's convention for ``C`` and its regularised intercept ``b = s
+    w_b`` (see ``fit_intercept``).  With ``fit_intercept=False`` (``b = 0``)
+    it is scikit-learn's :class:`~sklearn.linear_model.Ridge` objective
+    ``||y - X w||^2 + alpha ||w||^2`` with ``alpha = 1 / C`` and no intercept,
+    divided by ``2 n``.  The dual is ``D(alpha) = -1/n sum_i (alpha_i^2 / 2 -
+    alpha_i y_i) - lam/2 ||w(alpha)||^2`` with ``w(alpha) = C X^T alpha``, X
+    with the synthetic column when ``fit_intercept``.  The fit stops when the
     duality gap, recomputed from the dual variables alone, satisfies
     ``P - D <= tol * |P|``.
 
@@ -951,14 +978,18 @@ class SDCARegressor(_SDCAMixin, RegressorMixin, BaseEstimator):
         Relative duality gap at which the fit stops.
     max_iter : int, default=1000
         Maximum number of rounds; reaching it warns with ``ConvergenceWarning``.
-    fit_intercept : bool, default=False
-        LIBLINEAR's regularised intercept (see :class:`SDCAClassifier`): the
-        problem becomes ``min 1/n sum_i (x_i.w + b - y_i)^2 / 2 + lam/2
-        (||w||^2 + (b/s)^2)``, ``s = intercept_scaling``.  Unlike ``Ridge``,
-        the intercept is regularised (it approaches Ridge's as ``s`` grows);
-        centre X and y yourself for Ridge's unregularised one.
+    fit_intercept : bool, default=True
+        Fit LIBLINEAR's regularised intercept (the default, as ``Ridge`` fits
+        an intercept by default; see :class:`SDCAClassifier`): a synthetic
+        feature of value ``s = intercept_scaling`` whose weight ``w_b`` is
+        regularised, ``intercept_ = b = s w_b``, and the problem is ``min
+        1/n sum_i (x_i.w + b - y_i)^2 / 2 + lam/2 (||w||^2 + (b/s)^2)``.
+        Unlike ``Ridge``'s, this intercept is regularised (it approaches
+        Ridge's as ``s`` grows); centre X and y yourself and pass False for
+        Ridge's unregularised one.  False fits no intercept (0.0), the
+        problem of :func:`daskdca.fit`.
     intercept_scaling : float, default=1.0
-        ``s`` above.  Must be > 0.
+        ``s`` above.  Must be > 0; unused when ``fit_intercept=False``.
     random_state : int, RandomState instance or None, default=0
         Seed of every random stream of the fit; None draws one.
     warm_start : bool, default=False
@@ -982,9 +1013,11 @@ class SDCARegressor(_SDCAMixin, RegressorMixin, BaseEstimator):
     intercept_ : float
         ``intercept_scaling * w_b`` with ``fit_intercept``, else 0.0.
     dual_coef_ : ndarray of shape (n_samples,)
-        Only with ``keep_dual=True``; ``coef_ = C * X.T @ dual_coef_``.
+        Only with ``keep_dual=True``; ``coef_ = C * X.T @ dual_coef_`` and,
+        with ``fit_intercept``, ``intercept_ = C * intercept_scaling**2 *
+        dual_coef_.sum()``.
     primal_, dual_, gap_ : float
-        Certified ``P(coef_)``, ``D(dual_coef_)`` and ``P - D``.
+        Certified ``P(coef_, intercept_)``, ``D(dual_coef_)`` and ``P - D``.
     converged_ : bool
     n_iter_ : int
         Rounds taken.
@@ -1004,9 +1037,9 @@ class SDCARegressor(_SDCAMixin, RegressorMixin, BaseEstimator):
     >>> from sklearn.datasets import load_diabetes
     >>> from daskdca import SDCARegressor
     >>> X, y = load_diabetes(return_X_y=True)
-    >>> reg = SDCARegressor(C=10.0).fit(X, y - y.mean())
-    >>> bool(reg.converged_), reg.coef_.shape
-    (True, (10,))
+    >>> reg = SDCARegressor(C=10.0).fit(X, y)  # fit_intercept=True: no need to centre y
+    >>> bool(reg.converged_), reg.coef_.shape, bool(reg.intercept_ > 100.0)
+    (True, (10,), True)
     """
 
     _parameter_constraints: dict = {
@@ -1014,7 +1047,7 @@ class SDCARegressor(_SDCAMixin, RegressorMixin, BaseEstimator):
         **_SDCAMixin._common_constraints,
     }
 
-    def __init__(self, loss="squared", C=1.0, *, solver=None, tol=1e-6, max_iter=1000, fit_intercept=False,
+    def __init__(self, loss="squared", C=1.0, *, solver=None, tol=1e-6, max_iter=1000, fit_intercept=True,
                  intercept_scaling=1.0, random_state=0, warm_start=False, n_partitions=None, client=None,
                  verbose=0, keep_dual=False):
         self.loss = loss
@@ -1069,7 +1102,7 @@ class SDCARegressor(_SDCAMixin, RegressorMixin, BaseEstimator):
         return self
 
     def predict(self, X):
-        """``X @ coef_``.
+        """``X @ coef_ + intercept_``.
 
         Parameters
         ----------
@@ -1090,7 +1123,14 @@ class SDCARegressor(_SDCAMixin, RegressorMixin, BaseEstimator):
         return _scores(self._validate_X_predict(X), self.coef_[np.newaxis, :], self.intercept_)
 
     def to_sklearn(self):
-        """The equivalent fitted :class:`~sklearn.linear_model.Ridge` (``alpha = 1 / C``, no intercept).
+        """The equivalent fitted :class:`~sklearn.linear_model.Ridge` (``alpha = 1 / C``).
+
+        ``fit_intercept`` is copied.  Without an intercept, refitting the
+        returned ``Ridge`` solves the same problem.  With one, ``Ridge`` has no
+        ``intercept_scaling``: its own fit would leave the intercept
+        unregularised (the limit of a large ``intercept_scaling``), a different
+        problem, so only the fitted model (``coef_``, ``intercept_``) is
+        equivalent.
 
         Returns
         -------
@@ -1100,7 +1140,7 @@ class SDCARegressor(_SDCAMixin, RegressorMixin, BaseEstimator):
         from sklearn.linear_model import Ridge
 
         check_is_fitted(self)
-        est = Ridge(alpha=1.0 / self.C, fit_intercept=False, tol=self.tol, max_iter=self.max_iter)
+        est = Ridge(alpha=1.0 / self.C, fit_intercept=self.fit_intercept, tol=self.tol, max_iter=self.max_iter)
         est.coef_ = self.coef_.copy()
         est.intercept_ = self.intercept_
         est.n_iter_ = None

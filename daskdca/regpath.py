@@ -93,9 +93,12 @@ def _check_Cs(Cs):
     return np.sort(np.asarray(Cs, dtype=np.float64))
 
 
-def path(X, y, Cs, *, loss="hinge", solver=None, tol=1e-6, max_rounds=None, fit_intercept=False,
+def path(X, y, Cs, *, loss="hinge", solver=None, tol=1e-6, max_rounds=None, fit_intercept=True,
          intercept_scaling=1.0, n_partitions=None, random_state=0, keep_dual=False, verbose=0):
-    """Solve ``min_w 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2`` for every ``lam = 1 / (C n)``, C in ``Cs``.
+    """Solve ``min 1/n sum_i phi_i(x_i.w + b) + lam/2 (||w||^2 + (b/s)^2)`` for each ``lam = 1 / (C n)``, C in Cs.
+
+    ``b`` is LIBLINEAR's regularised intercept, ``s = intercept_scaling``
+    (``fit_intercept=True``, the default); ``b = 0`` with ``fit_intercept=False``.
 
     The fits run from the smallest ``C`` up; each starts at the previous
     fit's dual variables (``daskdca.fit(dual_init=...)``), which are feasible
@@ -122,12 +125,16 @@ def path(X, y, Cs, *, loss="hinge", solver=None, tol=1e-6, max_rounds=None, fit_
         Relative duality gap at which each fit stops.
     max_rounds : int or None, default=None
         Per fit, as in :func:`daskdca.fit`.
-    fit_intercept : bool, default=False
-        Add LIBLINEAR's synthetic feature of value ``intercept_scaling``
-        (regularised like the others, never written into X); the certified
-        objective is that of the augmented problem.
+    fit_intercept : bool, default=True
+        Add LIBLINEAR's synthetic feature of value ``s = intercept_scaling``
+        (regularised like the others, never written into X), as the
+        estimators do by default: each fit solves ``min 1/n sum_i
+        phi_i(x_i.w + b) + lam/2 (||w||^2 + (b/s)^2)`` with ``b = s w_b``,
+        and the certified objective is that of this augmented problem.
+        False fits no intercept (``b = 0``): the problem of :func:`daskdca.fit`.
     intercept_scaling : float, default=1.0
         Value of the synthetic feature; ``intercept = intercept_scaling * w_b``.
+        Must be > 0; unused when ``fit_intercept=False``.
     n_partitions : int or None, default=None
         As in :func:`daskdca.fit`.
     random_state : int or None, default=0

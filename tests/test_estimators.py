@@ -98,12 +98,15 @@ def _digits():
 # scikit-learn's estimator checks: all of them, no expected failures
 
 
+# the defaults fit LIBLINEAR's intercept; one instance of each estimator without it keeps that model checked too
 @parametrize_with_checks([
     SDCAClassifier(),
     SDCAClassifier(loss="logistic"),
     SDCAClassifier(loss="smoothed_hinge", solver="cocoa+"),
+    SDCAClassifier(loss="squared_hinge", fit_intercept=False),
     SDCARegressor(),
     SDCARegressor(solver="cocoa+"),
+    SDCARegressor(fit_intercept=False),
 ])
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
@@ -117,7 +120,7 @@ def test_sklearn_estimator_checks(estimator, check):
 def test_hinge_matches_linearsvc(name, n, C):
     """Where LIBLINEAR converges (our certificate says so), the objectives agree to 1e-6."""
     X, y = _data(name, n)
-    clf = SDCAClassifier("hinge", C=C, tol=1e-9, max_iter=5000).fit(X, y)
+    clf = SDCAClassifier("hinge", C=C, tol=1e-9, max_iter=5000, fit_intercept=False).fit(X, y)
     ys = np.where(y == clf.classes_[1], 1.0, -1.0)
     scale = C * X.shape[0]
     ours = _liblinear_objective(X, ys, clf.coef_.ravel(), C, "hinge")
@@ -134,7 +137,7 @@ def test_hinge_no_worse_than_linearsvc_where_it_may_stall():
     row order); ours is certified: no worse than LIBLINEAR beyond its own gap."""
     X, y = _data("heart")
     C = 0.1
-    clf = SDCAClassifier("hinge", C=C, tol=1e-9, max_iter=5000).fit(X, y)
+    clf = SDCAClassifier("hinge", C=C, tol=1e-9, max_iter=5000, fit_intercept=False).fit(X, y)
     ys = np.where(y == clf.classes_[1], 1.0, -1.0)
     ours = _liblinear_objective(X, ys, clf.coef_.ravel(), C, "hinge")
     p_ll = _liblinear_objective(X, ys, _liblinear(X, y, "hinge", C).coef_.ravel(), C, "hinge")
@@ -150,7 +153,7 @@ def test_hinge_no_worse_than_linearsvc_where_it_may_stall():
 def test_primal_losses_match_liblinear(name, C, loss):
     """Logistic and squared hinge against LIBLINEAR's primal Newton solvers at tol 1e-12."""
     X, y = _data(name)
-    clf = SDCAClassifier(loss, C=C, tol=1e-9, max_iter=5000).fit(X, y)
+    clf = SDCAClassifier(loss, C=C, tol=1e-9, max_iter=5000, fit_intercept=False).fit(X, y)
     ys = np.where(y == clf.classes_[1], 1.0, -1.0)
     ours = _liblinear_objective(X, ys, clf.coef_.ravel(), C, loss)
     p_ll = _liblinear_objective(X, ys, _liblinear(X, y, loss, C).coef_.ravel(), C, loss)
@@ -164,7 +167,7 @@ def test_primal_losses_match_liblinear(name, C, loss):
 def test_regressor_matches_ridge(name, C):
     """SDCARegressor(C) is Ridge(alpha=1/C, fit_intercept=False): same objective to 1e-6."""
     X, y = _data(name)
-    reg = SDCARegressor(C=C, tol=1e-9, max_iter=5000).fit(X, y)
+    reg = SDCARegressor(C=C, tol=1e-9, max_iter=5000, fit_intercept=False).fit(X, y)
     ref = Ridge(alpha=1.0 / C, fit_intercept=False, solver="cholesky").fit(X.toarray(), y)
     ours = _ridge_objective(X, y, reg.coef_, C)
     p_ref = _ridge_objective(X, y, ref.coef_, C)
@@ -183,11 +186,12 @@ def test_regressor_matches_ridge(name, C):
 def test_multiclass_matches_linearsvc_ovr(loss, C, sharp):
     """Digits (10 classes): per-class objectives against LinearSVC's one-vs-rest."""
     X, y = _digits()
-    clf = SDCAClassifier(loss, C=C, tol=1e-10, max_iter=10_000).fit(X, y)
+    clf = SDCAClassifier(loss, C=C, tol=1e-10, max_iter=10_000, fit_intercept=False).fit(X, y)
     ref = _liblinear(X, y, loss, C, max_iter=1_000_000 if sharp else 100_000)
     assert_array_equal(clf.classes_, ref.classes_)
     assert clf.coef_.shape == ref.coef_.shape == (10, 64)
     assert clf.intercept_.shape == (10,)
+    assert_array_equal(clf.intercept_, 0.0)  # no intercept asked: exactly zero
     scale = C * X.shape[0]
     for k, label in enumerate(clf.classes_):
         ys = np.where(y == label, 1.0, -1.0)
@@ -203,11 +207,12 @@ def test_multiclass_matches_linearsvc_ovr(loss, C, sharp):
 
 
 def test_one_vs_rest_is_k_binary_fits_of_daskdca_fit():
-    """Row k of coef_ is daskdca.fit on 'class k against the rest', bit for bit."""
+    """Row k of coef_ is daskdca.fit on 'class k against the rest', bit for bit (daskdca.fit has no
+    intercept: fit_intercept=False is the same problem)."""
     X, y = _digits()
     X, y = X[:600], y[:600]
     C = 0.5
-    clf = SDCAClassifier("logistic", C=C, tol=1e-8, keep_dual=True).fit(X, y)
+    clf = SDCAClassifier("logistic", C=C, tol=1e-8, keep_dual=True, fit_intercept=False).fit(X, y)
     assert clf.n_iter_.shape == clf.gap_.shape == clf.converged_.shape == (10,)
     assert len(clf.history_) == 10
     for k, label in enumerate(clf.classes_):
@@ -221,14 +226,31 @@ def test_one_vs_rest_is_k_binary_fits_of_daskdca_fit():
 def test_dual_coef_rebuilds_coef():
     """keep_dual=True: coef_ = C X^T dual_coef_ (w = X^T alpha / (lam n), lam = 1/(C n))."""
     X, y = _data("heart")
-    clf = SDCAClassifier("squared_hinge", C=0.3, keep_dual=True).fit(X, y)
+    clf = SDCAClassifier("squared_hinge", C=0.3, keep_dual=True, fit_intercept=False).fit(X, y)
     assert clf.dual_coef_.shape == (1, X.shape[0])
     assert_allclose(clf.coef_[0], 0.3 * (X.T @ clf.dual_coef_[0]), rtol=1e-10, atol=1e-14)
-    reg = SDCARegressor(C=2.0, keep_dual=True).fit(X, y)
+    reg = SDCARegressor(C=2.0, keep_dual=True, fit_intercept=False).fit(X, y)
     assert reg.dual_coef_.shape == (X.shape[0],)
     assert_allclose(reg.coef_, 2.0 * (X.T @ reg.dual_coef_), rtol=1e-10, atol=1e-14)
     # a refit without keep_dual drops them
     assert not hasattr(reg.set_params(keep_dual=False).fit(X, y), "dual_coef_")
+
+
+def test_dual_coef_rebuilds_coef_and_intercept_by_default():
+    """The default fit_intercept=True: the duals are those of X with the synthetic column of value s, so
+    w_aug = C [X, s]^T alpha: coef_ = C X^T alpha and intercept_ = s w_b = C s^2 sum(alpha)."""
+    X, y = _data("heart")
+    s = 2.0
+    clf = SDCAClassifier("squared_hinge", C=0.3, keep_dual=True, intercept_scaling=s).fit(X, y)
+    assert clf.fit_intercept and clf.dual_coef_.shape == (1, X.shape[0])
+    assert_allclose(clf.coef_[0], 0.3 * (X.T @ clf.dual_coef_[0]), rtol=1e-10, atol=1e-14)
+    assert clf.intercept_[0] == pytest.approx(0.3 * s ** 2 * clf.dual_coef_[0].sum(), rel=1e-10)
+    assert abs(clf.intercept_[0]) > 1e-3
+    reg = SDCARegressor(C=2.0, keep_dual=True).fit(X, y)
+    assert reg.fit_intercept and reg.dual_coef_.shape == (X.shape[0],)
+    assert_allclose(reg.coef_, 2.0 * (X.T @ reg.dual_coef_), rtol=1e-10, atol=1e-14)
+    assert reg.intercept_ == pytest.approx(2.0 * reg.dual_coef_.sum(), rel=1e-10)
+    assert abs(reg.intercept_) > 1e-3
 
 
 # --------------------------------------------------------------------------
@@ -269,18 +291,19 @@ def test_no_probabilities_without_logistic_loss(loss):
 # to_sklearn
 
 
-def _fit_for_sklearn(kind):
+def _fit_for_sklearn(kind, fit_intercept=True):
     if kind == "regressor":
         X, y = _data("heart")
-        return SDCARegressor(C=1.0, tol=1e-10, max_iter=5000).fit(X, y), X, y
+        return SDCARegressor(C=1.0, tol=1e-10, max_iter=5000, fit_intercept=fit_intercept).fit(X, y), X, y
     loss, classes = kind.split("-")
     if classes == "binary":
         X, y = _data("heart")
     else:
         X, y = _digits()
-    return SDCAClassifier(loss, C=0.05, tol=1e-10, max_iter=5000).fit(X, y), X, y
+    return SDCAClassifier(loss, C=0.05, tol=1e-10, max_iter=5000, fit_intercept=fit_intercept).fit(X, y), X, y
 
 
+@pytest.mark.parametrize("fit_intercept", [True, False])
 @pytest.mark.parametrize("kind, cls", [
     ("hinge-binary", LinearSVC),
     ("hinge-multi", LinearSVC),
@@ -290,10 +313,18 @@ def _fit_for_sklearn(kind):
     ("logistic-multi", OneVsRestClassifier),
     ("regressor", Ridge),
 ])
-def test_to_sklearn_predicts_identically(kind, cls):
-    est, X, y = _fit_for_sklearn(kind)
+def test_to_sklearn_predicts_identically(kind, cls, fit_intercept):
+    est, X, y = _fit_for_sklearn(kind, fit_intercept)
     sk = est.to_sklearn()
     assert type(sk) is cls
+    # the intercept travels with its setting (LIBLINEAR's intercept_scaling; Ridge has none)
+    for model in getattr(sk, "estimators_", [sk]):
+        assert model.fit_intercept is fit_intercept
+        if not isinstance(model, Ridge):
+            assert model.intercept_scaling == est.intercept_scaling
+    assert_array_equal(np.ravel([m.intercept_ for m in getattr(sk, "estimators_", [sk])]),
+                       np.ravel(est.intercept_))
+    assert (np.all(np.ravel(est.intercept_) != 0) if fit_intercept else np.all(np.ravel(est.intercept_) == 0))
     assert_array_equal(sk.predict(X), est.predict(X))
     if hasattr(est, "decision_function"):
         assert_allclose(sk.decision_function(X), est.decision_function(X), rtol=1e-13, atol=1e-15)
@@ -304,19 +335,44 @@ def test_to_sklearn_predicts_identically(kind, cls):
     assert_array_equal(pickle.loads(pickle.dumps(sk)).predict(X), est.predict(X))
 
 
-@pytest.mark.parametrize("kind", ["squared_hinge-binary", "logistic-binary", "regressor"])
-def test_to_sklearn_hyperparameters_fit_the_same_objective(kind):
-    """Refitting the returned scikit-learn estimator lands on the same optimum (objectives to 1e-6)."""
-    est, X, y = _fit_for_sklearn(kind)
+@pytest.mark.parametrize("kind, fit_intercept", [("squared_hinge-binary", True), ("logistic-binary", True),
+                                                 ("squared_hinge-binary", False), ("logistic-binary", False),
+                                                 ("regressor", False)])
+def test_to_sklearn_hyperparameters_fit_the_same_objective(kind, fit_intercept):
+    """Refitting the returned scikit-learn estimator lands on the same optimum (objectives to 1e-6); with the
+    intercept, LIBLINEAR's objective over [X, s] (its synthetic feature, weight intercept_ / s)."""
+    est, X, y = _fit_for_sklearn(kind, fit_intercept)
     refit = clone(est.to_sklearn()).fit(X.toarray() if kind == "regressor" else X, y)
     if kind == "regressor":
         ours, theirs = _ridge_objective(X, y, est.coef_, est.C), _ridge_objective(X, y, refit.coef_, est.C)
     else:
         loss = kind.split("-")[0]
         ys = np.where(y == est.classes_[1], 1.0, -1.0)
-        ours = _liblinear_objective(X, ys, est.coef_[0], est.C, loss)
-        theirs = _liblinear_objective(X, ys, refit.coef_[0], est.C, loss)
+        s = est.intercept_scaling
+        augmented = sp.hstack([X, np.full((X.shape[0], 1), s)], format="csr") if fit_intercept else X
+
+        def weights(model):
+            w = model.coef_[0]
+            return np.append(w, model.intercept_[0] / s) if fit_intercept else w
+
+        ours = _liblinear_objective(augmented, ys, weights(est), est.C, loss)
+        theirs = _liblinear_objective(augmented, ys, weights(refit), est.C, loss)
+        assert refit.fit_intercept is fit_intercept
     assert abs(ours - theirs) <= 1e-6 * theirs
+
+
+def test_to_sklearn_ridge_with_intercept_is_the_fitted_model_only():
+    """Ridge has no intercept_scaling and leaves its intercept unregularised: to_sklearn() carries
+    fit_intercept=True and the fitted intercept_ (same predictions), but a refit of the returned Ridge solves
+    another problem, whose intercept our regularised one approaches as intercept_scaling grows."""
+    X, y = _data("heart")
+    targets = np.asarray(X @ np.linspace(-1, 1, X.shape[1])).ravel() + 3.0
+    ridge = clone(SDCARegressor(C=1.0, tol=1e-12, max_iter=100_000).fit(X, targets).to_sklearn())
+    ridge.fit(X.toarray(), targets)
+    assert ridge.fit_intercept is True
+    gaps = [abs(SDCARegressor(C=1.0, intercept_scaling=s, tol=1e-12, max_iter=100_000).fit(X, targets).intercept_
+                - ridge.intercept_) for s in (1.0, 10.0)]
+    assert gaps[1] < gaps[0]
 
 
 def test_to_sklearn_refuses_smoothed_hinge():
@@ -350,7 +406,7 @@ def test_clone_get_set_params():
     clf = SDCAClassifier("logistic", C=3.0, tol=1e-4, max_iter=50, random_state=7, keep_dual=True)
     params = clf.get_params()
     assert params == {
-        "loss": "logistic", "C": 3.0, "solver": None, "tol": 1e-4, "max_iter": 50, "fit_intercept": False,
+        "loss": "logistic", "C": 3.0, "solver": None, "tol": 1e-4, "max_iter": 50, "fit_intercept": True,
         "intercept_scaling": 1.0, "random_state": 7, "warm_start": False, "n_partitions": None,
         "client": None, "verbose": 0, "keep_dual": True,
     }
@@ -359,6 +415,28 @@ def test_clone_get_set_params():
     assert twin.set_params(C=0.5, loss="hinge") is twin
     assert twin.C == 0.5 and twin.loss == "hinge" and clf.C == 3.0
     assert set(SDCARegressor().get_params()) == set(params)
+
+
+def test_fit_intercept_is_on_by_default_as_in_scikit_learn():
+    """Like LinearSVC, LogisticRegression and Ridge, every estimator (and daskdca.path) fits an intercept by
+    default: LIBLINEAR's, regularised, the same model as an explicit fit_intercept=True, intercept_scaling=1."""
+    import inspect
+
+    from sklearn.linear_model import LogisticRegression as LR
+
+    for est in (SDCAClassifier(), SDCARegressor(), daskdca.SDCAClassifierCV()):
+        assert est.get_params()["fit_intercept"] is True and est.get_params()["intercept_scaling"] == 1.0
+    assert LinearSVC().fit_intercept and LR().fit_intercept and Ridge().fit_intercept
+    assert inspect.signature(daskdca.path).parameters["fit_intercept"].default is True
+    X, y = _data("heart")
+    default = SDCAClassifier("logistic", C=0.5).fit(X, y)
+    explicit = SDCAClassifier("logistic", C=0.5, fit_intercept=True, intercept_scaling=1.0).fit(X, y)
+    assert_array_equal(default.coef_, explicit.coef_)
+    assert_array_equal(default.intercept_, explicit.intercept_)
+    assert abs(default.intercept_[0]) > 1e-3
+    res = daskdca.path(X, y, [0.5], loss="logistic")
+    assert_array_equal(res.coef[0], default.coef_[0])
+    assert res.intercept[0] == default.intercept_[0]
 
 
 def test_pipeline_and_grid_search_over_C():
@@ -441,7 +519,8 @@ def test_dense_sparse_float32_and_dataframe_inputs():
     assert_array_equal(named.to_sklearn().feature_names_in_, frame.columns)
 
 
-def test_users_sparse_matrix_is_not_modified():
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_users_sparse_matrix_is_not_modified(fit_intercept):
     X, y = _data("heart")
     # the same matrix with the column indices of every row in reverse order
     rows = [slice(X.indptr[i], X.indptr[i + 1]) for i in range(X.shape[0])]
@@ -449,10 +528,12 @@ def test_users_sparse_matrix_is_not_modified():
     data = np.concatenate([X.data[r][::-1] for r in rows])
     unsorted = sp.csr_matrix((data, indices, X.indptr.copy()), shape=X.shape)
     before = unsorted.indices.copy(), unsorted.data.copy()
-    clf = SDCAClassifier("hinge").fit(unsorted, y)
+    clf = SDCAClassifier("hinge", fit_intercept=fit_intercept).fit(unsorted, y)
     assert_array_equal(unsorted.indices, before[0])
     assert_array_equal(unsorted.data, before[1])
-    assert_allclose(clf.coef_, SDCAClassifier("hinge").fit(X, y).coef_, rtol=1e-12)
+    ref = SDCAClassifier("hinge", fit_intercept=fit_intercept).fit(X, y)
+    assert_allclose(clf.coef_, ref.coef_, rtol=1e-12)
+    assert_allclose(clf.intercept_, ref.intercept_, rtol=1e-12)
 
 
 def test_string_labels_and_one_class():

@@ -210,6 +210,11 @@ def test_classifier_warm_start_refit_across_C_one_vs_rest_with_intercept():
 def test_classifier_warm_start_starts_cold_on_other_data():
     X, y = load_dataset("heart")
     clf = daskdca.SDCAClassifier("logistic", C=1.0, warm_start=True, tol=1e-8).fit(X, y)
+    # the default fit_intercept=True: the duals kept are those of the problem with the synthetic feature
+    assert clf.fit_intercept and clf._warm_duals[0] == (X.shape[0], X.shape[1] + 1)
+    no_intercept = daskdca.SDCAClassifier("logistic", C=1.0, tol=1e-8, fit_intercept=False).fit(X, y).n_iter_
+    np.testing.assert_array_equal(clf.set_params(fit_intercept=False).fit(X, y).n_iter_, no_intercept)  # cold
+    clf.set_params(fit_intercept=True).fit(X, y)
     cold_rounds = daskdca.SDCAClassifier("logistic", C=1.0, tol=1e-8).fit(X[:200], y[:200]).n_iter_
     np.testing.assert_array_equal(clf.fit(X[:200], y[:200]).n_iter_, cold_rounds)  # other shape: cold
     relabelled = np.where(y[:200] > 0, 5, 7)
