@@ -6,7 +6,10 @@ For each ``C`` (LIBLINEAR's, ``lam = 1 / (C n)``) it solves
 
     min_w P_C(w) = 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2
 
-with :func:`daskdca.fit`.  The dual box of every loss (``y_i alpha_i`` in
+with :func:`daskdca.fit`; with ``fit_intercept=True`` (the default, as in
+the estimators) each row gets LIBLINEAR's constant feature of value
+``intercept_scaling``, regularised like the others, so ``w`` has one more
+coordinate and ``intercept = intercept_scaling * w_b``.  The dual box of every loss (``y_i alpha_i`` in
 [0, 1] for hinge) does not depend on ``lam``, so the duals of one ``C`` are a
 feasible start for the next: the grid is solved from the smallest ``C`` (the
 strongest regularisation, the fastest fit, the sparsest duals) upwards, each
