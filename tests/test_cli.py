@@ -1,8 +1,11 @@
 """The command line: every user error is one line ``daskdca: error: ...`` and exit status 2."""
 
 import gzip
+import os
+import re
 import subprocess
 import sys
+import tempfile
 
 import numpy as np
 import pytest
@@ -69,6 +72,14 @@ def _cases(tmp_path, svm, store):
         (["fit", store.url, "--fit-intercept"], "--fit-intercept is not supported for a store input yet"),
         (["fit", str(svm), "--intercept-scaling", "2"], "--fit-intercept"),
         (["fit", str(svm), "--fit-intercept", "--intercept-scaling", "0"], "--intercept-scaling"),
+        (["fit", str(svm), "--rows", "1000"], "--rows applies without DATA only"),
+        (["fit", str(svm), "--breast-cancer"], "--breast-cancer applies without DATA only"),
+        (["fit", "--breast-cancer", "--rows", "1000"], "--rows"),
+        (["fit", "--rows", "0"], "--rows"),
+        (["fit", "--workers", "0"], "--workers 0 does not apply to the demo"),
+        (["fit", "--n-features", "5"], "--n-features does not apply to the demo"),
+        (["fit", "--fit-intercept"], "--fit-intercept does not apply to the demo"),
+        (["fit", "--random-state", "-1"], "--random-state"),
         (["fit", str(svm), "--overwrite"], "--save"),
         (["fit", str(svm), "--save", model], "--overwrite"),
         (["fit", str(svm), "--save", str(tmp_path / "nofolder" / "m.npz")], "does not exist"),
@@ -357,3 +368,50 @@ def test_labels_must_be_numbers_and_regression_predicts_targets(heart, tmp_path,
     assert_array_equal(_lines(capsys.readouterr().out), X @ saved.coef)
     assert main(["predict", target, path, "--kind", "proba"]) == 2
     assert "logistic" in capsys.readouterr().err
+
+
+def test_the_demo_fits_a_generated_store_out_of_core_certifies_and_cleans_up(tmp_path, monkeypatch, capsys):
+    """`daskdca fit` with no data, the README's main job, on 5,000 rows instead of 2 M."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where mkdtemp puts the demo's folder
+    # one worker process holding two partitions: the path of the main job (partitions summed by CoCoA+)
+    # without a second worker's start, which took 8 s more on the 2 shared cores of the test machine
+    assert main(["fit", "--rows", "5000", "--workers", "1", "--n-partitions", "2", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    folder = re.search(r"^demo: temporary folder (\S+) ", out, re.M).group(1)
+    assert os.path.dirname(folder) == str(tmp_path)
+    assert f"demo: removed {folder}" in out
+    assert list(tmp_path.iterdir()) == []  # the store and the workers' scratch space are gone
+    assert "data: wrote 5,000 x 100,000" in out and "seed 0" in out
+    assert "LocalCluster with 1 worker process, 1 thread" in out and "out of core (each round re-reads" in out
+    assert "2 partitions, logistic loss" in out
+    assert "lam 0.002 = 1/(C n) with C = 0.1, n = 5000, tol 1e-06" in out  # the demo's defaults
+    number = r"([-+0-9.e]+)"
+    certificate = (rf"converged after (\d+) rounds \([0-9.]+ epochs, [0-9.]+ s\): primal {number}  dual {number}  "
+                   rf"relative gap {number}$")
+    ooc = re.search(rf"^{certificate}", out, re.M)
+    memory = re.search(rf"^in memory: {certificate}", out, re.M)
+    assert ooc and memory
+    results = []
+    for found in (ooc, memory):
+        primal, dual, rel = (float(found.group(k)) for k in (2, 3, 4))
+        assert 0 <= rel <= 1e-6 and dual <= primal
+        assert primal - dual <= 1e-6 * primal + 1e-9  # the printed numbers (10 digits) agree with the gap
+        results.append((primal, primal - dual))
+    # both certify the same problem: each primal is within its own gap of the optimum
+    (p1, g1), (p2, g2) = results
+    assert abs(p1 - p2) <= max(g1, g2) + 1e-9
+    line = re.search(r"^time: out of core on 1 worker: ([0-9.]+) s \((\d+) rounds\); in memory, 1 core: "
+                     r"([0-9.]+) s \((\d+) epochs\) \((out of core|in memory) ([0-9.]+)x the", out, re.M)
+    assert line and line.group(2) == ooc.group(1) and line.group(4) == memory.group(1)
+    # the ratio is the slower over the faster time, named by the slower; all three printed to 0.1
+    slower = {"out of core": float(line.group(1)), "in memory": float(line.group(3))}
+    slow, fast = slower.pop(line.group(5)), slower.popitem()[1]
+    ratio = float(line.group(6))
+    assert slow >= fast - 0.1 and ratio >= 1.0
+    assert (slow - 0.05) / (fast + 0.05) - 0.05 <= ratio <= (slow + 0.05) / max(fast - 0.05, 1e-12) + 0.05
+
+
+def test_breast_cancer_is_behind_its_option(capsys):
+    assert main(["fit", "--breast-cancer", "--loss", "logistic", "--lam", "1e-3", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "breast cancer (569 x 30)" in out and "converged after" in out
