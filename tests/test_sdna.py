@@ -374,3 +374,49 @@ def test_out_of_core_sweeps_block_by_block_and_one_block_equals_in_memory(tmp_pa
     in_memory = _run_on(memory, X, "logistic", lam, 10)
     np.testing.assert_array_equal(stored.alpha, in_memory.alpha)
     np.testing.assert_array_equal(stored.w, in_memory.w)
+
+
+def test_an_epochs_gram_work_grows_with_tau_as_the_cost_model_says(monkeypatch):
+    """003 Fig. 2's cost model (spec §6.1): one SDNA round (an epoch) builds ``ceil(n / tau)`` Gram blocks of
+    ``tau (tau + 1) / 2`` entries, about ``n (tau + 1) / 2`` entries an epoch, while it visits about ``n`` rows.
+
+    The round's own row sets (the plan's) go through ``local_sdna``'s Python body with ``gram_block``
+    counted, and give the compiled kernel's iterates.
+    """
+    from daskdca.kernels import sdna as kernels
+    from daskdca.methods.base import Ctx, DataInfo
+
+    X, y = _data(n=64, d=20, loss="squared")
+    n = X.shape[0]
+    loss = get_loss("squared")
+    info = DataInfo(n=n, d=X.shape[1], partition_sizes=(n,), loss=loss, lam=1.0 / n, max_column_nnz=n)
+    args = _kernel_args(X, y)
+    taus = (1, 2, 4, 8, 16, 32, 64)
+    epochs = {tau: SDNA(batch_size=tau).setup(info, None)._batches(n, Ctx(0, 0, 0, 1), 0) for tau in taus}
+    compiled = {}
+    for tau in taus:  # before the patch: the compiled kernel binds the real gram_block
+        alpha = np.zeros(n)
+        local_sdna(*args, alpha, np.zeros(X.shape[1]), np.empty(0), epochs[tau], int(loss.kind), loss.param, 1.0,
+                   1.0, False)
+        compiled[tau] = alpha
+    blocks = []
+    real = kernels.gram_block
+
+    def counted(indptr, indices, data, rows, scale, scratch, Q):
+        blocks.append(rows.shape[0])
+        real(indptr, indices, data, rows, scale, scratch, Q)
+
+    monkeypatch.setattr(kernels, "gram_block", counted)
+    entries = []
+    for tau in taus:
+        blocks.clear()
+        alpha = np.zeros(n)
+        steps = kernels.local_sdna.py_func(*args, alpha, np.zeros(X.shape[1]), np.empty(0), epochs[tau],
+                                           int(loss.kind), loss.param, 1.0, 1.0, False)
+        np.testing.assert_allclose(alpha, compiled[tau], rtol=1e-12, atol=1e-14)
+        assert blocks == [tau] * -(-n // tau)
+        assert n <= steps < n + tau  # one epoch of rows whatever tau is
+        entries.append(sum(t * (t + 1) // 2 for t in blocks))
+        assert entries[-1] == -(-n // tau) * tau * (tau + 1) // 2
+    assert all(b > a for a, b in zip(entries, entries[1:]))
+    assert entries[-1] / entries[0] == (64 + 1) / 2
