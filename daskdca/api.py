@@ -403,7 +403,8 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver=None, tol=1e-6, max_rounds=
         ``callback(record, state)`` after every gap evaluation, in memory and
         on a cluster; ``state`` is a :class:`~daskdca.driver.FitState` of the
         recorded round (``state.w``, ``state.alpha``, the method's states).
-        Returning ``True`` stops the fit at that state.
+        A true return value (``True``, or a NumPy ``True`` such as
+        ``record.gap <= 1e-3``) stops the fit at that state; None goes on.
     client : distributed.Client or None, default=None
         Run on this Dask cluster.  X given as a store path/URL, a
         :class:`~daskdca.store.CSRStore` or a dask array always runs on a

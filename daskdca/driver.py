@@ -161,8 +161,9 @@ def run_rounds(executor, plan, *, tol, max_rounds, callback: Callable | None = N
     (``1000 * plan.rounds_per_epoch``).  ``start`` is
     ``(global_state, local_states, round, n_epochs, history)``
     (a resumed fit), or None for a fresh one.  ``callback(record, state)``
-    is called after every gap evaluation with a :class:`FitState`; a return
-    value of ``True`` stops the loop.
+    is called after every gap evaluation with a :class:`FitState`; a true
+    return value (``True``, a NumPy ``True``) stops the loop, None or a false
+    one goes on.
     """
     if max_rounds is None:
         max_rounds = DEFAULT_MAX_EPOCHS * plan.rounds_per_epoch
@@ -190,8 +191,8 @@ def run_rounds(executor, plan, *, tol, max_rounds, callback: Callable | None = N
                                            rep.primal - rep.dual)
                     history.append(record)
                     progress.update(record)
-                    stop = callback is not None and callback(
-                        record, FitState(executor, plan, G, Ls, r, epochs)) is True
+                    # any true value stops (a NumPy bool such as ``record.gap <= x`` too); None goes on
+                    stop = callback is not None and bool(callback(record, FitState(executor, plan, G, Ls, r, epochs)))
                     if stop or record.gap <= tol * abs(record.primal):
                         w, alpha, primal, dual = executor.certify(plan, G, Ls)
                         history[-1] = _certified_record(record, primal, dual, time.perf_counter() - t0)

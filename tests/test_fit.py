@@ -180,6 +180,10 @@ def test_callback_can_stop(heart):
     m = daskdca.fit(X, y, lam=1e-6, tol=1e-14, max_rounds=100,
                     callback=lambda rec, state: seen.append(rec.round) or rec.round == 3)
     assert seen == [1, 2, 3] and m.n_rounds_ == 3
+    # a NumPy bool stops too (a comparison of the record's floats is one)
+    m = daskdca.fit(X, y, lam=1e-6, tol=1e-14, max_rounds=100,
+                    callback=lambda rec, state: np.float64(rec.round) >= 2)
+    assert m.n_rounds_ == 2
 
 
 def test_predict_validates_features(heart):
