@@ -440,11 +440,10 @@ def _fit(args):
                   batch_size=args.batch_size, local_iters=args.local_iters, n_partitions=args.n_partitions,
                   random_state=args.random_state, verbose=0 if args.quiet else 1)
     if args.workers:
-        from distributed import Client, LocalCluster
+        from daskdca.engine import local_client
 
-        with LocalCluster(n_workers=args.workers, threads_per_worker=1, dashboard_address=None,
-                          silence_logs=40) as cluster, Client(cluster) as client:
-            print(f"cluster: LocalCluster with {args.workers} workers")
+        with local_client(args.workers) as client:
+            print(f"cluster: LocalCluster with {args.workers} workers on 127.0.0.1")
             model = fit(X, y, client=client, **kwargs)
     else:
         model = fit(X, y, **kwargs)
@@ -473,16 +472,12 @@ def _demo(args):
     Ctrl-C.  The in-memory fit runs after the cluster is closed, so that the
     two do not share the cores.
     """
-    import logging
     import shutil
     import tempfile
     import time
-    import warnings
-
-    import dask
-    from distributed import Client, LocalCluster
 
     from daskdca.datasets import make_classification
+    from daskdca.engine import local_client
 
     for given, option, why in ((args.workers == 0, "--workers 0", "the demo fits on a LocalCluster; use "
                                 "--workers 1 or more"),
@@ -515,15 +510,9 @@ def _demo(args):
         print(f"data: wrote {store.n:,} x {store.d:,}, {store.nnz:,} non-zeros, {store.n_blocks} blocks of "
               f"{block_rows:,} rows in {time.perf_counter() - started:.1f} s")
         kwargs = dict(loss=loss, lam=lam, tol=args.tol, max_rounds=args.max_rounds, random_state=seed)
-        # the scheduler's and the nannies' scratch space goes to the folder too (dask's
-        # temporary-directory), not to a dask-scratch-space left behind in the system's
-        with warnings.catch_warnings(), dask.config.set({"temporary-directory": folder}):
-            # without a dashboard the scheduler still serves its health and metrics routes on
-            # 127.0.0.1, at 8787 or, when that is taken, any free port; that move is no news here
-            warnings.filterwarnings("ignore", message=r"Port \d+ is already in use", category=UserWarning)
-            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                   dashboard_address=None, local_directory=folder, silence_logs=logging.ERROR)
-        with cluster, Client(cluster) as client:
+        # the scheduler's and the workers' scratch space goes to the folder too, not to a
+        # dask-scratch-space left behind in the system's temporary folder
+        with local_client(workers, scratch=folder) as client:
             print(f"cluster: LocalCluster with {workers} worker process{'es' if workers > 1 else ''}, 1 thread "
                   f"each, on 127.0.0.1 (no dashboard)")
             print(f"fit: out of core (each round re-reads the blocks from the store), {n_partitions} "

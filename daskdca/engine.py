@@ -62,7 +62,7 @@ from daskdca.problem import objectives
 
 logger = logging.getLogger("daskdca")
 
-__all__ = ["DaskExecutor", "cluster_client", "fit_on_cluster"]
+__all__ = ["DaskExecutor", "cluster_client", "fit_on_cluster", "local_client"]
 
 # Chains restart from a checkpoint this often unless told otherwise: between
 # restarts the scheduler keeps every round's task states (spec §2.4).
@@ -188,6 +188,29 @@ def cluster_client(client):
     with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
                       dashboard_address=None) as cluster, Client(cluster) as new_client:
         yield new_client
+
+
+@contextlib.contextmanager
+def local_client(n_workers, *, scratch=None):
+    """A client on a LocalCluster of ``n_workers`` processes (1 thread each) on 127.0.0.1, no dashboard.
+
+    ``scratch``: a folder for the scheduler's and the workers' scratch space
+    (Dask's ``temporary-directory`` and the workers' ``local_directory``),
+    so nothing is left in the system's temporary folder.
+    """
+    import warnings
+
+    from distributed import Client, LocalCluster
+
+    config = {} if scratch is None else {"temporary-directory": os.fspath(scratch)}
+    with warnings.catch_warnings(), dask.config.set(config):
+        # without a dashboard the scheduler still serves its health routes on 127.0.0.1, at 8787
+        # or, when that is taken, any free port; that move is no news here
+        warnings.filterwarnings("ignore", message=r"Port \d+ is already in use", category=UserWarning)
+        cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                               dashboard_address=None, local_directory=scratch, silence_logs=logging.ERROR)
+    with cluster, Client(cluster) as client:
+        yield client
 
 
 def _check_workers(client):
