@@ -319,7 +319,7 @@ class InProcess:
         w = w_alpha if plan.primal_from_dual else np.asarray(plan.model(G), dtype=np.float64)
         sums = tree_reduce([objective_sums_part(p, a, w, info.loss) for p, a in zip(self.parts, alphas)],
                            sum_arrays)
-        primal, dual = objectives(info, sums, w, w_alpha)
+        primal, dual = objectives(info, sums, w, w_alpha, getattr(plan, "l1_ratio", 0.0))
         return w, self._in_caller_order(np.concatenate(alphas)), primal, dual
 
 

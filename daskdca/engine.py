@@ -494,7 +494,8 @@ class DaskExecutor:
         futures = self._compute([w_alpha, w, total] + alphas)
         w_alpha_v, w_v, total_v = self.client.gather(futures[:3])
         alpha = np.concatenate(self.client.gather(futures[3:]))  # the dual point leaves the workers here
-        primal, dual = objectives(info, total_v, np.asarray(w_v, dtype=np.float64), w_alpha_v)
+        primal, dual = objectives(info, total_v, np.asarray(w_v, dtype=np.float64), w_alpha_v,
+                                  getattr(plan, "l1_ratio", 0.0))
         return np.asarray(w_v, dtype=np.float64), alpha, primal, dual
 
     def after_rounds(self, plan, G, Ls, r, epochs, history):

@@ -33,13 +33,25 @@ def dual_value(n, lam, conj_sum, w_alpha):
     return -conj_sum / n - 0.5 * lam * float(w_alpha @ w_alpha)
 
 
-def objectives(info, sums, w, w_alpha):
+def objectives(info, sums, w, w_alpha, l1_ratio=0.0):
     """``(P(w), D(alpha))`` from the row sums ``[loss_sum, conj_sum]`` of ``info``'s problem.
 
-    ``w`` is the model being certified and ``w_alpha = w(alpha)`` the dual point's
-    vector; they are the same array for dual methods.
+    ``w`` is the model being certified and ``w_alpha = X^T alpha / (lam n)``
+    the dual point's vector; they are the same array for dual methods.  With
+    ``l1_ratio = rho > 0`` (elastic net, SPDC only) the regulariser is
+    ``g(w) = lam rho ||w||_1 + lam (1 - rho)/2 ||w||^2`` and
+    ``D(alpha) = -conj_sum/n - g*(X^T alpha / n)``,
+    ``g*(v) = sum_j (|v_j| - lam rho)_+^2 / (2 lam (1 - rho))``
+    (Zhang & Xiao, SPDC, eq. (1) and its dual).
     """
-    return primal_value(info.n, info.lam, sums[0], w), dual_value(info.n, info.lam, sums[1], w_alpha)
+    if l1_ratio == 0.0:
+        return primal_value(info.n, info.lam, sums[0], w), dual_value(info.n, info.lam, sums[1], w_alpha)
+    lam, rho = info.lam, float(l1_ratio)
+    w = np.asarray(w, dtype=np.float64)
+    primal = sums[0] / info.n + lam * rho * float(np.abs(w).sum()) + 0.5 * lam * (1.0 - rho) * float(w @ w)
+    excess = np.maximum(np.abs(np.asarray(w_alpha, dtype=np.float64)) - rho, 0.0)  # (|v| - lam rho)_+ / lam
+    dual = -sums[1] / info.n - 0.5 * lam * float(excess @ excess) / (1.0 - rho)
+    return primal, dual
 
 
 def relative_gap(primal, dual):

@@ -294,8 +294,6 @@ def test_bad_input_raises_with_the_fix():
         SPDC(sampling="weighted", batch_size=4)
     with pytest.raises(ValueError, match="Unknown sampling"):
         SPDC(sampling="importance")
-    with pytest.raises(ValueError, match="l1_ratio"):
-        daskdca.fit(X, target, loss="squared", solver=SPDC(l1_ratio=0.5))
     for bad in (-0.1, 1.0, float("nan"), True):
         with pytest.raises(ValueError, match="l1_ratio must be"):
             SPDC(l1_ratio=bad)
@@ -332,6 +330,39 @@ def test_elastic_net_kernel_converges_to_sklearns_elastic_net_with_a_zero_gap():
     primal = 0.5 * np.mean((X @ x - target) ** 2) + lam1 * np.abs(x).sum() + 0.5 * lam2 * x @ x
     dual = -np.mean(0.5 * y ** 2 + target * y) - np.sum(np.maximum(np.abs(u) - lam1, 0.0) ** 2) / (2 * lam2)
     assert -1e-13 <= primal - dual <= 1e-10  # converged: the gap rounds to about +-1e-15
+
+
+@pytest.mark.parametrize("partitions", [1, 2])
+def test_an_elastic_net_fit_is_sklearns_elastic_net_and_its_gap_is_certified(partitions):
+    """``SPDC(l1_ratio=0.5)`` through ``daskdca.fit`` solves ``1/n sum (x_i.w - b_i)^2/2 + g(w)``, ``g`` the
+    elastic net: its objective equals scikit-learn's ElasticNet optimum (same objective with alpha = lam), its
+    zeros are ElasticNet's, and the gap recomputed here from the returned duals bounds P(coef_) - P*."""
+    from sklearn.linear_model import ElasticNet
+
+    X, target, _ = _data(n=80, d=30, density=0.5, seed=6)
+    n, lam, rho = X.shape[0], 0.05, 0.5
+    m = daskdca.fit(X, target, loss="squared", lam=lam, solver=SPDC(l1_ratio=rho), tol=1e-9,
+                    n_partitions=partitions, max_rounds=2_000_000)
+    assert m.converged_
+    star = ElasticNet(alpha=lam, l1_ratio=rho, fit_intercept=False, tol=1e-14, max_iter=100_000).fit(
+        X.toarray(), target).coef_
+
+    def primal(w):
+        return 0.5 * np.mean((X @ w - target) ** 2) + lam * rho * np.abs(w).sum() + 0.5 * lam * (1 - rho) * w @ w
+
+    p_star = primal(star)
+    assert primal(m.coef_) - p_star <= 1e-8 * abs(p_star)
+    # P is lam (1 - rho)-strongly convex: ||w - w*||^2 <= 2 (P(w) - P*) / (lam (1 - rho)) <= 2 gap / (lam (1 - rho))
+    assert np.sum((m.coef_ - star) ** 2) <= 2 * m.gap_ / (lam * (1 - rho)) + 1e-12
+    assert np.any(star == 0.0) and np.all(np.abs(m.coef_[star == 0.0]) < 1e-6)
+    # the certificate from the returned duals alone: D(alpha) = -1/n sum phi*(-alpha_i) - g*(X^T alpha / n)
+    alpha = m.dual_coef_
+    v = X.T @ alpha / n
+    conj = 0.5 * alpha ** 2 - target * alpha  # squared loss: phi_i*(-a) = a^2/2 - b_i a
+    dual = -np.mean(conj) - np.sum(np.maximum(np.abs(v) - lam * rho, 0.0) ** 2) / (2 * lam * (1 - rho))
+    np.testing.assert_allclose(m.primal_ - m.dual_, primal(m.coef_) - dual, rtol=1e-6, atol=1e-14)
+    assert primal(m.coef_) - p_star <= (primal(m.coef_) - dual) + 1e-12
+    assert m.gap_ <= 1e-9 * abs(m.primal_)
 
 
 def test_lemma_3_and_inequalities_15_at_random_points():

@@ -162,8 +162,10 @@ class SPDC:
         gives no parameters for weighted mini-batches).
     l1_ratio : float, default=0.0
         Elastic net ``g(x) = lam l1_ratio ||x||_1 + lam (1 - l1_ratio)/2 ||x||^2``
-        (primal prox eq. (37), lazy forms (38)-(44) in the kernel).  Only 0 is
-        accepted by the drivers: they certify the L2 objective.
+        (primal prox eq. (37), lazy forms (38)-(44) in the kernel): the fit
+        then solves and certifies ``1/n sum_i phi_i(x_i.w) + g(w)`` (the
+        drivers read the plan's ``l1_ratio``; :func:`daskdca.problem.objectives`).
+        SPDC is the only method with an L1 term.
     smoothing : float, default=1e-2
         ``delta`` of the perturbation (16), used for ``loss="hinge"`` only:
         SPDC then runs on the smoothed hinge with ``gamma = delta``.  Rounds
@@ -213,11 +215,6 @@ class SPDC:
         if m > n:
             raise ValueError(f"batch_size={m} is more than the {n} rows (a round samples m distinct rows of "
                              f"all partitions); use batch_size <= {n}.")
-        if self.l1_ratio != 0.0:
-            raise ValueError(
-                f"l1_ratio={self.l1_ratio} is not supported by daskdca.fit: the drivers certify "
-                "P(w) = 1/n sum phi + lam/2 ||w||^2, so an elastic-net fit could not be certified. "
-                "The SPDC kernel has the elastic-net prox (daskdca.kernels.spdc); use l1_ratio=0.")
         loss = info.loss
         if int(loss.kind) == HINGE:
             kind, param, gamma = SMOOTHED_HINGE, float(self.smoothing), float(self.smoothing)  # eq. (16)
@@ -225,7 +222,11 @@ class SPDC:
             kind, param, gamma = int(loss.kind), float(loss.param), 1.0 / float(loss.smoothness)
         eval_every = self.eval_every if self.eval_every is not None else -(-n // m)
         offsets = np.concatenate(([0], np.cumsum(info.partition_sizes))).astype(np.int64)
-        return SPDCPlan(settings=self, loss=loss, n=n, d=info.d, lam=float(info.lam), m=m,
+        # g(x) = lam1 ||x||_1 + lam/2 ||x||^2 with lam1 = lam_total l1_ratio, lam = lam_total (1 - l1_ratio):
+        # the kernels' prox (37) and the step parameters (12)/(24) take the strong convexity lam
+        ratio = float(self.l1_ratio)
+        return SPDCPlan(settings=self, loss=loss, n=n, d=info.d, lam=float(info.lam) * (1.0 - ratio),
+                        lam1=float(info.lam) * ratio, l1_ratio=ratio, m=m,
                         weighted=self.sampling == "weighted", step_kind=kind, step_param=param, gamma=gamma,
                         offsets=tuple(int(o) for o in offsets), eval_every=int(eval_every),
                         rounds_per_epoch=-(-n // m))
@@ -248,8 +249,9 @@ class SPDCPlan:
     offsets: tuple
     eval_every: int
     rounds_per_epoch: int
+    lam1: float = 0.0
+    l1_ratio: float = 0.0
     primal_from_dual = False
-    lam1 = 0.0
 
     @property
     def name(self):
@@ -395,13 +397,15 @@ class SPDCPlan:
         return local._replace(y=y), Contribution(vector, scalars)
 
     def _report(self, state, scalars):
-        """``P(x)`` and ``D(y) = -1/n sum phi*(y_i) - ||u||^2 / (2 lam)`` of the round's start."""
+        """``P(x)`` and ``D(y) = -1/n sum phi*(y_i) - g*(u)`` of the round's start, with
+        ``g*(u) = sum_j (|u_j| - lam1)_+^2 / (2 lam)`` (``||u||^2 / (2 lam)`` when ``lam1 = 0``)."""
         loss_sum, conj_sum, steps, measured = scalars[:4]
         if not measured > 0:
             return RoundReport(False, math.nan, math.nan, float(steps))
         x = self.model(state)
-        primal = loss_sum / self.n + 0.5 * self.lam * float(x @ x)
-        dual = -conj_sum / self.n - 0.5 * float(state.u @ state.u) / self.lam
+        primal = loss_sum / self.n + self.lam1 * float(np.abs(x).sum()) + 0.5 * self.lam * float(x @ x)
+        excess = np.maximum(np.abs(state.u) - self.lam1, 0.0)
+        dual = -conj_sum / self.n - 0.5 * float(excess @ excess) / self.lam
         return RoundReport(bool(measured > 0), primal, dual, float(steps))
 
     def combine(self, state, total, ctx):
