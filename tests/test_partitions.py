@@ -17,7 +17,8 @@ def _sorted_by_label(n=20_000, d=20, seed=0):
     return sp.csr_matrix(X[order]), y[order]
 
 
-@pytest.mark.parametrize("n_partitions", [2, 4])
+# 4 partitions repeats the 2-partition case's check (suite time): it runs with -m slow
+@pytest.mark.parametrize("n_partitions", [2, pytest.param(4, marks=pytest.mark.slow)])
 def test_cocoa_on_sorted_rows_needs_no_more_rounds_than_on_shuffled_rows(n_partitions):
     X, y = _sorted_by_label()
     shuffle = np.random.default_rng(1).permutation(X.shape[0])
