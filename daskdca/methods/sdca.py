@@ -72,6 +72,28 @@ def _block_stream(partition, j):
     return (1 << 62) | (partition << 31) | j
 
 
+def sweep_blocks(part, alpha, w, ctx, loss, step):
+    """Out of core: every block of ``part`` in a seeded random order, gap sums at ``w``, then ``step``.
+
+    ``step(blk, lo, hi, a, stream) -> n_steps`` runs a local solver on the
+    block's rows ``[lo, hi)`` with ``a`` its view of ``alpha``; a one-block
+    partition uses the partition's stream (so it gives the in-memory bits).
+    Returns ``(loss_sum, conj_sum, n_steps)``.
+    """
+    kind, param = int(loss.kind), loss.param
+    loss_sum = conj_sum = 0.0
+    n_steps = 0
+    nb = len(part.block_starts) - 1
+    block_order = permutation_order(ctx.random_state, ctx.round, ctx.partition, nb, nb, 0)
+    for j, (blk, lo, hi, start) in zip(block_order, part.pieces(block_order)):
+        a = row_view(alpha, blk, lo, start)
+        ls, cs = objective_sums(blk.indptr, blk.indices, blk.data, blk.y, a, w, lo, hi, kind, param)
+        loss_sum, conj_sum = loss_sum + ls, conj_sum + cs
+        stream = ctx.partition if nb == 1 else _block_stream(ctx.partition, int(j))
+        n_steps += step(blk, lo, hi, a, stream)
+    return loss_sum, conj_sum, n_steps
+
+
 def _check(local_iters, sampling, shrinking):
     check_local_iters(local_iters)
     if sampling not in _SAMPLINGS:

@@ -31,7 +31,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from daskdca.kernels.sampling import permutation_order
 from daskdca.kernels.sdca import objective_sums
 from daskdca.kernels.sdna import local_sdna, sdna_batches
 from daskdca.losses import LOSSES
@@ -44,8 +43,7 @@ from daskdca.methods.base import (
     compress,
     dense,
 )
-from daskdca.methods.sdca import DualGlobal, DualLocal, DualPlan, _block_stream
-from daskdca.partitions import row_view
+from daskdca.methods.sdca import DualGlobal, DualLocal, DualPlan, sweep_blocks
 
 __all__ = ["SDNA", "SDNAPlan"]
 
@@ -150,18 +148,12 @@ class SDNAPlan(DualPlan):
             n_steps = local_sdna(rows.indptr, rows.indices, rows.data, rows.y, alpha, u, delta_w, batches,
                                  kind, param, self.lam_n, self.sigma_prime, not single)
         else:
-            loss_sum = conj_sum = 0.0
-            n_steps = 0
-            nb = len(part.block_starts) - 1
-            block_order = permutation_order(ctx.random_state, ctx.round, ctx.partition, nb, nb, 0)
-            for j, (blk, lo, hi, start) in zip(block_order, part.pieces(block_order)):
-                a = row_view(alpha, blk, lo, start)
-                ls, cs = objective_sums(blk.indptr, blk.indices, blk.data, blk.y, a, w, lo, hi, kind, param)
-                loss_sum, conj_sum = loss_sum + ls, conj_sum + cs
-                stream = ctx.partition if nb == 1 else _block_stream(ctx.partition, int(j))
+            def step(blk, lo, hi, a, stream):
                 batches = self._batches(hi - lo, ctx, stream) + lo
-                n_steps += local_sdna(blk.indptr, blk.indices, blk.data, blk.y, a, u, delta_w, batches,
-                                      kind, param, self.lam_n, self.sigma_prime, not single)
+                return local_sdna(blk.indptr, blk.indices, blk.data, blk.y, a, u, delta_w, batches,
+                                  kind, param, self.lam_n, self.sigma_prime, not single)
+
+            loss_sum, conj_sum, n_steps = sweep_blocks(part, alpha, w, ctx, loss, step)
         vector = u if single else compress(delta_w)
         return DualLocal(alpha), Contribution(vector, np.array([loss_sum, conj_sum, float(n_steps)]))
 

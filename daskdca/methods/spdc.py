@@ -55,12 +55,11 @@ from typing import NamedTuple
 import numpy as np
 
 from daskdca.kernels import spdc as kern
-from daskdca.kernels.sampling import permutation_order
 from daskdca.kernels.sdca import objective_sums
 from daskdca.kernels.sdna import sdna_batches
 from daskdca.losses import HINGE, LOSSES, SMOOTHED_HINGE
 from daskdca.methods.base import Capabilities, Contribution, Phase, RoundReport, compress, dense
-from daskdca.methods.sdca import DualLocal, LocalSDCAPlan, _block_stream
+from daskdca.methods.sdca import DualLocal, LocalSDCAPlan, sweep_blocks
 from daskdca.partitions import row_view
 
 __all__ = ["LOCAL_BACKTRACK_STEPS", "LocalSPDCPlan", "SPDC", "SPDCGlobal", "SPDCLocal", "SPDCPlan", "optimal_mixing",
@@ -543,16 +542,9 @@ class LocalSPDCPlan(LocalSDCAPlan):
                                                 rows.n_rows, kind, param)
             n_steps = self._solve(rows, 0, rows.n_rows, alpha, w_eff, delta_w, ctx, ctx.partition)
         else:
-            loss_sum = conj_sum = 0.0
-            n_steps = 0
-            nb = len(part.block_starts) - 1
-            block_order = permutation_order(ctx.random_state, ctx.round, ctx.partition, nb, nb, 0)
-            for j, (blk, lo, hi, start) in zip(block_order, part.pieces(block_order)):
-                a = row_view(alpha, blk, lo, start)
-                ls, cs = objective_sums(blk.indptr, blk.indices, blk.data, blk.y, a, w, lo, hi, kind, param)
-                loss_sum, conj_sum = loss_sum + ls, conj_sum + cs
-                stream = ctx.partition if nb == 1 else _block_stream(ctx.partition, int(j))
-                n_steps += self._solve(blk, lo, hi, a, w_eff, delta_w, ctx, stream)
+            loss_sum, conj_sum, n_steps = sweep_blocks(
+                part, alpha, w, ctx, self.loss,
+                lambda blk, lo, hi, a, stream: self._solve(blk, lo, hi, a, w_eff, delta_w, ctx, stream))
         vector = w_eff if self.n_partitions == 1 else compress(delta_w)
         return DualLocal(alpha), Contribution(vector, np.array([loss_sum, conj_sum, float(n_steps)]))
 
