@@ -39,6 +39,7 @@ from numba import njit
 import daskdca
 from daskdca.kernels.sampling import permutation_order
 from daskdca.kernels.sdca import local_sdca
+from daskdca.partitions import UNWEIGHTED
 
 DATASETS = {
     "a9a": ("a9a.gz", 123),
@@ -75,7 +76,7 @@ def bench_daskdca(X, y, lam, repeats, loss):
     for epoch in range(repeats + 1):
         order = permutation_order(0, epoch, 0, n, n, 0)
         t0 = time.perf_counter()
-        local_sdca(X.indptr, X.indices, X.data, y, sqnorm, alpha, w, np.empty(0), order,
+        local_sdca(X.indptr, X.indices, X.data, y, UNWEIGHTED, sqnorm, alpha, w, np.empty(0), order,
                    kind, 0.0, lam * n, 1.0, False)
         t1 = time.perf_counter()
         gather_only(X.indptr, X.indices, X.data, w, order)

@@ -68,6 +68,7 @@ from daskdca.kernels.sdna import local_sdna, sdna_batches
 from daskdca.losses import get_loss
 from daskdca.methods import SDNA, MinibatchSDCA
 from daskdca.methods.sdna import DEFAULT_BATCH_SIZE
+from daskdca.partitions import UNWEIGHTED
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 PLOTS = Path(__file__).resolve().parent / "plots"
@@ -215,7 +216,7 @@ class EpochTimer:
                        param, self.lam_n, 1.0, False)
         else:
             batches = minibatch_schedule(self.seed, self.round * self.n_iter, self.n_iter, self.offsets, self.tau)
-            minibatch_sdca_rounds(self.indptr, X.indices, X.data, self.y, self.q, self.alpha, self.w, batches,
+            minibatch_sdca_rounds(self.indptr, X.indices, X.data, self.y, UNWEIGHTED, self.q, self.alpha, self.w, batches,
                                   kind, param, self.lam_n, self.acc)
         self.round += 1
 

@@ -305,9 +305,41 @@ def _check_warm_start_supported(method, resume):
                          "from its checkpoint. Drop one of them.")
 
 
-def _check_dual_init(dual_init, y_signed, loss, classes):
+def check_sample_weight(sample_weight, n):
+    """Row weights as float64 of shape ``(n,)``: finite, ``>= 0``, not all zero (a float: ``n`` copies).
+
+    A ValueError names the first bad entry and the fix.
+    """
+    if isinstance(sample_weight, numbers.Real) and not isinstance(sample_weight, bool):
+        sample_weight = np.full(n, float(sample_weight))
+    try:
+        weight = np.asarray(sample_weight, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"sample_weight must be None, a float or an array of n_samples={n} non-negative reals, "
+                         f"got {type(sample_weight).__name__}.") from None
+    if weight.shape != (n,):
+        raise ValueError(f"sample_weight has shape {weight.shape} but X has {n} rows; pass one weight per row, "
+                         "shape (n_samples,).")
+    bad = _first_nonfinite(weight)
+    if bad is not None:
+        raise ValueError(f"sample_weight contains a non-finite value ({float(weight[bad])!r}) at row {bad}; "
+                         "weights must be finite and >= 0.")
+    negative = np.flatnonzero(weight < 0)
+    if negative.size:
+        i = int(negative[0])
+        raise ValueError(f"sample_weight must be >= 0, got {float(weight[i])!r} at row {i}"
+                         f"{f' ({negative.size} rows are negative)' if negative.size > 1 else ''}; a weight "
+                         "scales the row's loss, so drop such rows or give them weight 0.")
+    if not weight.any():
+        raise ValueError("sample_weight is zero for every row, which leaves no loss to fit (the solution would be "
+                         "w = 0); give some rows a positive weight.")
+    return weight
+
+
+def _check_dual_init(dual_init, y_signed, loss, classes, weight=None):
     """``dual_init`` as float64 of the rows' length, finite and in the loss's dual domain (``y_i alpha_i`` in
-    the box of a classification loss); a ValueError names the first bad row otherwise."""
+    the box of a classification loss, scaled by the row weights ``weight`` when given); a ValueError names the
+    first bad row otherwise."""
     n = y_signed.shape[0]
     try:
         alpha = np.asarray(dual_init, dtype=np.float64)
@@ -321,19 +353,27 @@ def _check_dual_init(dual_init, y_signed, loss, classes):
     if bad is not None:
         raise ValueError(f"dual_init contains a non-finite value ({float(alpha[bad])!r}) at row {bad}; "
                          "dual variables must be finite.")
+    if weight is not None:
+        pinned = np.flatnonzero((weight == 0) & (alpha != 0))
+        if pinned.size:
+            i = int(pinned[0])
+            raise ValueError(f"dual_init is infeasible at row {i}: its sample_weight is 0, so its dual variable must "
+                             f"be 0, got {float(alpha[i])!r}. Pass the dual_coef_ of a fit with the same weights.")
     if not loss.is_classification:
         return alpha
     lo, hi = loss.dual_domain
+    scale = 1.0 if weight is None else weight
     b = y_signed * alpha
-    outside = np.flatnonzero((b < lo) | (b > hi))
+    outside = np.flatnonzero((b < lo * scale) | (b > hi * scale))
     if outside.size:
         i = int(outside[0])
         label = classes[1] if y_signed[i] > 0 else classes[0]
-        interval = f"[{lo:g}, {hi:g}]" if math.isfinite(hi) else f"[{lo:g}, inf)"
+        s = 1.0 if weight is None else float(weight[i])
+        interval = f"[{lo * s:g}, {hi * s:g}]" if math.isfinite(hi) else f"[{lo * s:g}, inf)"
         raise ValueError(
             f"dual_init is infeasible for the {loss.name} loss at row {i}: y_i * alpha_i = {float(b[i])!r} "
-            f"(alpha_i = {float(alpha[i])!r}, label {np.asarray(label).item()!r} -> y_i = {int(y_signed[i]):+d}) "
-            f"must lie in {interval}"
+            f"(alpha_i = {float(alpha[i])!r}, label {np.asarray(label).item()!r} -> y_i = {int(y_signed[i]):+d}"
+            f"{'' if weight is None else f', sample_weight {s!r}'}) must lie in {interval}"
             f"{f' ({outside.size} rows are outside)' if outside.size > 1 else ''}. Pass the dual_coef_ of a fit "
             "with the same loss, labels and rows (its box does not depend on lam), or project onto the box.")
     return alpha
@@ -342,7 +382,7 @@ def _check_dual_init(dual_init, y_signed, loss, classes):
 def fit(X, y=None, *, loss="hinge", lam=1e-4, solver=None, tol=1e-6, max_rounds=None,
         batch_size=None, local_iters=1.0, n_partitions=None, random_state=0, verbose=0,
         callback=None, client=None, in_memory=None, checkpoint=None, checkpoint_every=None,
-        resume=False, storage_options=None, dual_init=None):
+        resume=False, storage_options=None, dual_init=None, sample_weight=None):
     """Fit ``min_w P(w) = 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2`` by dual coordinate ascent.
 
     The dual is ``D(alpha) = -1/n sum_i phi_i*(-alpha_i) - lam/2 ||w(alpha)||^2``
@@ -442,6 +482,17 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver=None, tol=1e-6, max_rounds=
         at any other: see :func:`daskdca.path`.  Supported by the solvers
         whose ``capabilities.warm_start`` is True; None starts at
         ``alpha = 0`` (``w = 0``).
+    sample_weight : array-like of shape (n_samples,), float or None, default=None
+        Row weights ``s_i >= 0`` (a float: the same for every row): the fit
+        solves ``min_w 1/n sum_i s_i phi_i(x_i.w) + lam/2 ||w||^2``, whose
+        dual box is ``s_i`` times the unweighted one (hinge:
+        ``y_i alpha_i`` in ``[0, s_i]``); the certificate is that problem's.
+        With ``lam = 1/(C n)`` this is LIBLINEAR's per-instance weights
+        (``C_i = C s_i``), so an integer weight equals repeating the row.
+        ``n`` stays the number of rows.  In memory (with or without a
+        client); a store or a dask array holds no weights and raises.
+        Supported by the solvers whose ``capabilities.sample_weight`` is
+        True (``"sdca"``, ``"cocoa+"``, ``"minibatch_sdca"``).
 
     Returns
     -------
@@ -472,7 +523,8 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver=None, tol=1e-6, max_rounds=
         n_partitions = _default_partitions(method, on_cluster)
     # on a cluster None means one partition per store block: several, as far as the check goes
     check_supported(method, loss_name=loss_obj.name, on_cluster=on_cluster,
-                    n_partitions=2 if on_cluster and n_partitions is None else n_partitions)
+                    n_partitions=2 if on_cluster and n_partitions is None else n_partitions,
+                    sample_weight=sample_weight is not None)
     if dual_init is not None:
         _check_warm_start_supported(method, resume)
     if on_cluster:
@@ -480,7 +532,7 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver=None, tol=1e-6, max_rounds=
                             n_partitions=n_partitions, seed=seed, verbose=verbose, callback=callback,
                             client=client, in_memory=in_memory, checkpoint=checkpoint,
                             checkpoint_every=checkpoint_every, resume=resume, storage_options=storage_options,
-                            dual_init=dual_init)
+                            dual_init=dual_init, sample_weight=sample_weight)
     for name, value, default in (("in_memory", in_memory, None), ("checkpoint", checkpoint, None),
                                  ("checkpoint_every", checkpoint_every, None), ("resume", resume, False),
                                  ("storage_options", storage_options, None)):
@@ -496,23 +548,29 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver=None, tol=1e-6, max_rounds=
     y_signed, classes = _check_y(y, n, loss_obj)
     if n_partitions > n:
         raise ValueError(f"n_partitions={n_partitions} is more than the {n} rows of X; use at most {n}.")
+    if sample_weight is not None:
+        sample_weight = check_sample_weight(sample_weight, n)
     if dual_init is not None:
-        dual_init = _check_dual_init(dual_init, y_signed, loss_obj, classes)
+        dual_init = _check_dual_init(dual_init, y_signed, loss_obj, classes, sample_weight)
     result = fit_in_process(method, X, y_signed, loss=loss_obj, lam=lam, n_partitions=n_partitions,
                             random_state=seed, tol=tol, max_rounds=max_rounds, callback=callback, verbose=verbose,
-                            dual_init=dual_init)
+                            dual_init=dual_init, sample_weight=sample_weight)
     _warn_not_converged(result, tol)
     return LinearModel(loss=loss_obj, lam=lam, solver=method, classes=classes, result=result,
                        random_state=seed, n_features=d, coef=result.w)
 
 
 def _fit_cluster(X, y, *, loss_obj, lam, method, tol, max_rounds, n_partitions, seed, verbose, callback, client,
-                 in_memory, checkpoint, checkpoint_every, resume, storage_options, dual_init):
+                 in_memory, checkpoint, checkpoint_every, resume, storage_options, dual_init, sample_weight):
     import shutil
     import tempfile
 
     from daskdca import engine
     from daskdca.store import write_store
+
+    if sample_weight is not None:
+        raise ValueError("sample_weight applies to fits in memory without a client so far; a store holds no "
+                         "weights. Fit in-memory X without client=..., or drop sample_weight.")
 
     if checkpoint_every is None:
         checkpoint_every = engine.DEFAULT_CHECKPOINT_EVERY

@@ -323,28 +323,32 @@ class InProcess:
         return w, self._in_caller_order(np.concatenate(alphas)), primal, dual
 
 
-def in_process_partitions(X, y, n_partitions, random_state):
+def in_process_partitions(X, y, n_partitions, random_state, weight=None):
     """Partitions of the rows of X: one as given, or several by a seeded random permutation.
 
-    Returns ``(parts, row_order)``; ``row_order`` is None for one partition.
+    ``weight`` (None: unweighted) are the rows' loss weights.  Returns
+    ``(parts, row_order)``; ``row_order`` is None for one partition.
     """
     if n_partitions == 1:
-        return [MemoryPartition(rows_from_csr(X, y), np.array([0, X.shape[0]], dtype=np.int64))], None
+        return [MemoryPartition(rows_from_csr(X, y, weight), np.array([0, X.shape[0]], dtype=np.int64))], None
     order = random_row_order(X.shape[0], random_state)
     Xp, yp = X[order], np.asarray(y)[order]
+    wp = None if weight is None else np.asarray(weight)[order]
     offsets = np.concatenate(([0], np.cumsum(even_sizes(X.shape[0], n_partitions))))
-    parts = [MemoryPartition(rows_from_csr(Xp[a:b], yp[a:b]), np.array([0, b - a], dtype=np.int64))
+    parts = [MemoryPartition(rows_from_csr(Xp[a:b], yp[a:b], None if wp is None else wp[a:b]),
+                             np.array([0, b - a], dtype=np.int64))
              for a, b in zip(offsets[:-1], offsets[1:])]
     return parts, order
 
 
 def fit_in_process(method, X, y, *, loss, lam, n_partitions, random_state, tol, max_rounds, callback=None,
-                   verbose=0, dual_init=None):
+                   verbose=0, dual_init=None, sample_weight=None):
     """Fit ``method`` on in-memory CSR data (validated, labels signed) in this process.
 
-    ``dual_init`` (checked, in the rows' order) starts a warm fit there.
+    ``dual_init`` (checked, in the rows' order) starts a warm fit there;
+    ``sample_weight`` (checked, or None) weighs the rows' losses.
     """
-    parts, order = in_process_partitions(X, y, n_partitions, random_state)
+    parts, order = in_process_partitions(X, y, n_partitions, random_state, sample_weight)
     info = DataInfo(n=X.shape[0], d=X.shape[1], partition_sizes=tuple(p.n_rows for p in parts), loss=loss,
                     lam=lam, max_column_nnz=max_column_nnz(X))
     executor = InProcess(parts, info, random_state, order, dual_init=dual_init)

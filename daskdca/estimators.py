@@ -30,6 +30,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import accuracy_score, check_scoring, get_scorer_names, r2_score
 from sklearn.model_selection import check_cv
 from sklearn.utils import check_random_state
+from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.metaestimators import available_if
@@ -37,6 +38,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 import daskdca
+from daskdca.api import check_sample_weight
 from daskdca.losses import get_loss
 from daskdca.regpath import _check_Cs, path, with_intercept_column
 from daskdca.store import CSRStore, open_store
@@ -115,6 +117,27 @@ def _block_output(block, *, coef, intercept, classes, kind):
     return scores
 
 
+def _problem_weights(y, classes, class_weight, sample_weight):
+    """Per binary problem, every row's loss weight (None where all are 1), LIBLINEAR's way.
+
+    A row's weight is its ``sample_weight`` times a class weight
+    (``compute_class_weight``, as :class:`~sklearn.svm.LinearSVC` computes
+    it).  With two classes every row gets its own class's weight; with
+    ``K > 2`` classes, problem ``k`` (class ``k`` against the rest) weighs
+    class ``k``'s rows by its class weight and the others by 1, as
+    LIBLINEAR's one-vs-rest does (``Cp = C w_k``, ``Cn = C``) and
+    :class:`~sklearn.linear_model.SGDClassifier` too.
+    """
+    positives = classes[1:] if classes.shape[0] == 2 else classes
+    if class_weight is None:
+        return [sample_weight] * len(positives)
+    per_class = compute_class_weight(class_weight, classes=classes, y=y, sample_weight=sample_weight)
+    base = np.ones(y.shape[0]) if sample_weight is None else sample_weight
+    if classes.shape[0] == 2:
+        return [base * per_class[np.searchsorted(classes, y)]]
+    return [base * np.where(y == label, per_class[k], 1.0) for k, label in enumerate(classes)]
+
+
 def _relative_gap(gap, primal):
     return np.asarray(gap, dtype=np.float64) / np.maximum(np.abs(np.asarray(primal, dtype=np.float64)), 1e-300)
 
@@ -152,14 +175,15 @@ class _SDCAMixin:
             return w.copy(), 0.0
         return w[:-1].copy(), float(self.intercept_scaling * w[-1])
 
-    def _warm_starts(self, X, classes, signs):
+    def _warm_starts(self, X, classes, signs, weights):
         """Per binary problem, the duals to start from: the previous fit's when ``warm_start`` and the
         problem's shape (rows, features with the synthetic one) and classes are unchanged, else None.
 
         The previous duals are projected onto the dual box of the current
-        labels and loss (``y_i alpha_i`` clipped), so a refit on relabelled rows
-        or with another loss still starts from a feasible point; on the same
-        labels and loss the projection changes nothing.
+        labels, loss and row weights (``y_i alpha_i`` clipped to ``s_i`` times
+        the loss's box), so a refit on relabelled or reweighted rows or with
+        another loss still starts from a feasible point; on the same labels,
+        weights and loss the projection changes nothing.
         """
         previous = getattr(self, "_warm_duals", None)
         if not self.warm_start or previous is None:
@@ -170,10 +194,16 @@ class _SDCAMixin:
         if shape != X.shape or not same_classes or duals.shape[0] != len(signs):
             return [None] * len(signs)
         loss = get_loss(self.loss)
-        if not loss.is_classification:
-            return list(duals)
-        lo, hi = loss.dual_domain
-        return [s * np.clip(s * alpha, lo, hi) for s, alpha in zip(signs, duals)]
+        starts = []
+        for sign, alpha, weight in zip(signs, duals, weights):
+            scale = 1.0 if weight is None else weight
+            if loss.is_classification:
+                lo, hi = loss.dual_domain
+                alpha = sign * np.clip(sign * alpha, lo * scale, hi * scale)
+            elif weight is not None:
+                alpha = np.where(weight == 0, 0.0, alpha)  # a row of weight 0 has its dual pinned at 0
+            starts.append(alpha)
+        return starts
 
     def _keep_warm_duals(self, X, classes, models):
         """Keep every problem's duals privately for the next fit when ``warm_start`` (``keep_dual`` decides
@@ -184,7 +214,7 @@ class _SDCAMixin:
         elif hasattr(self, "_warm_duals"):
             del self._warm_duals
 
-    def _dca_fit(self, X, y, loss, lam, seed, *, client, dual_init):
+    def _dca_fit(self, X, y, loss, lam, seed, *, client, dual_init, sample_weight):
         """One ``daskdca.fit`` call with this estimator's parameters (the fit's own warning muted)."""
         n = X.shape[0]
         # in memory, daskdca.fit's documented default is 2 partitions for "cocoa+", else 1
@@ -201,7 +231,7 @@ class _SDCAMixin:
             return daskdca.fit(
                 X, y, loss=loss, lam=lam, solver=self.solver, tol=self.tol, max_rounds=self.max_iter,
                 n_partitions=self.n_partitions, random_state=seed, client=client,
-                verbose=int(self.verbose), dual_init=dual_init,
+                verbose=int(self.verbose), dual_init=dual_init, sample_weight=sample_weight,
             )
 
     def _warn_unconverged(self, labels, stacklevel=4):
@@ -458,6 +488,16 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
     intercept_scaling : float, default=1.0
         ``s`` above: a larger value regularises the intercept less.  Must be
         > 0; unused when ``fit_intercept=False``.
+    class_weight : dict, "balanced" or None, default=None
+        Weights of the classes' losses, as in ``LinearSVC``: a dict
+        ``{label: weight}`` (missing labels weigh 1), or ``"balanced"``,
+        ``n_samples / (n_classes * count(label))`` (counts weighted by
+        ``sample_weight``).  With two classes each row's loss is multiplied
+        by its class's weight; with ``K > 2``, problem ``k`` weighs class
+        ``k``'s rows by its weight and the rest by 1 (LIBLINEAR's
+        one-vs-rest).  The objectives above then read ``1/n sum_i s_i
+        phi(...)`` with ``s_i`` the row's weight (times ``sample_weight``).
+        In memory without a client for now.
     random_state : int, RandomState instance or None, default=0
         Seed of every random stream of the fit (the same seed for each of the
         ``K`` problems).  None draws one.
@@ -543,12 +583,13 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
 
     _parameter_constraints: dict = {
         "loss": [StrOptions({"hinge", "squared_hinge", "smoothed_hinge", "logistic"})],
+        "class_weight": [dict, StrOptions({"balanced"}), None],
         **_SDCAMixin._common_constraints,
     }
 
     def __init__(self, loss="hinge", C=1.0, *, solver=None, tol=1e-6, max_iter=1000, fit_intercept=True,
-                 intercept_scaling=1.0, random_state=0, warm_start=False, n_partitions=None, client=None,
-                 verbose=0, keep_dual=False):
+                 intercept_scaling=1.0, class_weight=None, random_state=0, warm_start=False, n_partitions=None,
+                 client=None, verbose=0, keep_dual=False):
         self.loss = loss
         self.C = C
         self.solver = solver
@@ -556,6 +597,7 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         self.max_iter = max_iter
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
+        self.class_weight = class_weight
         self.random_state = random_state
         self.warm_start = warm_start
         self.n_partitions = n_partitions
@@ -564,7 +606,7 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         self.keep_dual = keep_dual
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit one binary problem (two classes) or one per class (one-vs-rest).
 
         Parameters
@@ -575,6 +617,12 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
             from a store or a dask array, call :func:`daskdca.fit` for now).
         y : array-like of shape (n_samples,)
             Class labels, at least two distinct values.
+        sample_weight : array-like of shape (n_samples,), float or None, default=None
+            Row weights ``s_i >= 0`` multiplying each row's loss (LIBLINEAR's
+            per-instance ``C_i = C s_i``; an integer weight equals repeating
+            the row), combined with ``class_weight``.  ``lam = 1/(C n)``
+            keeps ``n`` the number of rows.  In memory without a client for
+            now (with one it raises).
 
         Returns
         -------
@@ -582,7 +630,10 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
             The fitted estimator.
         """
         X, y, classes = self._validate_classification(X, y)
-        return self._fit_one_vs_rest(X, y, classes, self.C, client=self.client)
+        if sample_weight is not None:
+            sample_weight = check_sample_weight(sample_weight, X.shape[0])
+        weights = _problem_weights(y, classes, self.class_weight, sample_weight)
+        return self._fit_one_vs_rest(X, y, classes, self.C, client=self.client, weights=weights)
 
     def _validate_classification(self, X, y):
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32])
@@ -595,17 +646,18 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
             )
         return X, y, classes
 
-    def _fit_one_vs_rest(self, X, y, classes, C, *, client):
-        """The binary problem (two classes) or one per class at ``lam = 1 / (C n)``; sets the fitted attributes."""
+    def _fit_one_vs_rest(self, X, y, classes, C, *, client, weights):
+        """The binary problem (two classes) or one per class at ``lam = 1 / (C n)``, with each problem's row
+        weights (:func:`_problem_weights`); sets the fitted attributes."""
         n = X.shape[0]
         lam = 1.0 / (C * n)
         X = self._with_bias(_canonical(X))
         seed = _seed(self.random_state)
         positives = classes[1:] if classes.shape[0] == 2 else classes
         signs = [np.where(y == label, 1.0, -1.0) for label in positives]
-        starts = self._warm_starts(X, classes, signs)
-        models = [self._dca_fit(X, sign, self.loss, lam, seed, client=client, dual_init=start)
-                  for sign, start in zip(signs, starts)]
+        starts = self._warm_starts(X, classes, signs, weights)
+        models = [self._dca_fit(X, sign, self.loss, lam, seed, client=client, dual_init=start, sample_weight=weight)
+                  for sign, start, weight in zip(signs, starts, weights)]
 
         self.classes_ = classes
         parts = [self._split_bias(m.coef_) for m in models]
@@ -852,7 +904,7 @@ n_features_in_, feature_names_in_ :
     """
 
     _parameter_constraints: dict = {
-        **{k: v for k, v in SDCAClassifier._parameter_constraints.items() if k not in ("C", "warm_start", "client")},
+        **{k: v for k, v in SDCAClassifier._parameter_constraints.items() if k not in ("C", "class_weight", "warm_start", "client")},
         "Cs": [Interval(Integral, 1, None, closed="left"), "array-like"],
         "cv": ["cv_object"],
         "scoring": [StrOptions(set(get_scorer_names())), callable, None],
@@ -931,7 +983,8 @@ n_features_in_, feature_names_in_ :
         best = int(np.argmax(mean))  # the first (smallest C) of equal means
         self.Cs_, self.scores_ = Cs, scores
         self.C_, self.best_score_ = float(Cs[best]), float(mean[best])
-        return self._fit_one_vs_rest(X, y, classes, self.C_, client=None)
+        positives = classes[1:] if classes.shape[0] == 2 else classes
+        return self._fit_one_vs_rest(X, y, classes, self.C_, client=None, weights=[None] * len(positives))
 
     def _fold_model(self, classes, coefs, intercepts):
         """A fitted :class:`SDCAClassifier` holding one fold's solution at one ``C``, for the scorer."""
@@ -1065,7 +1118,7 @@ class SDCARegressor(_SDCAMixin, RegressorMixin, BaseEstimator):
         self.keep_dual = keep_dual
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit the ridge problem.
 
         Parameters
@@ -1074,6 +1127,11 @@ class SDCARegressor(_SDCAMixin, RegressorMixin, BaseEstimator):
             A dask array is computed into memory first.
         y : array-like of shape (n_samples,)
             Real targets.
+        sample_weight : array-like of shape (n_samples,), float or None, default=None
+            Row weights ``s_i >= 0``: the problem becomes
+            ``min 1/n sum_i s_i (x_i.w + b - y_i)^2 / 2 + lam/2 (||w||^2 + (b/s)^2)``
+            (``Ridge``'s ``sample_weight`` up to its unregularised intercept).
+            In memory without a client for now.
 
         Returns
         -------
@@ -1084,8 +1142,11 @@ class SDCARegressor(_SDCAMixin, RegressorMixin, BaseEstimator):
         lam = 1.0 / (self.C * X.shape[0])
         X = self._with_bias(_canonical(X))
         y = np.asarray(y, dtype=np.float64)
-        start, = self._warm_starts(X, None, [y])
-        model = self._dca_fit(X, y, self.loss, lam, _seed(self.random_state), client=self.client, dual_init=start)
+        if sample_weight is not None:
+            sample_weight = check_sample_weight(sample_weight, X.shape[0])
+        start, = self._warm_starts(X, None, [y], [sample_weight])
+        model = self._dca_fit(X, y, self.loss, lam, _seed(self.random_state), client=self.client, dual_init=start,
+                              sample_weight=sample_weight)
         self.coef_, self.intercept_ = self._split_bias(model.coef_)
         self.primal_ = float(model.primal_)
         self.dual_ = float(model.dual_)

@@ -39,6 +39,10 @@ __all__ = [
     "Squared",
     "LOSSES",
     "get_loss",
+    "row_weight",
+    "weighted_conjugate_value",
+    "weighted_dual_update",
+    "weighted_loss_value",
 ]
 
 
@@ -239,6 +243,54 @@ def dual_update(kind, param, y, alpha, q, m):
     else:
         b_new = _logistic_b(y, alpha, q, m)
     return y * b_new
+
+
+# Per-row weights (``sample_weight``, ``class_weight``): the weighted loss
+# ``s_i phi_i`` has the conjugate ``(s phi_i)*(u) = s phi_i*(u / s)``, so its
+# dual box is ``s_i`` times the unweighted one (hinge: ``y_i alpha_i`` in
+# ``[0, s_i]``), and with ``alpha = s beta`` the 1-D dual problem
+# ``-s phi_i*(-(alpha + delta)/s) - q/2 delta^2 - m delta`` is ``s`` times the
+# unweighted problem in ``beta`` with curvature ``s q``.  ``s = 1`` takes the
+# unweighted code path (the same bits); ``s = 0`` pins ``alpha_i`` at 0.
+
+@njit(nogil=True, cache=True)
+def row_weight(weight, i):
+    """``s_i`` of row ``i``; an empty ``weight`` array means an unweighted problem (every ``s_i = 1``)."""
+    if weight.shape[0] == 0:
+        return 1.0
+    return weight[i]
+
+
+@njit(nogil=True, cache=True)
+def weighted_loss_value(kind, param, y, z, s):
+    """``s phi_i(z)``."""
+    if s == 1.0:
+        return loss_value(kind, param, y, z)
+    return s * loss_value(kind, param, y, z)
+
+
+@njit(nogil=True, cache=True)
+def weighted_conjugate_value(kind, param, y, alpha, s):
+    """``(s phi_i)*(-alpha) = s phi_i*(-alpha / s)``; for ``s = 0``: 0 at ``alpha = 0``, else ``+inf``."""
+    if s == 1.0:
+        return conjugate_value(kind, param, y, alpha)
+    if s == 0.0:
+        return 0.0 if alpha == 0.0 else math.inf
+    return s * conjugate_value(kind, param, y, alpha / s)
+
+
+@njit(nogil=True, cache=True)
+def weighted_dual_update(kind, param, y, alpha, q, m, s):
+    """:func:`dual_update` for the loss ``s phi_i``: ``s * dual_update(alpha / s, s q, m)``.
+
+    Rounding is monotone, so ``y alpha / s`` of a value this returns stays
+    in the unweighted domain and the conjugate stays finite.
+    """
+    if s == 1.0:
+        return dual_update(kind, param, y, alpha, q, m)
+    if s == 0.0:
+        return 0.0
+    return s * dual_update(kind, param, y, alpha / s, s * q, m)
 
 
 @njit(nogil=True, cache=True)

@@ -47,8 +47,16 @@ __all__ = [
 ROW_ASSIGNMENT_ROUND = (1 << 62) | 1
 
 
+#: ``Rows.weight`` of an unweighted problem: every row's loss has weight 1
+UNWEIGHTED = np.empty(0)
+
+
 class Rows(NamedTuple):
-    """CSR rows in memory, with signed labels (or targets) and squared row norms."""
+    """CSR rows in memory, with signed labels (or targets), squared row norms and row weights.
+
+    ``weight[i]`` multiplies row ``i``'s loss (``sample_weight`` times
+    ``class_weight``); the empty :data:`UNWEIGHTED` means every weight is 1.
+    """
 
     indptr: np.ndarray
     indices: np.ndarray
@@ -56,6 +64,7 @@ class Rows(NamedTuple):
     y: np.ndarray
     sqnorm: np.ndarray
     n_features: int
+    weight: np.ndarray = UNWEIGHTED
 
     @property
     def n_rows(self) -> int:
@@ -65,12 +74,13 @@ class Rows(NamedTuple):
         return sp.csr_matrix((self.data, self.indices, self.indptr), shape=(self.n_rows, self.n_features))
 
 
-def rows_from_csr(X, y) -> Rows:
-    """:class:`Rows` of a canonical CSR matrix (int64 indptr) and float64 labels."""
+def rows_from_csr(X, y, weight=None) -> Rows:
+    """:class:`Rows` of a canonical CSR matrix (int64 indptr), float64 labels and row weights (None: all 1)."""
     X = sp.csr_matrix(X)
     sqnorm = np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel()
+    weight = UNWEIGHTED if weight is None else np.ascontiguousarray(weight, dtype=np.float64)
     return Rows(X.indptr.astype(np.int64, copy=False), X.indices, X.data,
-                np.asarray(y, dtype=np.float64), sqnorm, X.shape[1])
+                np.asarray(y, dtype=np.float64), sqnorm, X.shape[1], weight)
 
 
 def even_sizes(n, n_partitions):
@@ -158,7 +168,8 @@ class StorePartition(NamedTuple):
             return MemoryPartition(blocks[0], self.block_starts)
         X = sp.vstack([b.csr() for b in blocks], format="csr")
         rows = Rows(X.indptr.astype(np.int64), X.indices, X.data, np.concatenate([b.y for b in blocks]),
-                    np.concatenate([b.sqnorm for b in blocks]), blocks[0].n_features)
+                    np.concatenate([b.sqnorm for b in blocks]), blocks[0].n_features,
+                    np.concatenate([b.weight for b in blocks]))
         return MemoryPartition(rows, self.block_starts)
 
 
@@ -185,7 +196,8 @@ def objective_sums_part(part, alpha, w, loss):
     """``[sum_i phi_i(x_i.w), sum_i phi_i*(-alpha_i)]`` over the partition's rows."""
     loss_sum = conj_sum = 0.0
     for rows, lo, hi, start in part.pieces():
-        ls, cs = objective_sums(rows.indptr, rows.indices, rows.data, rows.y, row_view(alpha, rows, lo, start),
+        ls, cs = objective_sums(rows.indptr, rows.indices, rows.data, rows.y, rows.weight,
+                                row_view(alpha, rows, lo, start),
                                 w, lo, hi,
                                 int(loss.kind), loss.param)
         loss_sum, conj_sum = loss_sum + ls, conj_sum + cs

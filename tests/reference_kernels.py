@@ -77,15 +77,27 @@ def dual_update(loss, y, alpha, q, m, gamma=1.0):
     return y * b_new
 
 
-def local_sdca(X, y, alpha, u, delta_w, order, loss, lam_n, sigma, gamma=1.0):
-    """Sequential steps with margins from ``u`` and curvature ``sigma ||x_i||^2 / lam_n``."""
+def weighted_dual_update(loss, y, alpha, q, m, s, gamma=1.0):
+    """The step for the loss ``s phi``: with ``alpha = s beta`` the 1-D problem is ``s`` times the unweighted one in
+    ``beta`` with curvature ``s q``; ``s = 0`` pins ``alpha`` at 0."""
+    if s == 0.0:
+        return 0.0
+    return s * dual_update(loss, y, alpha / s, s * q, m, gamma)
+
+
+def local_sdca(X, y, alpha, u, delta_w, order, loss, lam_n, sigma, gamma=1.0, weight=None):
+    """Sequential steps with margins from ``u`` and curvature ``sigma ||x_i||^2 / lam_n`` (row losses weighted by
+    ``weight``, None: all 1)."""
     alpha, u, delta_w = alpha.copy(), u.copy(), delta_w.copy()
     for i in order:
         row = X[i]
         xi_idx, xi_val = row.indices, row.data
         m = float(xi_val @ u[xi_idx])
         q = sigma * float(xi_val @ xi_val) / lam_n
-        new = dual_update(loss, y[i], alpha[i], q, m, gamma)
+        if weight is None:
+            new = dual_update(loss, y[i], alpha[i], q, m, gamma)
+        else:
+            new = weighted_dual_update(loss, y[i], alpha[i], q, m, weight[i], gamma)
         delta = new - alpha[i]
         alpha[i] = new
         u[xi_idx] += sigma * delta / lam_n * xi_val

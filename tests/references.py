@@ -48,7 +48,10 @@ def liblinear(X, y, lam, loss, tol=1e-12, max_iter=100_000):
 
     hinge: dual coordinate descent (the only LIBLINEAR solver for it);
     squared hinge and logistic: the primal trust-region Newton solvers,
-    which reach tight tolerances.
+    which reach tight tolerances.  ``random_state=0``: otherwise LIBLINEAR
+    draws its row order from NumPy's global stream, and in one full run
+    (a9a head, hinge, C = 0.01) the order drawn stopped 2e-6 above the
+    optimum that six fixed seeds reach to 10 digits.
     """
     n = X.shape[0]
     C = 1.0 / (lam * n)
@@ -56,12 +59,14 @@ def liblinear(X, y, lam, loss, tol=1e-12, max_iter=100_000):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         if loss == "hinge":
-            est = LinearSVC(loss="hinge", dual=True, C=C, tol=tol, max_iter=max_iter, fit_intercept=False)
+            est = LinearSVC(loss="hinge", dual=True, C=C, tol=tol, max_iter=max_iter, fit_intercept=False,
+                            random_state=0)
         elif loss == "squared_hinge":
             est = LinearSVC(loss="squared_hinge", dual=False, C=C, tol=tol, max_iter=max_iter,
-                            fit_intercept=False)
+                            fit_intercept=False, random_state=0)
         elif loss == "logistic":
-            est = LogisticRegression(solver="liblinear", C=C, tol=tol, max_iter=max_iter, fit_intercept=False)
+            est = LogisticRegression(solver="liblinear", C=C, tol=tol, max_iter=max_iter, fit_intercept=False,
+                                     random_state=0)
         else:
             raise ValueError(loss)
         est.fit(X, y)

@@ -13,6 +13,7 @@ from daskdca.kernels import eso
 from daskdca.kernels.sampling import minibatch_schedule
 from daskdca.kernels.sdca import minibatch_sdca
 from daskdca.losses import Hinge
+from daskdca.partitions import UNWEIGHTED
 
 import reference_kernels as ref
 from conftest import load_dataset
@@ -130,7 +131,7 @@ def _run_minibatch(X, y, lam, v, b, n_iter, seed=0):
     lam_n = lam * n
     alpha, w = np.zeros(n), np.zeros(d)
     batches = minibatch_schedule(seed, 0, n_iter, np.array([0, n], dtype=np.int64), b)
-    minibatch_sdca(X.indptr, X.indices, X.data, y, v / lam_n, alpha, w, w, batches,
+    minibatch_sdca(X.indptr, X.indices, X.data, y, UNWEIGHTED, v / lam_n, alpha, w, w, batches,
                    int(Hinge().kind), 0.0, lam_n)
     return alpha, w
 

@@ -98,6 +98,25 @@ def _digits():
 # scikit-learn's estimator checks: all of them, no expected failures
 
 
+def _expected_failed_checks(estimator):
+    """The checks that truly cannot pass, each with its reason (measured 2026-11-23, scikit-learn 1.9.1)."""
+    failing = {
+        # rtol 1e-7 on the predictions of a weighted fit against a fit on repeated or removed rows needs
+        # ||w - w*|| ~ 1e-8, i.e. a duality gap below ~1e-17 (||w - w*||^2 <= 2 gap / lam): past what float64
+        # can certify. At tol=1e-6 the predictions differed by 4e-7, at tol=1e-10 by 3e-6 for the
+        # ill-conditioned ridge problem (d = 2n). scikit-learn marks LinearSVC, LinearSVR, LogisticRegression
+        # and SGDClassifier the same way. The equivalence itself is tested to the certified gap, on objectives,
+        # in tests/test_sample_weight.py (integer weights = repeated rows, weight 0 = removed rows).
+        "check_sample_weight_equivalence_on_dense_data": "sample_weight equals repeating rows only to the gap",
+        "check_sample_weight_equivalence_on_sparse_data": "sample_weight equals repeating rows only to the gap",
+    }
+    if isinstance(estimator, SDCAClassifier) and not estimator.fit_intercept:
+        # the check asks for 87% of test rows predicted as the heavy class on blobs centred away from the
+        # origin; no line through the origin does that (LinearSVC(fit_intercept=False) predicts 52%)
+        failing["check_class_weight_classifiers"] = "needs an intercept: blobs away from the origin"
+    return failing
+
+
 # the defaults fit LIBLINEAR's intercept; one instance of each estimator without it keeps that model checked too
 @parametrize_with_checks([
     SDCAClassifier(),
@@ -107,7 +126,7 @@ def _digits():
     SDCARegressor(),
     SDCARegressor(solver="cocoa+"),
     SDCARegressor(fit_intercept=False),
-])
+], expected_failed_checks=_expected_failed_checks)
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
 
@@ -407,14 +426,14 @@ def test_clone_get_set_params():
     params = clf.get_params()
     assert params == {
         "loss": "logistic", "C": 3.0, "solver": None, "tol": 1e-4, "max_iter": 50, "fit_intercept": True,
-        "intercept_scaling": 1.0, "random_state": 7, "warm_start": False, "n_partitions": None,
-        "client": None, "verbose": 0, "keep_dual": True,
+        "intercept_scaling": 1.0, "class_weight": None, "random_state": 7, "warm_start": False,
+        "n_partitions": None, "client": None, "verbose": 0, "keep_dual": True,
     }
     twin = clone(clf)
     assert twin is not clf and twin.get_params() == params
     assert twin.set_params(C=0.5, loss="hinge") is twin
     assert twin.C == 0.5 and twin.loss == "hinge" and clf.C == 3.0
-    assert set(SDCARegressor().get_params()) == set(params)
+    assert set(SDCARegressor().get_params()) == set(params) - {"class_weight"}
 
 
 def test_fit_intercept_is_on_by_default_as_in_scikit_learn():
@@ -479,15 +498,13 @@ def test_clone_shares_the_client_and_pickling_says_what_to_do():
 # what is not supported yet is refused, not ignored
 
 
-@pytest.mark.parametrize("Est", [SDCAClassifier, SDCARegressor])
-def test_weights_are_refused(Est):
+def test_weights_on_a_cluster_are_refused_and_a_regressor_has_no_class_weight():
     X, y = _data("heart")
-    # (warm_start=True works now: tests/test_warm_start.py)
-    # no weights yet: the parameters do not exist rather than being ignored
+    # (weights in memory: tests/test_sample_weight.py)
     with pytest.raises(TypeError):
-        Est(class_weight="balanced")
-    with pytest.raises(TypeError):
-        Est().fit(X, y, sample_weight=np.ones(X.shape[0]))
+        SDCARegressor(class_weight="balanced")
+    with pytest.raises(ValueError, match="sample_weight applies to fits in memory without a client"):
+        daskdca.fit(X, y, client=_FakeClient(), sample_weight=np.ones(X.shape[0]))
 
 
 def test_convergence_warning_names_gap_and_tol():

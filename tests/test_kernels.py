@@ -18,6 +18,7 @@ from daskdca.kernels.sdca import (
     objective_sums_movable,
 )
 from daskdca.losses import get_loss
+from daskdca.partitions import UNWEIGHTED
 
 import reference_kernels as ref
 from conftest import load_dataset, random_sparse
@@ -54,7 +55,7 @@ def test_local_sdca_matches_reference(data, loss_name, sigma):
     rng = np.random.default_rng(2)
     w0 = rng.normal(scale=0.1, size=d)
     alpha, u, dw = np.zeros(n), w0.copy(), np.zeros(d)
-    local_sdca(X.indptr, X.indices, X.data, y, sqnorm, alpha, u, dw, order,
+    local_sdca(X.indptr, X.indices, X.data, y, UNWEIGHTED, sqnorm, alpha, u, dw, order,
                int(loss.kind), loss.param, lam_n, sigma, True)
     ra, ru, rdw = ref.local_sdca(X, y, np.zeros(n), w0, np.zeros(d), order, loss_name, lam_n, sigma)
     assert _rel_err(alpha, ra) <= 1e-12
@@ -75,7 +76,7 @@ def test_minibatch_sdca_matches_reference(loss_name):
     offsets = np.array([0, 30, 60], dtype=np.int64)
     batches = minibatch_schedule(9, 0, 25, offsets, 4)
     alpha, w = np.zeros(n), np.zeros(d)
-    minibatch_sdca(X.indptr, X.indices, X.data, y, q, alpha, w, w, batches, int(loss.kind), loss.param, lam_n)
+    minibatch_sdca(X.indptr, X.indices, X.data, y, UNWEIGHTED, q, alpha, w, w, batches, int(loss.kind), loss.param, lam_n)
     ra, rw = ref.minibatch_sdca(X, y, q, np.zeros(n), np.zeros(d), batches, loss_name, lam_n)
     assert _rel_err(alpha, ra) <= 1e-12
     assert _rel_err(w, rw) <= 1e-12
@@ -92,7 +93,7 @@ def test_minibatch_sdca_separate_output_is_one_partition_delta():
     batch = minibatch_indices(1, 0, 0, n, 8, 0)[None, :]
     alpha = np.zeros(n)
     delta_w = np.zeros(d)
-    minibatch_sdca(X.indptr, X.indices, X.data, y, q, alpha, w, delta_w, batch, int(loss.kind), 0.0, lam_n)
+    minibatch_sdca(X.indptr, X.indices, X.data, y, UNWEIGHTED, q, alpha, w, delta_w, batch, int(loss.kind), 0.0, lam_n)
     ra, rw = ref.minibatch_sdca(X, y, q, np.zeros(n), w, batch, "hinge", lam_n)
     assert _rel_err(alpha, ra) <= 1e-12
     assert _rel_err(w + delta_w, rw) <= 1e-12
@@ -111,10 +112,10 @@ def test_objective_sums_matches_reference(loss_name):
         alpha = y * rng.uniform(0, 3, n)
     else:
         alpha = y * rng.uniform(0, 1, n)
-    got = objective_sums(X.indptr, X.indices, X.data, y, alpha, w, 0, n, int(loss.kind), loss.param)
+    got = objective_sums(X.indptr, X.indices, X.data, y, UNWEIGHTED, alpha, w, 0, n, int(loss.kind), loss.param)
     want = ref.objective_sums(X, y, alpha, w, loss_name)
     np.testing.assert_allclose(got, want, rtol=1e-12)
-    part = objective_sums(X.indptr, X.indices, X.data, y, alpha, w, 100, 200, int(loss.kind), loss.param)
+    part = objective_sums(X.indptr, X.indices, X.data, y, UNWEIGHTED, alpha, w, 100, 200, int(loss.kind), loss.param)
     np.testing.assert_allclose(part, ref.objective_sums(X[100:200], y[100:200], alpha[100:200], w, loss_name),
                                rtol=1e-12)
 
@@ -128,9 +129,9 @@ def test_movable_rows_are_exactly_the_rows_whose_step_is_nonzero(loss_name):
     sqnorm = np.asarray(X.multiply(X).sum(axis=1)).ravel()
     alpha = np.zeros(n)
     w = np.zeros(d)
-    local_sdca(X.indptr, X.indices, X.data, y, sqnorm, alpha, w, np.empty(0),
+    local_sdca(X.indptr, X.indices, X.data, y, UNWEIGHTED, sqnorm, alpha, w, np.empty(0),
                permutation_order(0, 0, 0, n, 5 * n, 0), int(loss.kind), loss.param, lam_n, 1.0, False)
-    rows = movable_rows(X.indptr, X.indices, X.data, y, sqnorm, alpha, w, 50, 250,
+    rows = movable_rows(X.indptr, X.indices, X.data, y, UNWEIGHTED, sqnorm, alpha, w, 50, 250,
                         int(loss.kind), loss.param, lam_n, 1.0)
     margins = np.asarray(X @ w).ravel()
     expected = [i for i in range(50, 250)
@@ -147,9 +148,9 @@ def test_objective_sums_movable_is_the_two_kernels_in_one_pass(loss_name):
     lam_n = 0.01 * n
     sqnorm = np.asarray(X.multiply(X).sum(axis=1)).ravel()
     alpha, w = np.zeros(n), np.zeros(d)
-    local_sdca(X.indptr, X.indices, X.data, y, sqnorm, alpha, w, np.empty(0),
+    local_sdca(X.indptr, X.indices, X.data, y, UNWEIGHTED, sqnorm, alpha, w, np.empty(0),
                permutation_order(0, 0, 0, n, 3 * n, 0), int(loss.kind), loss.param, lam_n, 1.0, False)
-    args = (X.indptr, X.indices, X.data, y)
+    args = (X.indptr, X.indices, X.data, y, UNWEIGHTED)
     loss_sum, conj_sum, rows = objective_sums_movable(*args, sqnorm, alpha, w, 30, 300, int(loss.kind),
                                                       loss.param, lam_n, 1.0)
     assert (loss_sum, conj_sum) == objective_sums(*args, alpha, w, 30, 300, int(loss.kind), loss.param)

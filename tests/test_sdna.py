@@ -19,6 +19,7 @@ from daskdca.kernels.sdca import local_sdca, minibatch_sdca
 from daskdca.kernels.sdna import cholesky_solve, local_sdna, sdna_batches, solve_subproblem
 from daskdca.losses import get_loss
 from daskdca.methods import SDNA, check_supported
+from daskdca.partitions import UNWEIGHTED
 
 import reference_kernels as ref
 import reference_sdna as rsdna
@@ -86,7 +87,7 @@ def test_tau_one_gives_the_sdca_iterates(loss, sigma):
     a1, u1, w1 = np.zeros(n), np.zeros(d), np.zeros(d)
     a2, u2, w2 = np.zeros(n), np.zeros(d), np.zeros(d)
     local_sdna(*args, a1, u1, w1, order[:, None], kind, 1.0, 2.0, sigma, True)
-    local_sdca(*args, sqnorm, a2, u2, w2, order, kind, 1.0, 2.0, sigma, True)
+    local_sdca(*args, UNWEIGHTED, sqnorm, a2, u2, w2, order, kind, 1.0, 2.0, sigma, True)
     np.testing.assert_allclose(a1, a2, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(u1, u2, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(w1, w2, rtol=1e-12, atol=1e-14)
@@ -191,7 +192,7 @@ def test_the_sdna_step_rises_at_least_as_much_as_the_minibatch_sdca_step(loss):
         beta = eso.beta_standard(n, 12, sigma2)
         q = beta * np.asarray(X.multiply(X).sum(axis=1)).ravel() / lam_n
         a_sdca, w_sdca = alpha0.copy(), w0.copy()
-        minibatch_sdca(*args, q, a_sdca, w0, w_sdca, S[None, :], kind, 1.0, lam_n)
+        minibatch_sdca(*args, UNWEIGHTED, q, a_sdca, w0, w_sdca, S[None, :], kind, 1.0, lam_n)
         a_sdna, w_sdna = alpha0.copy(), w0.copy()
         local_sdna(*args, a_sdna, w_sdna, np.empty(0), S[None, :], kind, 1.0, lam_n, 1.0, False)
         d0 = ref.dual_objective(X, y, alpha0, lam, loss)[0]

@@ -41,11 +41,14 @@ def warm_up():
     indices = np.array([0], dtype=np.int32)
     data = np.array([1.0])
     one = np.ones(1)
+    unweighted = np.empty(0)
     for kind in range(5):
-        local_sdca(indptr, indices, data, one, one, np.zeros(1), np.zeros(1), np.zeros(1),
+        local_sdca(indptr, indices, data, one, unweighted, one, np.zeros(1), np.zeros(1), np.zeros(1),
                    np.zeros(1, dtype=np.int64), kind, 1.0, 1.0, 1.0, True)
-        movable_rows(indptr, indices, data, one, one, np.zeros(1), np.zeros(1), 0, 1, kind, 1.0, 1.0, 1.0)
-        objective_sums(indptr, indices, data, one, np.zeros(1), np.zeros(1), 0, 1, kind, 1.0)
-        objective_sums_movable(indptr, indices, data, one, one, np.zeros(1), np.zeros(1), 0, 1, kind, 1.0, 1.0, 1.0)
-        minibatch_sdca(indptr, indices, data, one, one, np.zeros(1), np.zeros(1), np.zeros(1),
+        movable_rows(indptr, indices, data, one, unweighted, one, np.zeros(1), np.zeros(1), 0, 1, kind, 1.0, 1.0,
+                     1.0)
+        objective_sums(indptr, indices, data, one, unweighted, np.zeros(1), np.zeros(1), 0, 1, kind, 1.0)
+        objective_sums_movable(indptr, indices, data, one, unweighted, one, np.zeros(1), np.zeros(1), 0, 1, kind,
+                               1.0, 1.0, 1.0)
+        minibatch_sdca(indptr, indices, data, one, unweighted, one, np.zeros(1), np.zeros(1), np.zeros(1),
                        np.zeros((1, 1), dtype=np.int64), kind, 1.0, 1.0)

@@ -1,6 +1,8 @@
 """Numba local solvers on one in-memory CSR block.
 
 All kernels take the CSR arrays ``(indptr, indices, data)``, labels ``y``,
+row weights ``weight`` (the loss of row ``i`` is ``weight[i] phi_i``; an
+empty array means every weight is 1, see :func:`daskdca.losses.row_weight`),
 squared row norms ``sqnorm``, and an explicit sequence of *row indices* to
 visit.  Passing the sequence in (rather than drawing it inside) lets the tests
 run a pure-NumPy reference on exactly the same sequence, and lets a partition
@@ -15,14 +17,14 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from daskdca.losses import conjugate_value, dual_update, loss_value
+from daskdca.losses import row_weight, weighted_conjugate_value, weighted_dual_update, weighted_loss_value
 
 __all__ = ["line_conjugate_sums", "local_sdca", "minibatch_sdca", "minibatch_sdca_rounds", "minibatch_trial_step",
            "movable_rows", "objective_sums", "objective_sums_movable"]
 
 
 @njit(nogil=True, cache=True)
-def local_sdca(indptr, indices, data, y, sqnorm, alpha, u, delta_w, order,
+def local_sdca(indptr, indices, data, y, weight, sqnorm, alpha, u, delta_w, order,
                loss_kind, loss_param, lam_n, sigma, track_delta_w):
     """Sequential dual coordinate steps; updates ``alpha`` and ``u`` in place.
 
@@ -49,7 +51,8 @@ def local_sdca(indptr, indices, data, y, sqnorm, alpha, u, delta_w, order,
         for p in range(start, end):
             m += data[p] * u[indices[p]]
         a_old = alpha[i]
-        a_new = dual_update(loss_kind, loss_param, y[i], a_old, sigma * sqnorm[i] * inv_lam_n, m)
+        a_new = weighted_dual_update(loss_kind, loss_param, y[i], a_old, sigma * sqnorm[i] * inv_lam_n, m,
+                                     row_weight(weight, i))
         if a_new != a_old:
             alpha[i] = a_new
             c = (a_new - a_old) * inv_lam_n
@@ -63,7 +66,7 @@ def local_sdca(indptr, indices, data, y, sqnorm, alpha, u, delta_w, order,
 
 
 @njit(nogil=True, cache=True)
-def minibatch_sdca(indptr, indices, data, y, q, alpha, w, w_out, batches,
+def minibatch_sdca(indptr, indices, data, y, weight, q, alpha, w, w_out, batches,
                    loss_kind, loss_param, lam_n):
     """Mini-batch SDCA iterations (seed 000 Algorithm 1), one per row of ``batches``.
 
@@ -90,7 +93,7 @@ def minibatch_sdca(indptr, indices, data, y, q, alpha, w, w_out, batches,
             for p in range(indptr[i], indptr[i + 1]):
                 m += data[p] * w[indices[p]]
             a_old = alpha[i]
-            a_new = dual_update(loss_kind, loss_param, y[i], a_old, q[i], m)
+            a_new = weighted_dual_update(loss_kind, loss_param, y[i], a_old, q[i], m, row_weight(weight, i))
             alpha[i] = a_new
             delta[k] = a_new - a_old
         for k in range(size):
@@ -103,7 +106,8 @@ def minibatch_sdca(indptr, indices, data, y, q, alpha, w, w_out, batches,
 
 
 @njit(nogil=True, cache=True)
-def minibatch_sdca_rounds(indptr, indices, data, y, q, alpha, w, batches, loss_kind, loss_param, lam_n, acc):
+def minibatch_sdca_rounds(indptr, indices, data, y, weight, q, alpha, w, batches, loss_kind, loss_param, lam_n,
+                          acc):
     """Mini-batch SDCA iterations on one partition, each a round of its own.
 
     Gives the same bits as one :func:`minibatch_sdca` call per iteration into
@@ -122,7 +126,7 @@ def minibatch_sdca_rounds(indptr, indices, data, y, q, alpha, w, batches, loss_k
             for p in range(indptr[i], indptr[i + 1]):
                 m += data[p] * w[indices[p]]
             a_old = alpha[i]
-            a_new = dual_update(loss_kind, loss_param, y[i], a_old, q[i], m)
+            a_new = weighted_dual_update(loss_kind, loss_param, y[i], a_old, q[i], m, row_weight(weight, i))
             alpha[i] = a_new
             delta[k] = a_new - a_old
         for k in range(size):
@@ -142,7 +146,7 @@ def minibatch_sdca_rounds(indptr, indices, data, y, q, alpha, w, batches, loss_k
 
 
 @njit(nogil=True, cache=True)
-def objective_sums(indptr, indices, data, y, alpha, w, row_start, row_end,
+def objective_sums(indptr, indices, data, y, weight, alpha, w, row_start, row_end,
                    loss_kind, loss_param):
     """One pass over rows ``[row_start, row_end)`` for the duality gap.
 
@@ -156,13 +160,14 @@ def objective_sums(indptr, indices, data, y, alpha, w, row_start, row_end,
         m = 0.0
         for p in range(indptr[i], indptr[i + 1]):
             m += data[p] * w[indices[p]]
-        loss_sum += loss_value(loss_kind, loss_param, y[i], m)
-        conj_sum += conjugate_value(loss_kind, loss_param, y[i], alpha[i])
+        s = row_weight(weight, i)
+        loss_sum += weighted_loss_value(loss_kind, loss_param, y[i], m, s)
+        conj_sum += weighted_conjugate_value(loss_kind, loss_param, y[i], alpha[i], s)
     return loss_sum, conj_sum
 
 
 @njit(nogil=True, cache=True)
-def objective_sums_movable(indptr, indices, data, y, sqnorm, alpha, w, row_start, row_end,
+def objective_sums_movable(indptr, indices, data, y, weight, sqnorm, alpha, w, row_start, row_end,
                            loss_kind, loss_param, lam_n, sigma):
     """:func:`objective_sums` and :func:`movable_rows` from one pass.
 
@@ -180,9 +185,10 @@ def objective_sums_movable(indptr, indices, data, y, sqnorm, alpha, w, row_start
         m = 0.0
         for p in range(indptr[i], indptr[i + 1]):
             m += data[p] * w[indices[p]]
-        loss_sum += loss_value(loss_kind, loss_param, y[i], m)
-        conj_sum += conjugate_value(loss_kind, loss_param, y[i], alpha[i])
-        a_new = dual_update(loss_kind, loss_param, y[i], alpha[i], sigma * sqnorm[i] * inv_lam_n, m)
+        s = row_weight(weight, i)
+        loss_sum += weighted_loss_value(loss_kind, loss_param, y[i], m, s)
+        conj_sum += weighted_conjugate_value(loss_kind, loss_param, y[i], alpha[i], s)
+        a_new = weighted_dual_update(loss_kind, loss_param, y[i], alpha[i], sigma * sqnorm[i] * inv_lam_n, m, s)
         if a_new != alpha[i]:
             out[count] = i
             count += 1
@@ -190,7 +196,7 @@ def objective_sums_movable(indptr, indices, data, y, sqnorm, alpha, w, row_start
 
 
 @njit(nogil=True, cache=True)
-def movable_rows(indptr, indices, data, y, sqnorm, alpha, w, row_start, row_end,
+def movable_rows(indptr, indices, data, y, weight, sqnorm, alpha, w, row_start, row_end,
                  loss_kind, loss_param, lam_n, sigma):
     """Rows of ``[row_start, row_end)`` whose dual step at ``w`` is non-zero.
 
@@ -209,7 +215,8 @@ def movable_rows(indptr, indices, data, y, sqnorm, alpha, w, row_start, row_end,
         m = 0.0
         for p in range(indptr[i], indptr[i + 1]):
             m += data[p] * w[indices[p]]
-        a_new = dual_update(loss_kind, loss_param, y[i], alpha[i], sigma * sqnorm[i] * inv_lam_n, m)
+        a_new = weighted_dual_update(loss_kind, loss_param, y[i], alpha[i], sigma * sqnorm[i] * inv_lam_n, m,
+                                     row_weight(weight, i))
         if a_new != alpha[i]:
             out[count] = i
             count += 1
@@ -217,7 +224,7 @@ def movable_rows(indptr, indices, data, y, sqnorm, alpha, w, row_start, row_end,
 
 
 @njit(nogil=True, cache=True)
-def line_conjugate_sums(y, start, direction, steps, loss_kind, loss_param):
+def line_conjugate_sums(y, weight, start, direction, steps, loss_kind, loss_param):
     """``sum_i phi_i*(-(start_i + t direction_i))`` for every ``t`` of ``steps``.
 
     The conjugate part of the dual along a line, for the line search of
@@ -226,13 +233,15 @@ def line_conjugate_sums(y, start, direction, steps, loss_kind, loss_param):
     """
     out = np.zeros(steps.shape[0])
     for i in range(y.shape[0]):
+        s = row_weight(weight, i)
         for j in range(steps.shape[0]):
-            out[j] += conjugate_value(loss_kind, loss_param, y[i], start[i] + steps[j] * direction[i])
+            out[j] += weighted_conjugate_value(loss_kind, loss_param, y[i], start[i] + steps[j] * direction[i], s)
     return out
 
 
 @njit(nogil=True, cache=True)
-def minibatch_trial_step(indptr, indices, data, y, sqnorm, alpha, w, rows, beta, loss_kind, loss_param, lam_n,
+def minibatch_trial_step(indptr, indices, data, y, weight, sqnorm, alpha, w, rows, beta, loss_kind, loss_param,
+                         lam_n,
                          new_alpha, delta_w):
     """One mini-batch step with ``v_i = beta ||x_i||^2`` that moves nothing (seed 002 Algorithm 2).
 
@@ -254,13 +263,14 @@ def minibatch_trial_step(indptr, indices, data, y, sqnorm, alpha, w, rows, beta,
         for p in range(indptr[i], indptr[i + 1]):
             m += data[p] * w[indices[p]]
         a_old = alpha[i]
-        a_new = dual_update(loss_kind, loss_param, y[i], a_old, beta * sqnorm[i] * inv_lam_n, m)
+        s = row_weight(weight, i)
+        a_new = weighted_dual_update(loss_kind, loss_param, y[i], a_old, beta * sqnorm[i] * inv_lam_n, m, s)
         new_alpha[k] = a_new
         delta = a_new - a_old
         if delta != 0.0:
             zeta += sqnorm[i] * delta * delta
-            conj_change += (conjugate_value(loss_kind, loss_param, y[i], a_new)
-                            - conjugate_value(loss_kind, loss_param, y[i], a_old))
+            conj_change += (weighted_conjugate_value(loss_kind, loss_param, y[i], a_new, s)
+                            - weighted_conjugate_value(loss_kind, loss_param, y[i], a_old, s))
             c = delta * inv_lam_n
             for p in range(indptr[i], indptr[i + 1]):
                 delta_w[indices[p]] += c * data[p]

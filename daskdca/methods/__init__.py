@@ -64,7 +64,8 @@ def capability_table():
         lines.append(f"{name}: losses {', '.join(c.losses)}; "
                      f"{'many partitions' if c.many_partitions else 'one partition'}; "
                      f"{'cluster' if c.cluster else 'in memory only'}; "
-                     f"shrinking {'yes' if c.shrinking else 'no'}; gap falls {c.gap_rate}")
+                     f"shrinking {'yes' if c.shrinking else 'no'}; sample weights {'yes' if c.sample_weight else 'no'}; "
+                     f"gap falls {c.gap_rate}")
     return "\n".join(lines)
 
 
@@ -72,9 +73,14 @@ def _supporting(predicate):
     return sorted(name for name, cls in REGISTRY.items() if predicate(cls.capabilities))
 
 
-def check_supported(method, *, loss_name, n_partitions, on_cluster):
+def check_supported(method, *, loss_name, n_partitions, on_cluster, sample_weight=False):
     """Raise a ValueError that lists the alternatives when ``method`` cannot run this fit."""
     c = method.capabilities
+    if sample_weight and not c.sample_weight:
+        raise ValueError(
+            f"solver={method!r} does not support sample_weight or class_weight (its steps solve the unweighted "
+            f"problem); the solvers that do: {_supporting(lambda cap: cap.sample_weight)} "
+            "(CoCoAPlus with local_solver='sdca').")
     if loss_name not in c.losses:
         raise ValueError(
             f"solver={method.name!r} does not support loss={loss_name!r} (it supports {list(c.losses)}); "

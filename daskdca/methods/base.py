@@ -187,6 +187,10 @@ class Capabilities:
         Whether a fit can start from given dual variables
         (``daskdca.fit(dual_init=...)``): the plan's ``init_global_from`` and
         ``init_local_from`` (:class:`PlanBase`) build the starting states.
+    sample_weight : bool
+        Whether its steps solve the weighted problem
+        ``1/n sum_i s_i phi_i(x_i.w) + lam/2 ||w||^2`` (``Rows.weight``,
+        :func:`daskdca.losses.weighted_dual_update`).
     """
 
     losses: tuple
@@ -195,6 +199,7 @@ class Capabilities:
     shrinking: bool
     gap_rate: str = "linear"
     warm_start: bool = False
+    sample_weight: bool = False
 
 
 class DataInfo(NamedTuple):

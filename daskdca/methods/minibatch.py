@@ -133,8 +133,8 @@ def _sums_and_movable(part, alpha, w, loss, lam_n):
     found, sqnorm = [], []
     for rows, lo, hi, start in part.pieces():
         a = row_view(alpha, rows, lo, start)
-        ls, cs, movable = objective_sums_movable(rows.indptr, rows.indices, rows.data, rows.y, rows.sqnorm, a,
-                                                 w, lo, hi, kind, param, lam_n, 1.0)
+        ls, cs, movable = objective_sums_movable(rows.indptr, rows.indices, rows.data, rows.y, rows.weight,
+                                                 rows.sqnorm, a, w, lo, hi, kind, param, lam_n, 1.0)
         loss_sum, conj_sum = loss_sum + ls, conj_sum + cs
         found.append(movable - lo + start)
         sqnorm.append(rows.sqnorm[lo:hi])
@@ -227,7 +227,7 @@ class MinibatchSDCA:
     step: str = "safe"
     name = "minibatch_sdca"
     capabilities = Capabilities(losses=tuple(LOSSES), many_partitions=True, cluster=True, shrinking=True,
-                                warm_start=True)
+                                warm_start=True, sample_weight=True)
 
     def __post_init__(self):
         if not isinstance(self.shrinking, bool):
@@ -371,7 +371,7 @@ class MinibatchPlan(PlanBase):
             for rows, lo, hi, start in part.pieces(blocks):
                 inside = batch[(batch >= start) & (batch < start + hi - lo)]
                 if inside.size:
-                    minibatch_sdca(rows.indptr, rows.indices, rows.data, rows.y,
+                    minibatch_sdca(rows.indptr, rows.indices, rows.data, rows.y, rows.weight,
                                    row_view(local.step_curvature, rows, lo, start),
                                    row_view(local.alpha, rows, lo, start), w, delta_w,
                                    (inside - start + lo)[None, :], int(self.loss.kind), self.loss.param,
@@ -408,7 +408,7 @@ class MinibatchPlan(PlanBase):
         if tau > 0:
             batches = active[minibatch_schedule(ctx.random_state, ctx.round, n_rounds,
                                                 np.array([0, active.shape[0]], dtype=np.int64), tau)]
-            steps = minibatch_sdca_rounds(rows.indptr, rows.indices, rows.data, rows.y, local.step_curvature,
+            steps = minibatch_sdca_rounds(rows.indptr, rows.indices, rows.data, rows.y, rows.weight, local.step_curvature,
                                           local.alpha, w, batches, int(self.loss.kind), self.loss.param,
                                           self.lam_n, np.zeros_like(w))
         report = RoundReport(measured, sums[0] / self.n + reg, -sums[1] / self.n - reg, float(steps))
@@ -523,7 +523,7 @@ class AggressivePlan(MinibatchPlan):
                 if not inside.any():
                     continue
                 out = np.empty(int(inside.sum()))
-                z, c = minibatch_trial_step(rows.indptr, rows.indices, rows.data, rows.y, rows.sqnorm,
+                z, c = minibatch_trial_step(rows.indptr, rows.indices, rows.data, rows.y, rows.weight, rows.sqnorm,
                                             row_view(local.alpha, rows, lo, start), w, batch[inside] - start + lo,
                                             float(beta), int(self.loss.kind), self.loss.param, self.lam_n, out,
                                             delta_w)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -87,7 +87,7 @@ def sweep_blocks(part, alpha, w, ctx, loss, step):
     block_order = permutation_order(ctx.random_state, ctx.round, ctx.partition, nb, nb, 0)
     for j, (blk, lo, hi, start) in zip(block_order, part.pieces(block_order)):
         a = row_view(alpha, blk, lo, start)
-        ls, cs = objective_sums(blk.indptr, blk.indices, blk.data, blk.y, a, w, lo, hi, kind, param)
+        ls, cs = objective_sums(blk.indptr, blk.indices, blk.data, blk.y, blk.weight, a, w, lo, hi, kind, param)
         loss_sum, conj_sum = loss_sum + ls, conj_sum + cs
         stream = ctx.partition if nb == 1 else _block_stream(ctx.partition, int(j))
         n_steps += step(blk, lo, hi, a, stream)
@@ -166,7 +166,7 @@ class CoCoAPlus:
     local_batch_size: int | None = None
     name = "cocoa+"
     capabilities = Capabilities(losses=tuple(LOSSES), many_partitions=True, cluster=True, shrinking=True,
-                                warm_start=True)
+                                warm_start=True, sample_weight=True)
 
     def __post_init__(self):
         if self.local_solver not in LOCAL_SOLVERS:
@@ -196,6 +196,8 @@ class CoCoAPlus:
                 raise ValueError(
                     f"shrinking={self.shrinking!r}: local_solver={self.local_solver!r} visits every row and has no "
                     "shrinking; drop shrinking (or use local_solver='sdca').")
+            # the SDNA and SPDC local steps solve the unweighted subproblem
+            object.__setattr__(self, "capabilities", replace(self.capabilities, sample_weight=False))
         if self.aggregation not in _AGGREGATIONS:
             raise ValueError(f"Unknown aggregation {self.aggregation!r}; use one of {list(_AGGREGATIONS)}.")
         if self.aggregation == "line_search" and self.local_solver != "sdca":
@@ -243,7 +245,7 @@ class SDCA(CoCoAPlus):
 
     name = "sdca"
     capabilities = Capabilities(losses=tuple(LOSSES), many_partitions=False, cluster=False, shrinking=True,
-                                warm_start=True)
+                                warm_start=True, sample_weight=True)
 
     def __post_init__(self):
         if self.local_solver != "sdca" or self.local_batch_size is not None:
@@ -325,14 +327,14 @@ class LocalSDCAPlan(DualPlan):
         if rows is not None:
             if shrink:
                 loss_sum, conj_sum, visit = objective_sums_movable(
-                    rows.indptr, rows.indices, rows.data, rows.y, rows.sqnorm, alpha, w, 0, rows.n_rows,
+                    rows.indptr, rows.indices, rows.data, rows.y, rows.weight, rows.sqnorm, alpha, w, 0, rows.n_rows,
                     kind, param, self.lam_n, self.sigma_prime)
             else:
-                loss_sum, conj_sum = objective_sums(rows.indptr, rows.indices, rows.data, rows.y, alpha, w, 0,
+                loss_sum, conj_sum = objective_sums(rows.indptr, rows.indices, rows.data, rows.y, rows.weight, alpha, w, 0,
                                                     rows.n_rows, kind, param)
                 visit = None
             order = self._order(rows.n_rows, visit, ctx, ctx.partition)
-            local_sdca(rows.indptr, rows.indices, rows.data, rows.y, rows.sqnorm, alpha, u, delta_w, order,
+            local_sdca(rows.indptr, rows.indices, rows.data, rows.y, rows.weight, rows.sqnorm, alpha, u, delta_w, order,
                        kind, param, self.lam_n, self.sigma_prime, track)
             return loss_sum, conj_sum, order.shape[0], u, delta_w
         # Out of core a block is read when its turn comes.  Sweeping block
@@ -346,16 +348,16 @@ class LocalSDCAPlan(DualPlan):
         block_order = permutation_order(ctx.random_state, ctx.round, ctx.partition, nb, nb, 0)
         for j, (blk, lo, hi, start) in zip(block_order, part.pieces(block_order)):
             a = row_view(alpha, blk, lo, start)
-            ls, cs = objective_sums(blk.indptr, blk.indices, blk.data, blk.y, a, w, lo, hi, kind, param)
+            ls, cs = objective_sums(blk.indptr, blk.indices, blk.data, blk.y, blk.weight, a, w, lo, hi, kind, param)
             loss_sum, conj_sum = loss_sum + ls, conj_sum + cs
-            visit = (movable_rows(blk.indptr, blk.indices, blk.data, blk.y, blk.sqnorm, a, u, lo, hi, kind,
+            visit = (movable_rows(blk.indptr, blk.indices, blk.data, blk.y, blk.weight, blk.sqnorm, a, u, lo, hi, kind,
                                   param, self.lam_n, self.sigma_prime) if shrink else None)
             # a one-block partition uses the partition's stream, as in memory
             stream = ctx.partition if nb == 1 else _block_stream(ctx.partition, int(j))
             order = self._order(hi - lo, visit, ctx, stream)
             if visit is None:
                 order = order + lo  # store pieces start at lo = 0; kept general
-            local_sdca(blk.indptr, blk.indices, blk.data, blk.y, blk.sqnorm, a, u, delta_w, order,
+            local_sdca(blk.indptr, blk.indices, blk.data, blk.y, blk.weight, blk.sqnorm, a, u, delta_w, order,
                        kind, param, self.lam_n, self.sigma_prime, track)
             n_steps += order.shape[0]
         return loss_sum, conj_sum, n_steps, u, delta_w
@@ -408,11 +410,16 @@ class LineSearchPlan(LocalSDCAPlan):
     def dual_point(self, part, local, state):
         return local.alpha + float(state.step) * local.pending
 
-    def _labels(self, part):
+    def _labels_and_weights(self, part):
+        """The partition's ``y`` and row weights (empty when unweighted), in its row order."""
         rows = part.whole()
         if rows is not None:
-            return rows.y
-        return np.concatenate([blk.y[lo:hi] for blk, lo, hi, _ in part.pieces()])
+            return rows.y, rows.weight
+        ys, weights = [], []
+        for blk, lo, hi, _ in part.pieces():  # out of core: one block at a time
+            ys.append(blk.y[lo:hi])
+            weights.append(blk.weight[lo:hi])
+        return np.concatenate(ys), np.concatenate(weights)
 
     def local(self, part, local, state, ctx):
         """Apply the last step, take the gap sums and the local steps, and the conjugate sums along the line."""
@@ -420,8 +427,8 @@ class LineSearchPlan(LocalSDCAPlan):
         start = alpha.copy()
         loss_sum, conj_sum, n_steps, _, delta_w = self._sweep(part, alpha, state.w, ctx, track=True)
         direction = alpha - start
-        y = self._labels(part)
-        line = line_conjugate_sums(y, start, direction, self._steps(), int(self.loss.kind), self.loss.param)
+        y, weight = self._labels_and_weights(part)
+        line = line_conjugate_sums(y, weight, start, direction, self._steps(), int(self.loss.kind), self.loss.param)
         scalars = np.concatenate(([loss_sum, conj_sum, float(n_steps)], line))
         return PendingLocal(start, direction), Contribution(compress(delta_w), scalars)
 

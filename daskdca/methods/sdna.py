@@ -142,7 +142,7 @@ class SDNAPlan(DualPlan):
         delta_w = np.empty(0) if single else np.zeros_like(w)
         rows = part.whole()
         if rows is not None:
-            loss_sum, conj_sum = objective_sums(rows.indptr, rows.indices, rows.data, rows.y, alpha, w, 0,
+            loss_sum, conj_sum = objective_sums(rows.indptr, rows.indices, rows.data, rows.y, rows.weight, alpha, w, 0,
                                                 rows.n_rows, kind, param)
             batches = self._batches(rows.n_rows, ctx, ctx.partition)
             n_steps = local_sdna(rows.indptr, rows.indices, rows.data, rows.y, alpha, u, delta_w, batches,

@@ -355,7 +355,7 @@ class SPDCPlan:
         alpha = -local.y
         loss_sum = conj_sum = 0.0
         for rows, lo, hi, start in part.pieces():
-            ls, cs = objective_sums(rows.indptr, rows.indices, rows.data, rows.y, row_view(alpha, rows, lo, start),
+            ls, cs = objective_sums(rows.indptr, rows.indices, rows.data, rows.y, rows.weight, row_view(alpha, rows, lo, start),
                                     x, lo, hi, kind, param)
             loss_sum, conj_sum = loss_sum + ls, conj_sum + cs
         return loss_sum, conj_sum
@@ -538,7 +538,7 @@ class LocalSPDCPlan(LocalSDCAPlan):
         delta_w = np.zeros(self.d)
         rows = part.whole()
         if rows is not None:
-            loss_sum, conj_sum = objective_sums(rows.indptr, rows.indices, rows.data, rows.y, alpha, w, 0,
+            loss_sum, conj_sum = objective_sums(rows.indptr, rows.indices, rows.data, rows.y, rows.weight, alpha, w, 0,
                                                 rows.n_rows, kind, param)
             n_steps = self._solve(rows, 0, rows.n_rows, alpha, w_eff, delta_w, ctx, ctx.partition)
         else:
