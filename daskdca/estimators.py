@@ -867,10 +867,12 @@ class SDCAClassifierCV(SDCAClassifier):
     scoring : str, callable or None, default=None
         A scikit-learn scorer name or ``scorer(estimator, X, y)``; None scores
         by accuracy (:meth:`score`).
-    loss, solver, tol, max_iter, fit_intercept, intercept_scaling, random_state, n_partitions, verbose, keep_dual :
+    loss, solver, tol, max_iter, fit_intercept, intercept_scaling, class_weight, random_state, n_partitions, \
+verbose, keep_dual :
         As in :class:`SDCAClassifier` (``fit_intercept=True`` by default), for
         every fit along the paths and the refit (``max_iter`` bounds the
-        rounds of each fit).  The solver must
+        rounds of each fit; ``"balanced"`` class weights are computed on each
+        training fold's rows).  The solver must
         support warm starts (all the estimators' solvers do).
 
     Attributes
@@ -904,7 +906,7 @@ n_features_in_, feature_names_in_ :
     """
 
     _parameter_constraints: dict = {
-        **{k: v for k, v in SDCAClassifier._parameter_constraints.items() if k not in ("C", "class_weight", "warm_start", "client")},
+        **{k: v for k, v in SDCAClassifier._parameter_constraints.items() if k not in ("C", "warm_start", "client")},
         "Cs": [Interval(Integral, 1, None, closed="left"), "array-like"],
         "cv": ["cv_object"],
         "scoring": [StrOptions(set(get_scorer_names())), callable, None],
@@ -915,8 +917,8 @@ n_features_in_, feature_names_in_ :
     client = None
 
     def __init__(self, Cs=10, *, cv=5, scoring=None, loss="hinge", solver=None, tol=1e-6, max_iter=1000,
-                 fit_intercept=True, intercept_scaling=1.0, random_state=0, n_partitions=None, verbose=0,
-                 keep_dual=False):
+                 fit_intercept=True, intercept_scaling=1.0, class_weight=None, random_state=0, n_partitions=None,
+                 verbose=0, keep_dual=False):
         self.Cs = Cs
         self.cv = cv
         self.scoring = scoring
@@ -926,13 +928,14 @@ n_features_in_, feature_names_in_ :
         self.max_iter = max_iter
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
+        self.class_weight = class_weight
         self.random_state = random_state
         self.n_partitions = n_partitions
         self.verbose = verbose
         self.keep_dual = keep_dual
 
     @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Cross-validate ``C`` along warm-started paths, then refit on all rows with the best.
 
         Parameters
@@ -941,6 +944,10 @@ n_features_in_, feature_names_in_ :
             Training data (in memory).
         y : array-like of shape (n_samples,)
             Class labels, at least two distinct values.
+        sample_weight : array-like of shape (n_samples,), float or None, default=None
+            Row weights of every fit (the training folds' rows keep theirs),
+            as in :meth:`SDCAClassifier.fit`; the held-out scores are
+            unweighted.
 
         Returns
         -------
@@ -948,6 +955,8 @@ n_features_in_, feature_names_in_ :
             The fitted estimator.
         """
         X, y, classes = self._validate_classification(X, y)
+        if sample_weight is not None:
+            sample_weight = check_sample_weight(sample_weight, X.shape[0])
         Cs = np.logspace(-4, 4, self.Cs) if isinstance(self.Cs, Integral) else _check_Cs(self.Cs)
         folds = list(check_cv(self.cv, y, classifier=True).split(X, y))
         scorer = check_scoring(self, scoring=self.scoring)
@@ -963,13 +972,15 @@ n_features_in_, feature_names_in_ :
                     f"The training rows of fold {f} hold {present.shape[0]} of the {classes.shape[0]} classes; "
                     "every class needs rows in every training fold. Use fewer folds (cv) or a stratified split.")
             positives = classes[1:] if classes.shape[0] == 2 else classes
+            weights = _problem_weights(y_train, classes, self.class_weight,
+                                       None if sample_weight is None else sample_weight[train])
             with warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message=_FIT_WARNING, category=ConvergenceWarning)
                 paths = [path(X[train], y_train == label, Cs, loss=self.loss, solver=self.solver, tol=self.tol,
                               max_rounds=self.max_iter, fit_intercept=self.fit_intercept,
                               intercept_scaling=self.intercept_scaling, n_partitions=self.n_partitions,
-                              random_state=seed, verbose=int(self.verbose))
-                         for label in positives]
+                              random_state=seed, verbose=int(self.verbose), sample_weight=weight)
+                         for label, weight in zip(positives, weights)]
             unconverged += sum(int((~p.converged).sum()) for p in paths)
             for c in range(Cs.shape[0]):
                 model = self._fold_model(classes, [p.coef[c] for p in paths], [p.intercept[c] for p in paths])
@@ -983,8 +994,8 @@ n_features_in_, feature_names_in_ :
         best = int(np.argmax(mean))  # the first (smallest C) of equal means
         self.Cs_, self.scores_ = Cs, scores
         self.C_, self.best_score_ = float(Cs[best]), float(mean[best])
-        positives = classes[1:] if classes.shape[0] == 2 else classes
-        return self._fit_one_vs_rest(X, y, classes, self.C_, client=None, weights=[None] * len(positives))
+        return self._fit_one_vs_rest(X, y, classes, self.C_, client=None,
+                                     weights=_problem_weights(y, classes, self.class_weight, sample_weight))
 
     def _fold_model(self, classes, coefs, intercepts):
         """A fitted :class:`SDCAClassifier` holding one fold's solution at one ``C``, for the scorer."""

@@ -97,7 +97,7 @@ def _check_Cs(Cs):
 
 
 def path(X, y, Cs, *, loss="hinge", solver=None, tol=1e-6, max_rounds=None, fit_intercept=True,
-         intercept_scaling=1.0, n_partitions=None, random_state=0, keep_dual=False, verbose=0):
+         intercept_scaling=1.0, n_partitions=None, random_state=0, keep_dual=False, verbose=0, sample_weight=None):
     """Solve ``min 1/n sum_i phi_i(x_i.w + b) + lam/2 (||w||^2 + (b/s)^2)`` for each ``lam = 1 / (C n)``, C in Cs.
 
     ``b`` is LIBLINEAR's regularised intercept, ``s = intercept_scaling``
@@ -147,6 +147,11 @@ def path(X, y, Cs, *, loss="hinge", solver=None, tol=1e-6, max_rounds=None, fit_
         Return every fit's duals (``n_Cs * n_samples`` floats).
     verbose : int, default=0
         Passed to each fit.
+    sample_weight : array-like of shape (n_samples,), float or None, default=None
+        Row weights ``s_i`` of every fit, as in :func:`daskdca.fit` (the loss
+        term becomes ``1/n sum_i s_i phi_i``; the dual box scales by ``s_i``
+        and still does not depend on ``lam``, so the warm starts stay
+        feasible).
 
     Returns
     -------
@@ -197,7 +202,8 @@ def path(X, y, Cs, *, loss="hinge", solver=None, tol=1e-6, max_rounds=None, fit_
     alpha = None
     for C in Cs:
         model = fit(X, y, loss=loss, lam=1.0 / (C * n), solver=solver, tol=tol, max_rounds=max_rounds,
-                    n_partitions=n_partitions, random_state=seed, verbose=verbose, dual_init=alpha)
+                    n_partitions=n_partitions, random_state=seed, verbose=verbose, dual_init=alpha,
+                    sample_weight=sample_weight)
         alpha = model.dual_coef_
         models.append(model)
     W = np.stack([np.asarray(m.coef_, dtype=np.float64) for m in models])

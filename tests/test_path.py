@@ -29,7 +29,14 @@ from references import _int32, liblinear, primal_objective
 # One instance (logistic, so predict_proba is checked too), two C, two folds and a loose tol keep the ~55
 # checks fast: each fit of a check is a path of 2 fits per fold and class, then the refit (the checks test
 # the estimator's contract, not its accuracy; the default grid of 10 C and 5 folds would cost 25 fits each).
-@parametrize_with_checks([SDCAClassifierCV(Cs=[0.1, 1.0], cv=2, loss="logistic", tol=1e-4, fit_intercept=True)])
+# The sample-weight equivalence checks cannot pass for a solver that stops on a gap (rtol 1e-7 on the predictions
+# needs a gap near 1e-17): the reason in full is in tests/test_estimators.py, _expected_failed_checks; the
+# weights themselves are tested in tests/test_sample_weight.py.
+@parametrize_with_checks(
+    [SDCAClassifierCV(Cs=[0.1, 1.0], cv=2, loss="logistic", tol=1e-4, fit_intercept=True)],
+    expected_failed_checks=lambda estimator: {
+        "check_sample_weight_equivalence_on_dense_data": "sample_weight equals repeating rows only to the gap",
+        "check_sample_weight_equivalence_on_sparse_data": "sample_weight equals repeating rows only to the gap"})
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
 

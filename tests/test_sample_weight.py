@@ -324,3 +324,17 @@ def test_class_weight_with_an_unknown_label_raises(heart):
     X, y, _ = heart
     with pytest.raises(ValueError, match="not in class_weight|not found"):
         SDCAClassifier(class_weight={7: 2.0}).fit(X, y)
+
+
+def test_path_and_cv_carry_the_weights(heart):
+    X, y, weight = heart
+    Cs = [0.01, 0.1, 1.0]
+    res = daskdca.path(X, y, Cs, loss="logistic", tol=1e-10, fit_intercept=False, sample_weight=weight)
+    for k, C in enumerate(res.Cs):
+        direct = daskdca.fit(X, y, loss="logistic", lam=1.0 / (C * X.shape[0]), tol=1e-10, sample_weight=weight)
+        assert abs(res.primal[k] - direct.primal_) <= res.gap[k] + direct.gap_
+    cv = daskdca.SDCAClassifierCV(Cs=Cs, cv=3, loss="logistic", class_weight="balanced", tol=1e-8).fit(
+        X, y, sample_weight=weight)
+    refit = SDCAClassifier(loss="logistic", C=cv.C_, class_weight="balanced", tol=1e-8).fit(X, y, sample_weight=weight)
+    np.testing.assert_array_equal(cv.coef_, refit.coef_)
+    assert cv.get_params()["class_weight"] == "balanced"
