@@ -111,6 +111,40 @@ def _positive_float(text):
     return value
 
 
+def _class_weight(text):
+    """``balanced`` or ``LABEL:WEIGHT[,LABEL:WEIGHT...]`` (LIBLINEAR's ``-wi``), weights >= 0."""
+    if text == "balanced":
+        return text
+    weights = {}
+    for item in text.split(","):
+        label, sep, value = item.rpartition(":")
+        try:
+            weight = float(value)
+            label = float(label)
+        except ValueError:
+            label = None
+        if not sep or label is None or not (math.isfinite(weight) and weight >= 0):
+            raise argparse.ArgumentTypeError(
+                f"must be 'balanced' or LABEL:WEIGHT pairs with weights >= 0 separated by commas "
+                f"(e.g. '1:2,-1:0.5'), got {text!r}")
+        weights[label] = weight
+    return weights
+
+
+def _row_weights(class_weight, y):
+    """Every row's loss weight from ``--class-weight`` (the labels of a file are numbers)."""
+    from sklearn.utils.class_weight import compute_class_weight
+
+    classes = np.unique(y)
+    if isinstance(class_weight, dict):
+        unknown = sorted(set(class_weight) - set(classes.tolist()))
+        if unknown:
+            raise ValueError(f"--class-weight names labels {unknown} that the data does not have; its labels are "
+                             f"{classes.tolist()}.")
+    per_class = compute_class_weight(class_weight, classes=classes, y=y)
+    return per_class[np.searchsorted(classes, y)]
+
+
 def _int_at_least(low):
     def parse(text):
         try:
@@ -188,6 +222,9 @@ def build_parser():
     p.add_argument("--intercept-scaling", type=_positive_float, default=None,
                    help="value s of the constant feature (with --fit-intercept; default: 1); the intercept is "
                         "s times its weight, so a larger s regularises the intercept less")
+    p.add_argument("--class-weight", type=_class_weight, default=None, metavar="balanced|LABEL:W,...",
+                   help="multiply the loss of each label's rows (LIBLINEAR's -wi; 'balanced': n / (2 count)), "
+                        "e.g. '1:5,-1:1' (in-memory data only, not a store or --workers)")
     p.add_argument("--solver", choices=sorted(SOLVERS), default=None,
                    help="solver (default: sdca in memory, cocoa+ on a cluster)")
     p.add_argument("--tol", type=float, default=1e-6,
@@ -421,6 +458,9 @@ def _fit(args):
     scaling = (1.0 if args.intercept_scaling is None else args.intercept_scaling) if args.fit_intercept else None
     is_store = args.data is not None and _looks_like_store(args.data)
     if is_store:
+        if args.class_weight is not None:
+            raise ValueError("--class-weight is not supported for a store input yet: a store holds no row weights. "
+                             "Fit the svmlight file in memory (no --workers) with --class-weight.")
         if args.fit_intercept:
             raise ValueError("--fit-intercept is not supported for a store input yet; a store cannot be "
                              "augmented with the constant feature without rewriting it. Fit the svmlight file "
@@ -439,6 +479,8 @@ def _fit(args):
     kwargs = dict(loss=loss, lam=lam, solver=args.solver, tol=args.tol, max_rounds=args.max_rounds,
                   batch_size=args.batch_size, local_iters=args.local_iters, n_partitions=args.n_partitions,
                   random_state=args.random_state, verbose=0 if args.quiet else 1)
+    if args.class_weight is not None:
+        kwargs["sample_weight"] = _row_weights(args.class_weight, y)
     if args.workers:
         from daskdca.engine import local_client
 
@@ -483,7 +525,9 @@ def _demo(args):
                                 "--workers 1 or more"),
                                (args.n_features is not None, "--n-features", "it applies to an svmlight file"),
                                (args.fit_intercept, "--fit-intercept", "the demo's data is a store, which "
-                                "cannot be augmented with the constant feature")):
+                                "cannot be augmented with the constant feature"),
+                               (args.class_weight is not None, "--class-weight", "the demo's data is a store, "
+                                "which holds no row weights")):
         if given:
             raise ValueError(f"{option} does not apply to the demo (no DATA): {why}.")
     workers = DEMO_WORKERS if args.workers is None else args.workers

@@ -13,6 +13,7 @@ import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.datasets import dump_svmlight_file
 from sklearn.linear_model import LogisticRegression
+from sklearn.svm import LinearSVC
 
 import daskdca
 from daskdca import SDCAClassifier
@@ -415,3 +416,27 @@ def test_breast_cancer_is_behind_its_option(capsys):
     assert main(["fit", "--breast-cancer", "--loss", "logistic", "--lam", "1e-3", "--quiet"]) == 0
     out = capsys.readouterr().out
     assert "breast cancer (569 x 30)" in out and "converged after" in out
+
+
+def test_class_weight_is_liblinears_wi(heart, tmp_path, capsys):
+    """``--class-weight 1:4,-1:0.5`` is LIBLINEAR's ``-w1 4 -w-1 0.5``: LinearSVC(class_weight=...) objectives."""
+    path, X, y = heart
+    out = str(tmp_path / "weighted.npz")
+    assert main(["fit", path, "--loss", "squared_hinge", "--C", "0.5", "--class-weight", "1:4,-1:0.5", "--tol",
+                 "1e-10", "--quiet", "--save", out]) == 0
+    saved = load_model(out)
+    ref = LinearSVC(loss="squared_hinge", dual=False, C=0.5, fit_intercept=False, tol=1e-12,
+                    class_weight={1.0: 4.0, -1.0: 0.5}).fit(X, y)
+    ys = np.where(y == 1.0, 1.0, -1.0)
+    s = np.where(y == 1.0, 4.0, 0.5)
+
+    def primal(w):
+        h = np.maximum(0.0, 1.0 - ys * np.asarray(X @ w).ravel())
+        return float(np.mean(s * h * h) + 0.5 / (0.5 * X.shape[0]) * w @ w)
+
+    assert saved.primal == pytest.approx(primal(saved.coef), rel=1e-12)
+    assert primal(saved.coef) == pytest.approx(primal(ref.coef_[0]), rel=1e-8)
+    capsys.readouterr()
+    for bad, message in (("1:x", "LABEL:WEIGHT pairs"), ("3:2", "names labels [3.0] that the data does not have")):
+        code = main(["fit", path, "--class-weight", bad, "--quiet"])
+        assert code == 2 and message in capsys.readouterr().err
