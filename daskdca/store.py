@@ -1157,9 +1157,15 @@ def write_store(url, X, y, *, block_rows=DEFAULT_BLOCK_ROWS, compression="zstd",
         (with ``overwrite=True``) be a daskdca store; any other folder is
         refused.
     X : scipy sparse matrix, ndarray, or dask array of row chunks
-        Real numbers (complex raises TypeError).  A dask array is written
-        chunk by chunk (each chunk converted to CSR).
+        Real numbers (complex raises TypeError).  A dask array (one column
+        chunk; else ``X.rechunk({1: -1})``) is written one row chunk at a
+        time, each converted to CSR without densifying: its chunks may be
+        NumPy arrays, scipy.sparse matrices or arrays of any format (CSR,
+        CSC, COO, ...; e.g. AnnData's ``read_elem_lazy``) or pydata sparse
+        COO/GCXS arrays (fill value 0), and memory holds one chunk's
+        sparse form at a time.
     y : array-like or dask array of shape (n,)
+        A dask array is computed chunk by chunk with X's row chunks.
     block_rows : int
         Rows per block (partition).
     compression : {"zstd", "zstd:LEVEL", "none"}
@@ -1277,8 +1283,13 @@ def _check_dask_input(X, y):
     if any(math.isnan(c) for c in X.chunks[0]):
         raise ValueError("X must be a dask array with known chunk sizes; call X.compute_chunk_sizes().")
     if len(X.chunks[1]) != 1:
-        raise ValueError(f"X is chunked along features ({len(X.chunks[1])} chunks); "
-                         f"use X.rechunk({{1: {X.shape[1]}}}).")
+        raise ValueError(f"X is chunked along features ({len(X.chunks[1])} column chunks of "
+                         f"{list(X.chunks[1][:4])}{'...' if len(X.chunks[1]) > 4 else ''} columns); daskdca "
+                         "reads whole rows, one row chunk at a time: rechunk it to one column chunk with "
+                         "X.rechunk({1: -1}) (for a lazy sparse array, whose chunks stay sparse).")
+    meta = getattr(X, "_meta", None)
+    if meta is not None and _chunk_kind(meta) is None:  # refused before anything is computed or written
+        raise TypeError(_unsupported_chunk(meta, "X's chunks (its meta)"))
     if X.shape[0] == 0:
         raise ValueError("X has 0 rows; a store needs at least one row.")
     if X.shape[1] == 0:
@@ -1292,25 +1303,106 @@ def _check_dask_input(X, y):
             y = y.compute_chunk_sizes()  # the length must be known before anything is written
         if y.shape[0] != X.shape[0]:
             raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} entries; they must match.")
+        y = y.rechunk((X.chunks[0],))  # one label chunk per row chunk, computed together with it
     else:
         y = _as_labels(y, X.shape[0])
     return y
 
 
+def _chunk_kind(chunk):
+    """How a dask chunk becomes CSR without densifying: ``"dense"``, ``"scipy"``, ``"pydata"`` or None."""
+    if isinstance(chunk, np.ndarray):
+        return "dense"  # already dense: CSR is the smaller form
+    if sp.issparse(chunk):
+        return "scipy"  # any format (CSR, CSC, COO, ...), matrix or array
+    if hasattr(chunk, "to_scipy_sparse") and any(c.__module__.split(".")[0] == "sparse"
+                                                 for c in type(chunk).__mro__):
+        return "pydata"  # pydata sparse COO / GCXS
+    return None
+
+
+def _unsupported_chunk(chunk, what):
+    """The TypeError message for a chunk (or meta) ``chunk`` of a type :func:`_chunk_kind` does not know."""
+    return (f"{what} is a {type(chunk).__module__}.{type(chunk).__name__}; daskdca reads dask chunks that are "
+            "scipy.sparse matrices or arrays (CSR, CSC, COO, ...), pydata sparse COO/GCXS arrays or NumPy "
+            "arrays, and never densifies sparse ones. Convert the chunks to scipy.sparse CSR first, e.g. "
+            "X.map_blocks(to_csr, dtype=X.dtype, meta=scipy.sparse.csr_matrix((0, 0))).")
+
+
+def _chunk_as_csr(chunk, k, shape):
+    """One computed dask chunk as a scipy CSR matrix, never through a dense array.
+
+    Parameters
+    ----------
+    chunk : ndarray, scipy sparse matrix or array, or pydata sparse array
+        Chunk ``k`` (row-chunk number) of the dask array.
+    k : int
+        The chunk's number, for messages.
+    shape : tuple of int
+        The chunk's shape as the dask array declares it.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+        Float64 for dense chunks, the chunk's dtype otherwise.
+
+    Raises
+    ------
+    TypeError
+        An unsupported chunk type, complex or non-numeric values.
+    ValueError
+        A chunk whose shape differs from the declared one, or a pydata
+        sparse chunk with a non-zero fill value.
+    """
+    kind = _chunk_kind(chunk)
+    if kind is None:
+        raise TypeError(_unsupported_chunk(chunk, f"chunk {k} of X"))
+    _check_dtype("X", chunk.dtype)
+    if tuple(chunk.shape) != tuple(shape):
+        raise ValueError(f"chunk {k} of X has shape {tuple(chunk.shape)} but the dask array declares "
+                         f"{tuple(shape)} for it; fix the shape given to da.from_delayed / map_blocks (its rows "
+                         "are matched with the labels y).")
+    if kind == "dense":
+        return sp.csr_matrix(chunk, dtype=np.float64)
+    if kind == "pydata":
+        fill = chunk.fill_value
+        if fill != 0:
+            raise ValueError(f"chunk {k} of X is a pydata sparse array with fill_value={fill!r}; only "
+                             "fill_value=0 can be written without densifying. Build the chunks with "
+                             "fill_value=0 (store the shift separately), or pass scipy.sparse chunks.")
+        chunk = chunk.to_scipy_sparse()  # COO -> coo, GCXS -> csr / csc: the stored entries only
+    return sp.csr_matrix(chunk)
+
+
 def _append_dask(w, X, y):
-    """Append a dask array's row chunks (each converted to CSR and checked) to writer ``w``; returns ``w``."""
+    """Append a dask array's row chunks to writer ``w``, one chunk in memory at a time; returns ``w``.
+
+    Each chunk is computed (with its labels when ``y`` is a dask array
+    chunked like X's rows), converted to CSR by :func:`_chunk_as_csr`
+    without densifying, checked and appended before the next is computed:
+    memory is one chunk's sparse form plus the writer's buffers.
+    """
+    import dask
+
+    blocks = X.to_delayed().ravel()
+    labels = y.to_delayed().ravel() if hasattr(y, "to_delayed") else None
     start = 0
-    for block in X.to_delayed().ravel():
-        chunk = block.compute()
-        if sp.issparse(chunk) or isinstance(chunk, np.ndarray):
-            _check_dtype("X", chunk.dtype)
-        chunk = sp.csr_matrix(chunk, dtype=np.float64) if not sp.issparse(chunk) else sp.csr_matrix(chunk)
-        rows = chunk.shape[0]
-        yc = y[start:start + rows]
-        yc = np.asarray(yc.compute() if hasattr(yc, "compute") else yc, dtype=np.float64)
+    for k, block in enumerate(blocks):
+        rows = X.chunks[0][k]
+        if labels is None:
+            chunk = block.compute()
+            yc = y[start:start + rows]
+        else:
+            chunk, yc = dask.compute(block, labels[k])
+        chunk = _chunk_as_csr(chunk, k, (rows, X.shape[1]))
+        yc = np.asarray(yc, dtype=np.float64)
+        if yc.shape != (rows,):
+            raise ValueError(f"chunk {k} of y has shape {yc.shape} but X's chunk {k} has {rows} rows; "
+                             "they must match.")
         chunk.sum_duplicates()
         _check_finite_block(chunk, yc, start, "")
         w.append(chunk, yc)
+        del chunk, yc  # the next chunk is computed without this one alive
         start += rows
     return w
 
