@@ -21,6 +21,7 @@ from daskdca.driver import fit_in_process
 from daskdca.losses import get_loss
 from daskdca.methods import REGISTRY, check_supported
 from daskdca.partitions import random_row_order, store_partition_ranges
+from daskdca.problem import check_sample_weight
 from daskdca.store import CSRStore, open_store
 
 __all__ = ["fit", "LinearModel"]
@@ -305,37 +306,6 @@ def _check_warm_start_supported(method, resume):
                          "from its checkpoint. Drop one of them.")
 
 
-def check_sample_weight(sample_weight, n):
-    """Row weights as float64 of shape ``(n,)``: finite, ``>= 0``, not all zero (a float: ``n`` copies).
-
-    A ValueError names the first bad entry and the fix.
-    """
-    if isinstance(sample_weight, numbers.Real) and not isinstance(sample_weight, bool):
-        sample_weight = np.full(n, float(sample_weight))
-    try:
-        weight = np.asarray(sample_weight, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(f"sample_weight must be None, a float or an array of n_samples={n} non-negative reals, "
-                         f"got {type(sample_weight).__name__}.") from None
-    if weight.shape != (n,):
-        raise ValueError(f"sample_weight has shape {weight.shape} but X has {n} rows; pass one weight per row, "
-                         "shape (n_samples,).")
-    bad = _first_nonfinite(weight)
-    if bad is not None:
-        raise ValueError(f"sample_weight contains a non-finite value ({float(weight[bad])!r}) at row {bad}; "
-                         "weights must be finite and >= 0.")
-    negative = np.flatnonzero(weight < 0)
-    if negative.size:
-        i = int(negative[0])
-        raise ValueError(f"sample_weight must be >= 0, got {float(weight[i])!r} at row {i}"
-                         f"{f' ({negative.size} rows are negative)' if negative.size > 1 else ''}; a weight "
-                         "scales the row's loss, so drop such rows or give them weight 0.")
-    if not weight.any():
-        raise ValueError("sample_weight is zero for every row, which leaves no loss to fit (the solution would be "
-                         "w = 0); give some rows a positive weight.")
-    return weight
-
-
 def _check_dual_init(dual_init, y_signed, loss, classes, weight=None):
     """``dual_init`` as float64 of the rows' length, finite and in the loss's dual domain (``y_i alpha_i`` in
     the box of a classification loss, scaled by the row weights ``weight`` when given); a ValueError names the
@@ -489,8 +459,10 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver=None, tol=1e-6, max_rounds=
         ``y_i alpha_i`` in ``[0, s_i]``); the certificate is that problem's.
         With ``lam = 1/(C n)`` this is LIBLINEAR's per-instance weights
         (``C_i = C s_i``), so an integer weight equals repeating the row.
-        ``n`` stays the number of rows.  In memory (with or without a
-        client); a store or a dask array holds no weights and raises.
+        ``n`` stays the number of rows.  For in-memory X, with or without
+        a client; a store carries its own weights
+        (``write_store(..., sample_weight=...)``) and refuses this argument;
+        a dask array X with weights raises for now.
         Supported by the solvers whose ``capabilities.sample_weight`` is
         True (``"sdca"``, ``"cocoa+"``, ``"minibatch_sdca"``).
 
@@ -568,9 +540,6 @@ def _fit_cluster(X, y, *, loss_obj, lam, method, tol, max_rounds, n_partitions, 
     from daskdca import engine
     from daskdca.store import write_store
 
-    if sample_weight is not None:
-        raise ValueError("sample_weight applies to fits in memory without a client so far; a store holds no "
-                         "weights. Fit in-memory X without client=..., or drop sample_weight.")
 
     if checkpoint_every is None:
         checkpoint_every = engine.DEFAULT_CHECKPOINT_EVERY
@@ -579,6 +548,9 @@ def _fit_cluster(X, y, *, loss_obj, lam, method, tol, max_rounds, n_partitions, 
         raise ValueError("resume=True needs checkpoint=PATH (the checkpoint of the interrupted fit).")
     if y is not None and isinstance(X, (str, os.PathLike, CSRStore)):
         raise ValueError("y must be None for a store: its labels are stored with the data.")
+    if sample_weight is not None and isinstance(X, (str, os.PathLike, CSRStore)):
+        raise ValueError("sample_weight must be None for a store: a store carries its own row weights "
+                         "(daskdca.write_store(url, X, y, sample_weight=...)), which every fit on it uses.")
     tmpdir = None
     staged_arrays = False
     array_classes = None
@@ -607,8 +579,10 @@ def _fit_cluster(X, y, *, loss_obj, lam, method, tol, max_rounds, n_partitions, 
                 # labels are mapped here (any two values, sorted, the second is +1) and
                 # the store gets -1/+1; the original classes are restored on the model
                 y, array_classes = _check_y(y, X.shape[0], loss_obj)
+                if sample_weight is not None:
+                    sample_weight = check_sample_weight(sample_weight, X.shape[0])
                 if dual_init is not None:
-                    dual_init = _check_dual_init(dual_init, y, loss_obj, array_classes)
+                    dual_init = _check_dual_init(dual_init, y, loss_obj, array_classes, sample_weight)
                 if n_partitions is not None:
                     parts = n_partitions
                 elif client is not None:
@@ -623,10 +597,12 @@ def _fit_cluster(X, y, *, loss_obj, lam, method, tol, max_rounds, n_partitions, 
                     X, y = X[row_order], np.asarray(y)[row_order]
                     if dual_init is not None:
                         dual_init = dual_init[row_order]
+                    if sample_weight is not None:
+                        sample_weight = sample_weight[row_order]
                 rows = -(-X.shape[0] // parts)
             # shuffle=False: the rows are already in the in-process partition order (above)
             store = write_store(os.path.join(tmpdir, "data.zarr"), X, y, block_rows=rows, compression="none",
-                                shuffle=False, source="daskdca.fit input")
+                                shuffle=False, source="daskdca.fit input", sample_weight=sample_weight)
             store_partitions = None
         if store_partitions is not None and store_partitions > store.n_blocks:
             raise ValueError(
@@ -634,6 +610,8 @@ def _fit_cluster(X, y, *, loss_obj, lam, method, tol, max_rounds, n_partitions, 
                 f"run of whole blocks); use n_partitions <= {store.n_blocks} or convert again with "
                 f"block_rows={-(-store.n // store_partitions)}.")
         classes, positive = _store_labels(store, loss_obj)
+        check_supported(method, loss_name=loss_obj.name, on_cluster=True, n_partitions=2,
+                        sample_weight=store.weighted)
         if array_classes is not None:
             classes = array_classes
         else:
@@ -642,7 +620,8 @@ def _fit_cluster(X, y, *, loss_obj, lam, method, tol, max_rounds, n_partitions, 
                 y_stored = np.asarray(store.group["y"][:])
                 signed = (y_stored.astype(np.float64) if positive is None
                           else np.where(y_stored == positive, 1.0, -1.0))
-                dual_init = _check_dual_init(dual_init, signed, loss_obj, classes)
+                weight = np.asarray(store.group["sample_weight"][:]) if store.weighted else None
+                dual_init = _check_dual_init(dual_init, signed, loss_obj, classes, weight)
         with engine.cluster_client(client) as active:
             result = engine.fit_on_cluster(
                 store, client=active, method=method, loss=loss_obj, lam=lam, positive_label=positive, tol=tol,

@@ -224,7 +224,7 @@ def build_parser():
                         "s times its weight, so a larger s regularises the intercept less")
     p.add_argument("--class-weight", type=_class_weight, default=None, metavar="balanced|LABEL:W,...",
                    help="multiply the loss of each label's rows (LIBLINEAR's -wi; 'balanced': n / (2 count)), "
-                        "e.g. '1:5,-1:1' (in-memory data only, not a store or --workers)")
+                        "e.g. '1:5,-1:1' (an svmlight file; a store carries its own weights)")
     p.add_argument("--solver", choices=sorted(SOLVERS), default=None,
                    help="solver (default: sdca in memory, cocoa+ on a cluster)")
     p.add_argument("--tol", type=float, default=1e-6,
@@ -459,8 +459,9 @@ def _fit(args):
     is_store = args.data is not None and _looks_like_store(args.data)
     if is_store:
         if args.class_weight is not None:
-            raise ValueError("--class-weight is not supported for a store input yet: a store holds no row weights. "
-                             "Fit the svmlight file in memory (no --workers) with --class-weight.")
+            raise ValueError("--class-weight applies to an svmlight file: a store's row weights are part of the "
+                             "store (daskdca.write_store(url, X, y, sample_weight=...)). Fit the file with "
+                             "--class-weight instead.")
         if args.fit_intercept:
             raise ValueError("--fit-intercept is not supported for a store input yet; a store cannot be "
                              "augmented with the constant feature without rewriting it. Fit the svmlight file "
@@ -526,8 +527,8 @@ def _demo(args):
                                (args.n_features is not None, "--n-features", "it applies to an svmlight file"),
                                (args.fit_intercept, "--fit-intercept", "the demo's data is a store, which "
                                 "cannot be augmented with the constant feature"),
-                               (args.class_weight is not None, "--class-weight", "the demo's data is a store, "
-                                "which holds no row weights")):
+                               (args.class_weight is not None, "--class-weight", "the demo's generated store "
+                                "has no row weights")):
         if given:
             raise ValueError(f"{option} does not apply to the demo (no DATA): {why}.")
     workers = DEMO_WORKERS if args.workers is None else args.workers

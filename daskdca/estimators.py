@@ -38,8 +38,8 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 import daskdca
-from daskdca.api import check_sample_weight
 from daskdca.losses import get_loss
+from daskdca.problem import check_sample_weight
 from daskdca.regpath import _check_Cs, path, with_intercept_column
 from daskdca.store import CSRStore, open_store
 
@@ -80,6 +80,30 @@ def _is_dask_array(X):
     return type(X).__module__.split(".")[0] == "dask" and hasattr(X, "map_blocks") and hasattr(X, "chunks")
 
 
+def _scipy_if_pydata(X):
+    """A pydata ``sparse`` array (it has ``to_scipy_sparse``) as scipy CSR: scikit-learn's checks take scipy's
+    sparse types only."""
+    if not sp.issparse(X) and hasattr(X, "to_scipy_sparse"):
+        return sp.csr_matrix(X.to_scipy_sparse())
+    return X
+
+
+def _in_memory(X):
+    """X for ``fit``: a dask array computed into memory chunk by chunk (sparse chunks, e.g. AnnData's
+    ``read_elem_lazy``, are joined as CSR and never densified), pydata sparse as scipy CSR; else as given."""
+    if not _is_dask_array(X):
+        return _scipy_if_pydata(X)
+    chunks = [_scipy_if_pydata(part.compute()) for part in X.to_delayed().ravel()]
+    if not all(sp.issparse(chunk) for chunk in chunks):
+        return np.concatenate([np.asarray(chunk) for chunk in chunks])
+    rows = [sp.csr_matrix(chunk) for chunk in chunks]
+    offsets = np.cumsum([0] + [r.nnz for r in rows])
+    indptr = np.concatenate([np.zeros(1, dtype=np.int64)]
+                            + [r.indptr[1:].astype(np.int64) + offset for r, offset in zip(rows, offsets)])
+    return sp.csr_matrix((np.concatenate([r.data for r in rows]), np.concatenate([r.indices for r in rows]), indptr),
+                         shape=(sum(r.shape[0] for r in rows), X.shape[1]))
+
+
 def _is_store(X):
     """A daskdca store: its handle, or a path / URL naming one (prediction methods stream it)."""
     return isinstance(X, (str, os.PathLike, CSRStore))
@@ -108,7 +132,7 @@ def _proba(scores):
 
 def _block_output(block, *, coef, intercept, classes, kind):
     """What a prediction method returns for one block of rows (dask's map_blocks)."""
-    block = check_array(block, accept_sparse="csr", dtype=[np.float64, np.float32])
+    block = check_array(_scipy_if_pydata(block), accept_sparse="csr", dtype=[np.float64, np.float32])
     scores = _scores(block, coef, intercept)
     if kind == "predict" and classes is not None:
         return _labels(scores, classes)
@@ -136,6 +160,12 @@ def _problem_weights(y, classes, class_weight, sample_weight):
     if classes.shape[0] == 2:
         return [base * per_class[np.searchsorted(classes, y)]]
     return [base * np.where(y == label, per_class[k], 1.0) for k, label in enumerate(classes)]
+
+
+def _block_column(block, **kwargs):
+    """:func:`_block_output` of one score per row as a column: ``map_blocks`` then keeps X's blocks as they
+    are (dropping the column axis instead would make dask join each row block's column blocks first)."""
+    return _block_output(block, **kwargs)[:, None]
 
 
 def _relative_gap(gap, primal):
@@ -377,13 +407,14 @@ class _SDCAMixin:
         if X.numblocks[1] != 1:
             raise ValueError(f"{name} predicts a dask array block by block of rows, but X is chunked along "
                              f"its {X.shape[1]} columns too ({X.numblocks[1]} column blocks); use "
-                             f"X.rechunk({{1: {X.shape[1]}}}).")
+                             "X.rechunk({1: -1}).")
         coef = np.atleast_2d(self.coef_)
-        function = partial(_block_output, coef=coef, intercept=self.intercept_,
-                           classes=getattr(self, "classes_", None), kind=kind)
+        settings = dict(coef=coef, intercept=self.intercept_, classes=getattr(self, "classes_", None), kind=kind)
         if n_columns is None:
-            return X.map_blocks(function, drop_axis=1, dtype=dtype, meta=np.empty((0,), dtype=dtype))
-        return X.map_blocks(function, chunks=(X.chunks[0], (n_columns,)), dtype=dtype,
+            column = X.map_blocks(partial(_block_column, **settings), chunks=(X.chunks[0], (1,)), dtype=dtype,
+                                  meta=np.empty((0, 0), dtype=dtype))
+            return column[:, 0]
+        return X.map_blocks(partial(_block_output, **settings), chunks=(X.chunks[0], (n_columns,)), dtype=dtype,
                             meta=np.empty((0, 0), dtype=dtype))
 
     def history_frame(self):
@@ -497,7 +528,6 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         ``k``'s rows by its weight and the rest by 1 (LIBLINEAR's
         one-vs-rest).  The objectives above then read ``1/n sum_i s_i
         phi(...)`` with ``s_i`` the row's weight (times ``sample_weight``).
-        In memory without a client for now.
     random_state : int, RandomState instance or None, default=0
         Seed of every random stream of the fit (the same seed for each of the
         ``K`` problems).  None draws one.
@@ -613,7 +643,8 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Training data; sparse input is used as CSR, float32 stays float32.
-            A dask array is computed into memory first (to fit on the cluster
+            A dask array is computed into memory first, sparse chunks (e.g.
+            AnnData's ``read_elem_lazy``) staying sparse (to fit on the cluster
             from a store or a dask array, call :func:`daskdca.fit` for now).
         y : array-like of shape (n_samples,)
             Class labels, at least two distinct values.
@@ -621,8 +652,8 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
             Row weights ``s_i >= 0`` multiplying each row's loss (LIBLINEAR's
             per-instance ``C_i = C s_i``; an integer weight equals repeating
             the row), combined with ``class_weight``.  ``lam = 1/(C n)``
-            keeps ``n`` the number of rows.  In memory without a client for
-            now (with one it raises).
+            keeps ``n`` the number of rows.  With a client the weights travel
+            with the rows to the workers.
 
         Returns
         -------
@@ -636,7 +667,7 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         return self._fit_one_vs_rest(X, y, classes, self.C, client=self.client, weights=weights)
 
     def _validate_classification(self, X, y):
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32])
+        X, y = validate_data(self, _in_memory(X), y, accept_sparse="csr", dtype=[np.float64, np.float32])
         check_classification_targets(y)
         classes = np.unique(y)
         if classes.shape[0] < 2:
@@ -1135,21 +1166,22 @@ class SDCARegressor(_SDCAMixin, RegressorMixin, BaseEstimator):
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            A dask array is computed into memory first.
+            A dask array is computed into memory first (sparse chunks stay
+            sparse).
         y : array-like of shape (n_samples,)
             Real targets.
         sample_weight : array-like of shape (n_samples,), float or None, default=None
             Row weights ``s_i >= 0``: the problem becomes
             ``min 1/n sum_i s_i (x_i.w + b - y_i)^2 / 2 + lam/2 (||w||^2 + (b/s)^2)``
             (``Ridge``'s ``sample_weight`` up to its unregularised intercept).
-            In memory without a client for now.
 
         Returns
         -------
         self : SDCARegressor
             The fitted estimator.
         """
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], y_numeric=True)
+        X, y = validate_data(self, _in_memory(X), y, accept_sparse="csr", dtype=[np.float64, np.float32],
+                             y_numeric=True)
         lam = 1.0 / (self.C * X.shape[0])
         X = self._with_bias(_canonical(X))
         y = np.asarray(y, dtype=np.float64)

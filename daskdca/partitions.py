@@ -130,9 +130,9 @@ def _signed(y, positive_label):
 
 
 def load_block_rows(store, k, positive_label) -> Rows:
-    """Read (and verify) store block ``k`` and sign its labels."""
-    X, y = store.read_block(k)
-    return rows_from_csr(X, _signed(y, positive_label))
+    """Read (and verify) store block ``k``, its row weights in a weighted store, and sign its labels."""
+    X, y, weight = store.read_block(k, with_weight=True)
+    return rows_from_csr(X, _signed(y, positive_label), weight)
 
 
 class StorePartition(NamedTuple):

@@ -17,10 +17,12 @@ and the stopping quantity.
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["dual_value", "max_column_nnz", "objectives", "primal_value", "relative_gap"]
+__all__ = ["check_sample_weight", "dual_value", "max_column_nnz", "objectives", "primal_value", "relative_gap"]
 
 
 def primal_value(n, lam, loss_sum, w):
@@ -64,3 +66,35 @@ def max_column_nnz(X):
     X = sp.csr_matrix(X)
     counts = np.bincount(X.indices[X.data != 0], minlength=X.shape[1])
     return int(counts.max(initial=0))
+
+
+def check_sample_weight(sample_weight, n):
+    """Row weights as float64 of shape ``(n,)``: finite, ``>= 0``, not all zero (a float: ``n`` copies).
+
+    A ValueError names the first bad entry and the fix.
+    """
+    if isinstance(sample_weight, numbers.Real) and not isinstance(sample_weight, bool):
+        sample_weight = np.full(n, float(sample_weight))
+    try:
+        weight = np.asarray(sample_weight, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"sample_weight must be None, a float or an array of n_samples={n} non-negative reals, "
+                         f"got {type(sample_weight).__name__}.") from None
+    if weight.shape != (n,):
+        raise ValueError(f"sample_weight has shape {weight.shape} but X has {n} rows; pass one weight per row, "
+                         "shape (n_samples,).")
+    nonfinite = np.flatnonzero(~np.isfinite(weight))
+    if nonfinite.size:
+        bad = int(nonfinite[0])
+        raise ValueError(f"sample_weight contains a non-finite value ({float(weight[bad])!r}) at row {bad}; "
+                         "weights must be finite and >= 0.")
+    negative = np.flatnonzero(weight < 0)
+    if negative.size:
+        i = int(negative[0])
+        raise ValueError(f"sample_weight must be >= 0, got {float(weight[i])!r} at row {i}"
+                         f"{f' ({negative.size} rows are negative)' if negative.size > 1 else ''}; a weight "
+                         "scales the row's loss, so drop such rows or give them weight 0.")
+    if not weight.any():
+        raise ValueError("sample_weight is zero for every row, which leaves no loss to fit (the solution would be "
+                         "w = 0); give some rows a positive weight.")
+    return weight

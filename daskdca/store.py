@@ -14,6 +14,8 @@ Layout (one zarr v3 group, anndata-compatible CSR, spec ``dask-zarr-numba.md`` Â
       indptr      (n+1,)  int64               chunks 2**16
       y           (n,)    float64             labels as in the source
       row_sqnorm  (n,)    float64             ||x_i||^2
+      sample_weight (n,)  float64             only in a weighted store (attribute weighted=True):
+                                              s_i >= 0 multiplying row i's loss
       column_nnz  (d,)    int64               rows containing each feature (sparse ESO bound)
       feature_permutation (d,) int64          only when features were renumbered:
                                               stored column j is source feature [j]
@@ -63,6 +65,8 @@ import numpy as np
 import scipy.sparse as sp
 import zarr
 from zarr.codecs import ZstdCodec
+
+from daskdca.problem import check_sample_weight
 
 __all__ = [
     "FORMAT_VERSION",
@@ -166,10 +170,12 @@ def _combine(n_rows, nnz, crcs):
     return _crc(np.array([n_rows, nnz, *crcs], dtype=np.int64))
 
 
-def _block_checksum(indptr_local, indices, data, y, row_sqnorm):
-    """Checksum of one block's arrays as stored (``indptr_local`` starts at 0)."""
+def _block_checksum(indptr_local, indices, data, y, row_sqnorm, weight=None):
+    """Checksum of one block's arrays as stored (``indptr_local`` starts at 0; ``weight`` in a weighted store)."""
     crcs = [_crc(np.asarray(indptr_local, dtype=np.int64)), _crc(indices), _crc(data),
             _crc(np.asarray(y, dtype=np.float64)), _crc(np.asarray(row_sqnorm, dtype=np.float64))]
+    if weight is not None:
+        crcs.append(_crc(np.asarray(weight, dtype=np.float64)))
     return _combine(len(indptr_local) - 1, len(indices), crcs)
 
 
@@ -254,6 +260,11 @@ class CSRStore:
         return np.asarray(self._meta.block_row_offsets, dtype=np.int64)
 
     @property
+    def weighted(self):
+        """Whether the store holds row weights (``sample_weight``, written by ``write_store``)."""
+        return bool(self.attrs.get("weighted", False))
+
+    @property
     def label_values(self):
         """Sorted distinct labels (None when there are more than 64: regression targets)."""
         values = self.attrs.get("label_values")
@@ -306,25 +317,27 @@ class CSRStore:
         return out
 
     def _read_raw(self, start, stop, lo=None, hi=None):
-        """``(indptr - indptr[0], indices, data, y, row_sqnorm)`` of rows ``[start, stop)``, as stored."""
+        """``(indptr - indptr[0], indices, data, y, row_sqnorm, weight)`` of rows ``[start, stop)``, as stored
+        (``weight`` None in an unweighted store)."""
         indptr = self._array("indptr")[start:stop + 1].astype(np.int64, copy=False)
         if lo is None:
             lo, hi = int(indptr[0]), int(indptr[-1])
         elif int(indptr[0]) != lo or int(indptr[-1]) != hi:
             return None
+        weight = self._array("sample_weight")[start:stop] if self.weighted else None
         return (indptr - lo, self._array("indices")[lo:hi], self._array("data")[lo:hi],
-                self._array("y")[start:stop], self._array("row_sqnorm")[start:stop])
+                self._array("y")[start:stop], self._array("row_sqnorm")[start:stop], weight)
 
     def read_rows(self, start, stop):
         """Rows ``[start, stop)`` as ``(csr_matrix, y)``, NOT verified (use :meth:`read_block`)."""
-        indptr, indices, data, y, _ = self._read_raw(start, stop)
+        indptr, indices, data, y, _, _ = self._read_raw(start, stop)
         return sp.csr_matrix((data, indices, indptr), shape=(stop - start, self.d)), y
 
     def _fail(self, k, start, stop, what):
         raise StoreError(f"block {k} of {self.url!r} (rows {start}..{stop - 1}) {what}: the store was modified "
                          "or a chunk is missing or damaged. Convert the data again.")
 
-    def read_block(self, k, *, verify=True, with_sqnorm=False):
+    def read_block(self, k, *, verify=True, with_sqnorm=False, with_weight=False):
         """Block ``k`` as ``(csr_matrix, y)``, verified on every call.
 
         Parameters
@@ -340,6 +353,9 @@ class CSRStore:
             the checksum; the block's bounds are always checked.
         with_sqnorm : bool, default False
             Also return the stored squared row norms.
+        with_weight : bool, default False
+            Also return the rows' weights (None in an unweighted store); in a
+            weighted store they are verified either way.
 
         Returns
         -------
@@ -347,6 +363,8 @@ class CSRStore:
         y : ndarray of float64
         row_sqnorm : ndarray of float64
             Only with ``with_sqnorm=True``.
+        weight : ndarray of float64 or None
+            Only with ``with_weight=True``.
 
         Raises
         ------
@@ -372,11 +390,11 @@ class CSRStore:
                 from exc
         if raw is None:
             self._fail(k, start, stop, f"has indptr ends other than its non-zeros [{lo}, {hi})")
-        indptr, indices, data, y, sqnorm = raw
-        if verify and _block_checksum(indptr, indices, data, y, sqnorm) != self._meta.block_checksums[k]:
+        indptr, indices, data, y, sqnorm, weight = raw
+        if verify and _block_checksum(indptr, indices, data, y, sqnorm, weight) != self._meta.block_checksums[k]:
             self._fail(k, start, stop, "does not match its checksum")
         X = sp.csr_matrix((data, indices, indptr), shape=(stop - start, self.d))
-        return (X, y, sqnorm) if with_sqnorm else (X, y)
+        return (X, y) + ((sqnorm,) if with_sqnorm else ()) + ((weight,) if with_weight else ())
 
     def iter_blocks(self):
         """Yield ``(X, y)`` of every block in order (each verified)."""
@@ -457,6 +475,8 @@ def open_store(url, storage_options=None):
         problems.append(f"shape is {n} x {d} (a store has at least one row and one feature)")
     expected = {"data": (nnz,), "indices": (nnz,), "indptr": (n + 1,), "y": (n,), "row_sqnorm": (n,),
                 "column_nnz": (d,)}
+    if meta.get("weighted"):
+        expected["sample_weight"] = (n,)
     for name, shape in expected.items():
         try:
             present = name in group
@@ -842,11 +862,12 @@ def _destination(url, storage_options, *, overwrite, inputs=()):
 class _Block:
     """Running row and nnz counts and CRCs of the block being written."""
 
-    def __init__(self, lo):
+    def __init__(self, lo, weighted):
         self.lo = lo
         self.rows = 0
         self.nnz = 0
-        self.crcs = [_ZERO_INDPTR_CRC, 0, 0, 0, 0]  # indptr (from its leading 0), indices, data, y, row_sqnorm
+        # indptr (from its leading 0), indices, data, y, row_sqnorm, and sample_weight in a weighted store
+        self.crcs = [_ZERO_INDPTR_CRC, 0, 0, 0, 0] + ([0] if weighted else [])
 
 
 class _Writer:
@@ -858,8 +879,9 @@ class _Writer:
     """
 
     def __init__(self, url, storage_options, *, block_rows, compression, float32, source,
-                 index_dtype=np.int32, dest=None):
+                 index_dtype=np.int32, dest=None, weighted=False):
         self.block_rows = _check_int("block_rows", block_rows, low=1)
+        self.weighted = weighted
         self.url = os.fspath(url)
         self.storage_options = storage_options
         self.value_dtype = np.dtype(np.float32 if float32 else np.float64)
@@ -886,13 +908,15 @@ class _Writer:
             "y": array("y", np.float64, ROW_CHUNK),
             "row_sqnorm": array("row_sqnorm", np.float64, ROW_CHUNK),
         }
+        if weighted:
+            self.arrays["sample_weight"] = array("sample_weight", np.float64, ROW_CHUNK)
         self.arrays["indptr"].resize((1,))
         self.arrays["indptr"][0:1] = np.zeros(1, dtype=np.int64)
         self.n = 0
         self.nnz = 0
         self.d = 0
         self.blocks = []
-        self.current = _Block(0)
+        self.current = _Block(0, weighted)
         self.column_nnz = np.zeros(0, dtype=np.int64)
         self.labels = set()
         self.too_many_labels = False
@@ -912,12 +936,15 @@ class _Writer:
             arr[old + pos:old + stop] = values[pos:stop]
             pos = stop
 
-    def append(self, X, y):
+    def append(self, X, y, weight=None):
         """Write rows straight to the arrays; blocks are only row boundaries.
 
         Memory is bounded by the rows passed in (one parsed text chunk), not
-        by the block size.
+        by the block size.  ``weight`` (checked by the caller) is required in
+        a weighted store and refused otherwise.
         """
+        if (weight is not None) != self.weighted:
+            raise ValueError("row weights go with a weighted store only (internal)")
         if X.shape[0] == 0:
             return
         X = sp.csr_matrix(X)
@@ -950,7 +977,10 @@ class _Writer:
         self._append_arrays("indptr", ends)
         self._append_arrays("y", y)
         self._append_arrays("row_sqnorm", row_sqnorm)
-        self._checksum_rows(X.indptr, ends, indices, data, y, row_sqnorm)
+        if weight is not None:
+            weight = np.ascontiguousarray(weight, dtype=np.float64)
+            self._append_arrays("sample_weight", weight)
+        self._checksum_rows(X.indptr, ends, indices, data, y, row_sqnorm, weight)
         self.norm_sum += float(np.sqrt(row_sqnorm).sum())
         self.max_sq = max(self.max_sq, float(row_sqnorm.max(initial=0.0)))
         if not self.too_many_labels:
@@ -961,7 +991,7 @@ class _Writer:
         self.n += X.shape[0]
         self.nnz += data.size
 
-    def _checksum_rows(self, indptr, ends, indices, data, y, row_sqnorm):
+    def _checksum_rows(self, indptr, ends, indices, data, y, row_sqnorm, weight):
         """Feed appended rows to the running block CRCs, closing full blocks."""
         m, pos = len(y), 0
         while pos < m:
@@ -974,18 +1004,20 @@ class _Writer:
             c[2] = _crc(data[a:b], c[2])
             c[3] = _crc(y[pos:pos + take], c[3])
             c[4] = _crc(row_sqnorm[pos:pos + take], c[4])
+            if weight is not None:
+                c[5] = _crc(weight[pos:pos + take], c[5])
             block.rows += take
             block.nnz += b - a
             pos += take
             if block.rows == self.block_rows:
                 self.blocks.append(block)
-                self.current = _Block(block.lo + block.nnz)
+                self.current = _Block(block.lo + block.nnz, self.weighted)
 
     def finish(self, *, n_features=None, shift_indices=0, extra_attrs=None, feature_permutation=None):
         """Write the statistics and checksums, verify every block, write the marker, publish."""
         if self.current.rows:
             self.blocks.append(self.current)
-            self.current = _Block(self.nnz)
+            self.current = _Block(self.nnz, self.weighted)
         if self.n == 0:
             raise ValueError(f"no rows to write from {self.source}; a store needs at least one row.")
         if shift_indices:
@@ -1036,6 +1068,7 @@ class _Writer:
             "max_row_norm": math.sqrt(self.max_sq),
             "mean_row_norm": self.norm_sum / self.n,
             "renumbered_features": feature_permutation is not None,
+            "weighted": self.weighted,
         }
         meta.update(extra_attrs or {})
         self._verify_written(d, meta)
@@ -1147,7 +1180,7 @@ def _as_labels(y, n):
 
 def write_store(url, X, y, *, block_rows=DEFAULT_BLOCK_ROWS, compression="zstd", float32=False,
                 shuffle=True, seed=0, renumber_features=False, storage_options=None, source="arrays",
-                overwrite=False):
+                overwrite=False, sample_weight=None):
     """Write in-memory or dask data to a complete store and return its handle.
 
     Parameters
@@ -1190,6 +1223,11 @@ def write_store(url, X, y, *, block_rows=DEFAULT_BLOCK_ROWS, compression="zstd",
     overwrite : bool, default False
         Replace an existing daskdca store at ``url`` (atomically on local
         file systems: the old store stays until the new one is complete).
+    sample_weight : array-like of shape (n,) or None, default None
+        Row weights ``s_i >= 0`` (finite, not all zero), stored beside ``y``
+        (shuffled with the rows, covered by the block checksums): every fit
+        on the store solves ``1/n sum_i s_i phi_i(x_i.w) + lam/2 ||w||^2``.
+        In-memory X only for now (a dask X with weights raises).
 
     Returns
     -------
@@ -1215,6 +1253,9 @@ def write_store(url, X, y, *, block_rows=DEFAULT_BLOCK_ROWS, compression="zstd",
     except ImportError:  # pragma: no cover - dask is a dependency
         da = None
     if da is not None and isinstance(X, da.Array):
+        if sample_weight is not None:
+            raise ValueError("sample_weight with a dask array X is not supported yet; pass X in memory (e.g. "
+                             "X.compute()) with sample_weight, or write the store without weights.")
         y = _check_dask_input(X, y)
         index_dtype = np.int64 if X.shape[1] > INT32_LIMIT else np.int32
         with _destination(url, storage_options, overwrite=overwrite) as dest:
@@ -1247,11 +1288,15 @@ def write_store(url, X, y, *, block_rows=DEFAULT_BLOCK_ROWS, compression="zstd",
     if y is not None and hasattr(y, "compute") and hasattr(y, "chunks"):
         y = y.compute()
     y = _as_labels(y, X.shape[0])
+    if sample_weight is not None:
+        sample_weight = check_sample_weight(sample_weight, X.shape[0])
     X.sum_duplicates()
     _check_finite_block(X, y, 0, "")
     if shuffle:
         perm = np.random.default_rng(seed).permutation(X.shape[0])
         X, y = X[perm], y[perm]
+        if sample_weight is not None:
+            sample_weight = sample_weight[perm]
     feature_permutation = None
     if renumber_features:
         counts = np.bincount(X.indices[X.data != 0], minlength=X.shape[1])
@@ -1259,9 +1304,10 @@ def write_store(url, X, y, *, block_rows=DEFAULT_BLOCK_ROWS, compression="zstd",
         X = X[:, feature_permutation].tocsr()
     index_dtype = np.int64 if X.shape[1] > INT32_LIMIT else np.int32
     with _writing(url, storage_options, overwrite=overwrite, block_rows=block_rows, compression=compression,
-                  float32=float32, source=source, index_dtype=index_dtype) as w:
+                  float32=float32, source=source, index_dtype=index_dtype, weighted=sample_weight is not None) as w:
         for start in range(0, X.shape[0], block_rows):
-            w.append(X[start:start + block_rows], y[start:start + block_rows])
+            w.append(X[start:start + block_rows], y[start:start + block_rows],
+                     None if sample_weight is None else sample_weight[start:start + block_rows])
         return w.finish(n_features=X.shape[1], extra_attrs=_order_attrs(shuffle, seed),
                         feature_permutation=feature_permutation)
 
@@ -1771,6 +1817,9 @@ def rewrite_store(store, url, *, shuffle=False, seed=0, renumber_features=False,
     """
     if not isinstance(store, CSRStore):
         raise TypeError(f"rewrite_store needs a CSRStore (from open_store), got {type(store).__name__}.")
+    if store.weighted:
+        raise ValueError(f"rewrite_store of a weighted store ({store.url!r}) is not supported yet: its row "
+                         "weights would be lost. Write the rows again with write_store(..., sample_weight=...).")
     url = _check_url(url)
     storage_options = _check_storage_options(storage_options)
     _check_writer_args(block_rows, compression, False)

@@ -283,3 +283,20 @@ def test_memory_is_one_chunk_not_the_dense_array(tmp_path):
     assert n * per_row * 0.99 < store.nnz <= n * per_row  # a few duplicate draws summed
     np.testing.assert_array_equal(store.read_block(7)[1], y[7 * rows:8 * rows])
     assert peak < 4 * chunk_bytes, f"peak {peak / 2**20:.1f} MiB for chunks of {chunk_bytes / 2**20:.1f} MiB"
+
+
+@pytest.mark.parametrize("kind", ["csr", "pydata_coo"])
+def test_estimators_fit_and_predict_on_a_lazy_sparse_array_without_densifying(kind):
+    """``SDCAClassifier.fit`` computes the lazy array into memory (sparse), and predictions stay lazy per chunk."""
+    from daskdca import SDCAClassifier
+
+    X, y = _data(seed=3)
+    make, meta = CHUNK_TYPES[kind]()
+    lazy = _lazy(X, make, meta)
+    clf = SDCAClassifier("logistic", C=1.0, tol=1e-10).fit(lazy, y)
+    direct = SDCAClassifier("logistic", C=1.0, tol=1e-10).fit(X, y)
+    np.testing.assert_array_equal(clf.coef_, direct.coef_)
+    scores = clf.decision_function(_lazy(X, make, meta))
+    assert hasattr(scores, "compute")  # a lazy dask array, one block per chunk
+    np.testing.assert_allclose(scores.compute(), direct.decision_function(X), rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(clf.predict(_lazy(X, make, meta)).compute(), direct.predict(X))

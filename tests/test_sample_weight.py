@@ -338,3 +338,76 @@ def test_path_and_cv_carry_the_weights(heart):
     refit = SDCAClassifier(loss="logistic", C=cv.C_, class_weight="balanced", tol=1e-8).fit(X, y, sample_weight=weight)
     np.testing.assert_array_equal(cv.coef_, refit.coef_)
     assert cv.get_params()["class_weight"] == "balanced"
+
+
+# --------------------------------------------------------------------------
+# the store and the cluster
+
+
+@pytest.fixture(scope="module")
+def client():
+    import distributed
+
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  worker_dashboard_address=None) as cluster, distributed.Client(cluster) as c:
+        yield c
+
+
+def test_a_weighted_store_keeps_its_weights_with_its_rows_and_checks_them(heart, tmp_path):
+    import zarr
+
+    from daskdca.store import StoreError, open_store, rewrite_store, write_store
+
+    X, y, weight = heart
+    store = write_store(str(tmp_path / "w.zarr"), X, y, sample_weight=weight, block_rows=50)  # shuffled
+    assert store.weighted and not write_store(str(tmp_path / "u.zarr"), X, y).weighted
+    perm = store.row_permutation
+    got = np.concatenate([store.read_block(k, with_weight=True)[2] for k in range(store.n_blocks)])
+    np.testing.assert_array_equal(got, weight[perm])
+    with pytest.raises(ValueError, match="weighted store .* not supported yet"):
+        rewrite_store(store, str(tmp_path / "r.zarr"), shuffle=True)
+    with pytest.raises(ValueError, match="sample_weight must be >= 0"):
+        write_store(str(tmp_path / "bad.zarr"), X, y, sample_weight=-weight)
+    assert not (tmp_path / "bad.zarr").exists()
+    # a changed weight fails the block's checksum, like any other array of the block
+    group = zarr.open_group(str(tmp_path / "w.zarr"), mode="r+")
+    group["sample_weight"][3] = group["sample_weight"][3] + 1.0
+    with pytest.raises(StoreError, match=r"block 0 .* does not match its checksum"):
+        open_store(str(tmp_path / "w.zarr")).read_block(0)
+
+
+def test_weighted_fits_on_a_cluster_in_memory_out_of_core_and_from_arrays(heart, tmp_path, client):
+    from daskdca.store import write_store
+
+    X, y, weight = heart
+    lam = 1e-2
+    reference = daskdca.fit(X, y, loss="logistic", lam=lam, tol=1e-10, sample_weight=weight)
+    store = write_store(str(tmp_path / "w.zarr"), X, y, sample_weight=weight, block_rows=50)
+    for in_memory in (True, False):
+        model = daskdca.fit(store, loss="logistic", lam=lam, tol=1e-10, client=client, n_partitions=2,
+                            in_memory=in_memory)
+        assert model.converged_ and abs(model.primal_ - reference.primal_) <= model.gap_ + reference.gap_
+        # the certificate from the returned duals, in the store's row order
+        perm = store.row_permutation
+        ys = np.where(y[perm] == model.classes_[1], 1.0, -1.0)
+        assert _weighted_dual(X[perm], ys, weight[perm], model.dual_coef_, lam, "logistic") == pytest.approx(
+            model.dual_, rel=1e-12)
+    # in-memory arrays with a client: the partitions of the in-process fit, so the same bits
+    on_cluster = daskdca.fit(X, y, loss="logistic", lam=lam, tol=1e-8, client=client, n_partitions=2,
+                             sample_weight=weight)
+    in_process = daskdca.fit(X, y, loss="logistic", lam=lam, tol=1e-8, solver="cocoa+", n_partitions=2,
+                             sample_weight=weight)
+    np.testing.assert_array_equal(on_cluster.coef_, in_process.coef_)
+    np.testing.assert_array_equal(on_cluster.dual_coef_, in_process.dual_coef_)
+    with pytest.raises(ValueError, match="a store carries its own row weights"):
+        daskdca.fit(store, loss="logistic", client=client, sample_weight=weight)
+    with pytest.raises(ValueError, match="does not support sample_weight"):
+        daskdca.fit(store, loss="logistic", solver="sdna", client=client)
+
+
+def test_a_dask_array_with_weights_is_refused(heart):
+    import dask.array as da
+
+    X, y, weight = heart
+    with pytest.raises(ValueError, match="sample_weight with a dask array X is not supported yet"):
+        daskdca.fit(da.from_array(X.toarray(), chunks=(100, -1)), y, sample_weight=weight)
