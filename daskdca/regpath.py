@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 from typing import NamedTuple
 
 import numpy as np
@@ -34,6 +35,7 @@ from daskdca.api import (
     _resolve_solver,
     fit,
 )
+from daskdca.store import CSRStore, open_store
 
 __all__ = ["RegularizationPath", "path", "with_intercept_column"]
 
@@ -97,7 +99,8 @@ def _check_Cs(Cs):
 
 
 def path(X, y, Cs, *, loss="hinge", solver=None, tol=1e-6, max_rounds=None, fit_intercept=True,
-         intercept_scaling=1.0, n_partitions=None, random_state=0, keep_dual=False, verbose=0, sample_weight=None):
+         intercept_scaling=1.0, n_partitions=None, random_state=0, keep_dual=False, verbose=0, sample_weight=None,
+         client=None):
     """Solve ``min 1/n sum_i phi_i(x_i.w + b) + lam/2 (||w||^2 + (b/s)^2)`` for each ``lam = 1 / (C n)``, C in Cs.
 
     ``b`` is LIBLINEAR's regularised intercept, ``s = intercept_scaling``
@@ -107,15 +110,22 @@ def path(X, y, Cs, *, loss="hinge", solver=None, tol=1e-6, max_rounds=None, fit_
     fit's dual variables (``daskdca.fit(dual_init=...)``), which are feasible
     for every ``C`` (the dual box does not depend on ``lam``), and stops on
     its own duality gap, so every point of the path carries a certificate.
-    The first fit starts at ``alpha = 0``.  In memory only.
+    The first fit starts at ``alpha = 0``.  In memory, on a cluster
+    (``client``), or on a store (each fit a cluster fit, in memory or out of
+    core as :func:`daskdca.fit` decides, warm-started in the store's row
+    order).
 
     Parameters
     ----------
-    X : ndarray or scipy sparse matrix of shape (n_samples, n_features)
-        Training data, as for :func:`daskdca.fit` (converted to CSR once).
-    y : array-like of shape (n_samples,)
+    X : ndarray, scipy sparse matrix, or store path/URL/handle
+        Training data of shape (n_samples, n_features), as for
+        :func:`daskdca.fit` (arrays converted to CSR once).  A store needs
+        ``fit_intercept=False`` (it cannot be augmented with the constant
+        feature without rewriting it); a dask array is refused (write it as
+        a store first).
+    y : array-like of shape (n_samples,) or None
         Two labels (the sorted second one is +1) or real targets for
-        ``loss="squared"``.
+        ``loss="squared"``; None for a store.
     Cs : array-like of shape (n_Cs,)
         LIBLINEAR's ``C`` values (``> 0``), in any order; they are solved
         and returned in ascending order.
@@ -151,7 +161,10 @@ def path(X, y, Cs, *, loss="hinge", solver=None, tol=1e-6, max_rounds=None, fit_
         Row weights ``s_i`` of every fit, as in :func:`daskdca.fit` (the loss
         term becomes ``1/n sum_i s_i phi_i``; the dual box scales by ``s_i``
         and still does not depend on ``lam``, so the warm starts stay
-        feasible).
+        feasible).  A store carries its own weights instead.
+    client : distributed.Client or None, default=None
+        Run every fit on this Dask cluster (a store always runs on one: this
+        client, else the default client, else a LocalCluster per fit).
 
     Returns
     -------
@@ -162,9 +175,8 @@ def path(X, y, Cs, *, loss="hinge", solver=None, tol=1e-6, max_rounds=None, fit_
     Raises
     ------
     ValueError
-        For a store, a dask array or other cluster input (fit each ``C``
-        with :func:`daskdca.fit` and ``dual_init=previous.dual_coef_``
-        instead), for bad ``Cs``, or a solver without warm starts.
+        For a dask array, a store with ``fit_intercept=True``, bad ``Cs``, or
+        a solver without warm starts.
 
     Examples
     --------
@@ -176,15 +188,18 @@ def path(X, y, Cs, *, loss="hinge", solver=None, tol=1e-6, max_rounds=None, fit_
     >>> bool(res.converged.all()), res.coef.shape
     (True, (3, 30))
     """
-    if _is_cluster_input(X):
+    is_store = isinstance(X, (str, os.PathLike, CSRStore))
+    if _is_cluster_input(X) and not is_store:
         raise ValueError(
-            f"daskdca.path fits in memory, got X of type {type(X).__name__}. For a store or a dask array, call "
-            "daskdca.fit for each C (smallest first) with dual_init=previous.dual_coef_: cluster fits warm-start "
-            "too.")
+            f"daskdca.path takes arrays or a store, got X of type {type(X).__name__}. Write it as a store first "
+            "(daskdca.write_store(url, X, y)) and pass the store, or call daskdca.fit for each C (smallest first) "
+            "with dual_init=previous.dual_coef_.")
+    on_cluster = is_store or client is not None
     Cs = _check_Cs(Cs)
     if Cs.shape[0] > 1:  # before the first fit, not after it
-        method = _resolve_solver("sdca" if solver is None else solver, batch_size=None, local_iters=1.0,
-                                 on_cluster=False)
+        default = "cocoa+" if on_cluster else "sdca"
+        method = _resolve_solver(default if solver is None else solver, batch_size=None, local_iters=1.0,
+                                 on_cluster=on_cluster)
         _check_warm_start_supported(method, resume=False)
     if not isinstance(fit_intercept, (bool, np.bool_)):
         raise ValueError(f"fit_intercept must be True or False, got {fit_intercept!r}.")
@@ -193,17 +208,25 @@ def path(X, y, Cs, *, loss="hinge", solver=None, tol=1e-6, max_rounds=None, fit_
         raise ValueError(f"intercept_scaling must be a finite real number > 0, got {intercept_scaling!r}.")
     if not isinstance(keep_dual, (bool, np.bool_)):
         raise ValueError(f"keep_dual must be True or False, got {keep_dual!r}.")
-    X = _check_X(X)
-    if fit_intercept:
-        X = with_intercept_column(X, intercept_scaling)
+    if is_store:
+        if fit_intercept:
+            raise ValueError("daskdca.path on a store needs fit_intercept=False: a store cannot be augmented with "
+                             "the constant feature without rewriting it. Pass fit_intercept=False, or fit the "
+                             "arrays.")
+        X = X if isinstance(X, CSRStore) else open_store(X)
+        n = X.n
+    else:
+        X = _check_X(X)
+        if fit_intercept:
+            X = with_intercept_column(X, intercept_scaling)
+        n = X.shape[0]
     seed = _resolve_random_state(random_state)
-    n = X.shape[0]
     models = []
     alpha = None
     for C in Cs:
         model = fit(X, y, loss=loss, lam=1.0 / (C * n), solver=solver, tol=tol, max_rounds=max_rounds,
                     n_partitions=n_partitions, random_state=seed, verbose=verbose, dual_init=alpha,
-                    sample_weight=sample_weight)
+                    sample_weight=sample_weight, client=client)
         alpha = model.dual_coef_
         models.append(model)
     W = np.stack([np.asarray(m.coef_, dtype=np.float64) for m in models])

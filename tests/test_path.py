@@ -115,13 +115,32 @@ def test_bad_grids_raise(Cs, match):
         daskdca.path(X, y, Cs)
 
 
-def test_cluster_input_and_cold_only_solvers_raise():
+def test_dask_input_a_store_with_an_intercept_and_cold_only_solvers_raise(tmp_path):
     da = pytest.importorskip("dask.array")
     X, y = load_dataset("heart")
-    with pytest.raises(ValueError, match="daskdca.path fits in memory, got X of type Array"):
+    with pytest.raises(ValueError, match="daskdca.path takes arrays or a store, got X of type Array"):
         daskdca.path(da.from_array(X.toarray(), chunks=(100, 13)), y, [1.0])
+    store = daskdca.write_store(str(tmp_path / "heart.zarr"), X, y)
+    with pytest.raises(ValueError, match="on a store needs fit_intercept=False"):
+        daskdca.path(store, None, [1.0])
     with pytest.raises(ValueError, match="solver='spdc' cannot start from given dual variables"):
         daskdca.path(X, y, [0.1, 1.0], loss="logistic", solver="spdc")
+
+
+def test_a_path_on_a_store_is_the_in_memory_path(tmp_path):
+    """Each point of a store's path, warm-started in the store's row order on a cluster, has the objective of the
+    in-memory path's point (the same problem) within the two certified gaps."""
+    distributed = pytest.importorskip("distributed")
+    X, y = load_dataset("heart")
+    store = daskdca.write_store(str(tmp_path / "heart.zarr"), X, y, block_rows=135)
+    Cs = [0.01, 0.1]
+    here = daskdca.path(X, y, Cs, loss="logistic", tol=1e-7, fit_intercept=False)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as c, \
+            distributed.Client(c) as client:
+        there = daskdca.path(store, None, Cs, loss="logistic", tol=1e-7, fit_intercept=False, client=client,
+                             keep_dual=True)
+    assert there.converged.all() and there.dual_coef.shape == (2, X.shape[0])
+    assert np.all(np.abs(there.primal - here.primal) <= there.gap + here.gap + 1e-15)
 
 
 # --- SDCAClassifierCV --------------------------------------------------------------
