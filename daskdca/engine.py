@@ -27,6 +27,16 @@ the last complete one); without it, the states pass through this process and
 go back as tasks that hold them, so the round state never depends on a path
 that only the driver can see, and a lost task is recomputed from that copy.
 
+Every wait on the cluster goes through :meth:`DaskExecutor.gather`, which
+watches it: a fit whose workers are all gone for ``daskdca.no-workers-timeout``
+(Dask config, default 10 minutes: a nanny restart or a replaced jobqueue job
+comes back well within it) raises :class:`NoWorkersError`, and one whose
+client lost the scheduler raises :class:`SchedulerLostError` at once (Dask
+cancels every future then); both name what was saved and how to go on.  It
+also sends this fit's tasks that Dask leaves in ``no-worker`` behind a soft
+pin to a gone worker back to scheduling (:meth:`DaskExecutor._unstick`), so
+the only worker's nanny restart, at a new address, no longer hangs a fit.
+
 Task keys start with the kind of task (``daskdca-load``, ``daskdca-round``,
 ``daskdca-reduce``, ``daskdca-combine``, ``daskdca-certify``,
 ``daskdca-checkpoint``, ``daskdca-setup``) so the dashboard groups them.
@@ -34,11 +44,14 @@ Task keys start with the kind of task (``daskdca-load``, ``daskdca-round``,
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import importlib
 import itertools
 import logging
 import os
+import threading
+import time
 import uuid
 from functools import partial
 
@@ -62,12 +75,119 @@ from daskdca.problem import objectives
 
 logger = logging.getLogger("daskdca")
 
-__all__ = ["DaskExecutor", "cluster_client", "fit_on_cluster", "local_client"]
+__all__ = ["ClusterLostError", "DaskExecutor", "NoWorkersError", "SchedulerLostError", "cluster_client",
+           "configured_no_workers_timeout", "fit_on_cluster", "local_client"]
 
 # Chains restart from a checkpoint this often unless told otherwise: between
 # restarts the scheduler keeps every round's task states (spec §2.4).
 DEFAULT_CHECKPOINT_EVERY = 10
 CHECKPOINT_FORMAT = 2
+
+# How long a fit waits for a worker when the cluster has none (Dask config key, a timedelta such as
+# "10 minutes" or 600, None: forever).  Long enough for a nanny restart or a replaced jobqueue job.
+NO_WORKERS_TIMEOUT_KEY = "daskdca.no-workers-timeout"
+DEFAULT_NO_WORKERS_TIMEOUT = "10 minutes"
+
+
+class ClusterLostError(RuntimeError):
+    """A cluster fit stopped because its cluster went away; the base of the two cases below.
+
+    Attributes
+    ----------
+    scheduler_address : str or None
+        The address of the scheduler the fit ran on.
+    checkpoint : str or None
+        The ``checkpoint=`` path of the fit (None without one).
+    checkpoint_round : int or None
+        The round of the last complete checkpoint at ``checkpoint`` (what
+        ``resume=True`` continues from), None when there is none.
+    """
+
+    def __init__(self, message, *, scheduler_address=None, checkpoint=None, checkpoint_round=None):
+        super().__init__(message)
+        self.scheduler_address = scheduler_address
+        self.checkpoint = checkpoint
+        self.checkpoint_round = checkpoint_round
+
+
+class NoWorkersError(ClusterLostError):
+    """The cluster had no worker for longer than ``daskdca.no-workers-timeout`` while the fit waited on it.
+
+    Attributes
+    ----------
+    timeout : float
+        The seconds waited without a worker.
+    """
+
+    def __init__(self, message, *, timeout, **kwargs):
+        super().__init__(message, **kwargs)
+        self.timeout = timeout
+
+
+class SchedulerLostError(ClusterLostError):
+    """The client lost its connection to the scheduler (or was closed) during the fit."""
+
+
+def configured_no_workers_timeout():
+    """The seconds a cluster fit waits for a worker while it has none (None: forever).
+
+    Read from the Dask config key ``daskdca.no-workers-timeout`` (default
+    ``"10 minutes"``), e.g. ``dask.config.set({"daskdca.no-workers-timeout":
+    "30 minutes"})`` or the environment variable
+    ``DASK_DASKDCA__NO_WORKERS_TIMEOUT``.
+
+    Returns
+    -------
+    float or None
+        Seconds, or None when the key is set to None (wait forever).
+
+    Raises
+    ------
+    ValueError
+        When the value is not a finite duration >= 0.
+    """
+    from dask.utils import parse_timedelta
+
+    value = dask.config.get(NO_WORKERS_TIMEOUT_KEY, DEFAULT_NO_WORKERS_TIMEOUT)
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("none", "null", "")):
+        return None
+    try:
+        seconds = parse_timedelta(value, default="seconds")
+    except Exception:  # parse_timedelta raises TypeError, ValueError, KeyError or AttributeError
+        seconds = None
+    if seconds is None or not np.isfinite(seconds) or seconds < 0:
+        raise ValueError(f"the Dask config {NO_WORKERS_TIMEOUT_KEY}={value!r} is not a finite duration >= 0; set "
+                         "it to seconds or a string such as '10 minutes' (None waits forever), e.g. "
+                         f"dask.config.set({{{NO_WORKERS_TIMEOUT_KEY!r}: '10 minutes'}}).")
+    return float(seconds)
+
+
+def _unstick_function():
+    """The scheduler-side half of :meth:`DaskExecutor._unstick`, made here so that it pickles by value
+    (the scheduler need not import daskdca)."""
+
+    def unstick(run_id, dask_scheduler=None):
+        s = dask_scheduler
+        if not s.running:
+            return 0
+        tag = f"-{run_id}-"
+        stuck = [ts.key for ts in s.unrunnable if ts.loose_restrictions and tag in str(ts.key)]
+        if stuck:
+            import time as _time
+
+            s.transitions({key: "processing" for key in stuck}, stimulus_id=f"daskdca-unstick-{_time.time()}")
+        return len(stuck)
+
+    return unstick
+
+
+def _scheduler_noworker_error():
+    """The exception type Dask's own ``distributed.scheduler.no-workers-timeout`` fails tasks with (or None)."""
+    with contextlib.suppress(ImportError):
+        from distributed.scheduler import NoWorkerError
+
+        return NoWorkerError
+    return None
 
 
 class _WarmUp(WorkerPlugin):
@@ -379,21 +499,201 @@ class _DaskOps(Ops):
         it = next(self.step)
         name = f"daskdca-setup-{ex.run_id}-gram{it}"
         parts = [_delayed(gram_matvec_part, ex.parts[k], v, name=f"{name}-p{k}", worker=home)
-                 for k, home in enumerate(ex.placement.homes(ex.client))]
+                 for k, home in enumerate(ex.homes("a setup product"))]
         total = ex.tree(parts, sum_arrays, f"daskdca-reduce-{ex.run_id}-gram{it}")
-        return ex.client.compute(total, optimize_graph=False).result()
+        return ex.gather([ex.client.compute(total, optimize_graph=False)], "a setup product")[0]
+
+
+_FROM_CONFIG = object()
 
 
 class DaskExecutor:
-    """Runs a method's phases on a Dask cluster (see the module docstring)."""
+    """Runs a method's phases on a Dask cluster (see the module docstring).
+
+    ``no_workers_timeout``: seconds to wait for a worker while the cluster
+    has none (None: forever); by default :func:`configured_no_workers_timeout`.
+    """
 
     def __init__(self, client, parts, info: DataInfo, random_state, *, placement, run_id, checkpoint,
-                 checkpoint_every, signature, dual_init=None):
+                 checkpoint_every, signature, dual_init=None, no_workers_timeout=_FROM_CONFIG):
         self.client, self.parts, self.info, self.seed = client, parts, info, int(random_state)
         self.placement, self.run_id = placement, run_id
         self.checkpoint, self.checkpoint_every = checkpoint, checkpoint_every
         self.signature = signature
         self.dual_init = dual_init  # the store's row order; None: the method's own start
+        if no_workers_timeout is _FROM_CONFIG:
+            no_workers_timeout = configured_no_workers_timeout()
+        self.no_workers_timeout = no_workers_timeout
+        # how often a wait looks at the cluster: a fast gather never does
+        self.poll = 1.0 if no_workers_timeout is None else min(1.0, max(0.05, no_workers_timeout / 10))
+        self.scheduler_address = None
+        with contextlib.suppress(Exception):
+            self.scheduler_address = client.scheduler.address
+        self.submitted = 0  # rounds submitted so far (for the messages)
+        self.can_unstick = True
+
+    # -- waiting on the cluster: never forever
+    def gather(self, futures, what, *, fetch=True):
+        """The results of ``futures``, or with ``fetch=False`` a wait until they are done, watching the cluster.
+
+        The wait runs in a helper thread; this one looks at the cluster every
+        ``self.poll`` seconds while it lasts (a fast wait never does).  A fit
+        whose workers survive or come back gets the same results as a plain
+        ``client.gather``.
+
+        Parameters
+        ----------
+        futures : iterable of distributed.Future
+            This fit's futures.
+        what : str
+            What is waited on, for the error message (e.g. "the rounds' reports").
+        fetch : bool, default=True
+            Return the results (``client.gather``); False only waits
+            (``distributed.wait``) and returns its answer.
+
+        Returns
+        -------
+        list or DoneAndNotDoneFutures
+            The results in the order of ``futures``, or ``wait``'s answer.
+
+        Raises
+        ------
+        NoWorkersError
+            The cluster had no worker for ``self.no_workers_timeout`` seconds
+            (the futures are cancelled), or the scheduler's own
+            ``distributed.scheduler.no-workers-timeout`` failed a task.
+        SchedulerLostError
+            The client lost its scheduler (or was closed).
+        Exception
+            A task's own error, as ``client.gather`` raises it.
+        """
+        futures = list(futures)
+        if not futures:
+            return []
+        self._check_scheduler(what)
+        call = self.client.gather if fetch else wait
+        box = {}
+        done = threading.Event()
+
+        def waiter():
+            try:
+                box["value"] = call(futures)
+            except BaseException as exc:  # handed to the fit's thread below
+                box["error"] = exc
+            finally:
+                done.set()
+
+        threading.Thread(target=waiter, name=f"daskdca-wait-{self.run_id}", daemon=True).start()
+        since = None  # when the cluster was first seen without a worker in this wait
+        while not done.wait(self.poll):
+            self._check_scheduler(what)
+            n_workers = self._n_workers()
+            if n_workers:
+                since = None
+                self._unstick()
+                continue
+            if n_workers is None or self.no_workers_timeout is None:  # None: cannot tell, so no verdict
+                continue
+            now = time.monotonic()
+            since = now if since is None else since
+            if now - since >= self.no_workers_timeout:
+                with contextlib.suppress(Exception):
+                    self.client.cancel(futures)  # so the helper thread's wait ends too
+                raise self._no_workers(what, now - since, self.no_workers_timeout)
+        if "error" in box:
+            exc = box["error"]
+            if isinstance(exc, concurrent.futures.CancelledError):
+                self._check_scheduler(what, cause=exc)
+            noworker = _scheduler_noworker_error()
+            if noworker is not None and isinstance(exc, noworker):
+                raise self._no_workers(what, exc.timeout, exc.timeout, own=False) from exc
+            raise exc
+        return box["value"]
+
+    def _unstick(self):
+        """Put this fit's tasks that wait in ``no-worker`` behind a soft pin to a gone worker back to scheduling.
+
+        Dask's scheduler (up to 2026.8 at least) reschedules a ``no-worker``
+        task with worker restrictions, when a worker joins, only if the
+        restrictions name that worker, even with ``allow_other_workers=True``;
+        so after every worker was gone at once (a nanny restart of the only
+        worker: new address) the soft-pinned tasks waited forever beside the
+        new worker.  Runs on the scheduler; where that is not allowed the
+        executor stops trying.
+        """
+        if not self.can_unstick:
+            return
+        try:
+            moved = self.client.run_on_scheduler(_unstick_function(), self.run_id)
+        except Exception as exc:  # e.g. distributed.scheduler.pickle: false
+            self.can_unstick = False
+            logger.debug("daskdca: cannot reschedule soft-pinned tasks on the scheduler (%s)", exc)
+            return
+        if moved:
+            logger.info("daskdca: %d tasks soft-pinned to a lost worker rescheduled on the workers alive", moved)
+
+    def homes(self, what):
+        """The placement's workers now (after checking that the scheduler is still there)."""
+        self._check_scheduler(what)
+        return self.placement.homes(self.client)
+
+    def _n_workers(self):
+        """The number of workers the scheduler knows now; None when that cannot be asked."""
+        try:
+            try:
+                info = self.client.scheduler_info(n_workers=0)
+            except TypeError:  # distributed before n_workers=
+                info = self.client.scheduler_info()
+        except Exception:
+            return None
+        n = info.get("n_workers")
+        return len(info.get("workers", {})) if n is None else int(n)
+
+    def _saved(self):
+        """``(round, sentence)``: the last complete checkpoint's round (or None) and what to do with it."""
+        if self.checkpoint is None:
+            return None, ("Nothing was saved: without checkpoint= the round states lived on the cluster. Fit "
+                          "again from the start, with checkpoint=PATH (a folder every worker can write) to make "
+                          "a fit resumable.")
+        meta = _checkpoint_meta(self.checkpoint)
+        if meta is None:
+            return None, (f"checkpoint={self.checkpoint!r} holds no complete checkpoint yet (the first is written "
+                          f"after {self.checkpoint_every} rounds), so resume=True has nothing to continue from: "
+                          "fit again from the start.")
+        return int(meta["round"]), (f"The checkpoint {self.checkpoint!r} holds round {meta['round']}: fit again "
+                                    "with the same arguments and resume=True to continue from there.")
+
+    def _no_workers(self, what, waited, timeout, own=True):
+        ckpt_round, saved = self._saved()
+        setting = (f"daskdca.no-workers-timeout = {timeout:g} s" if own else
+                   f"the scheduler's own distributed.scheduler.no-workers-timeout = {timeout:g} s")
+        return NoWorkersError(
+            f"the Dask cluster of scheduler {self.scheduler_address} had no worker for {waited:.0f} s "
+            f"({setting}) while the fit waited on {what} (rounds submitted: {self.submitted}); its workers are gone "
+            f"and none came back (ended or preempted jobqueue jobs, killed worker processes, cluster.scale(0)). "
+            f"{saved} Fix: give the cluster workers (cluster.scale(n); check the jobs' walltime and memory) before "
+            f"fitting again; to wait longer for replacements, set e.g. "
+            f"dask.config.set({{{NO_WORKERS_TIMEOUT_KEY!r}: '30 minutes'}}) (None waits forever).",
+            timeout=timeout, scheduler_address=self.scheduler_address, checkpoint=self.checkpoint,
+            checkpoint_round=ckpt_round)
+
+    def _check_scheduler(self, what, cause=None):
+        """Raise :class:`SchedulerLostError` when the client is no longer connected to its scheduler.
+
+        On a lost connection Dask cancels every future of the client, so the
+        fit cannot go on even when the client reconnects.
+        """
+        status = self.client.status
+        if status == "running":
+            return
+        ckpt_round, saved = self._saved()
+        raise SchedulerLostError(
+            f"the Dask client lost its scheduler at {self.scheduler_address} (client status {status!r}) while "
+            f"the fit waited on {what} (rounds submitted: {self.submitted}); Dask cancels every task of the fit "
+            f"then. {saved} Fix: check that the scheduler is running and reachable (killed, out of memory, "
+            "walltime), then fit again with a Client connected to a running scheduler.",
+            scheduler_address=self.scheduler_address, checkpoint=self.checkpoint,
+            checkpoint_round=ckpt_round) from cause
 
     # -- graph helpers
     def ctx(self, r, k):
@@ -413,7 +713,7 @@ class DaskExecutor:
         return method.setup(self.info, _DaskOps(self))
 
     def init(self, plan):
-        homes = self.placement.homes(self.client)
+        homes = self.homes("the initial states")
         if self.dual_init is not None:
             return self._warm_init(plan, homes)
         G = self.client.submit(_start, plan.init_global, key=f"daskdca-setup-{self.run_id}-global0", pure=False)
@@ -449,9 +749,10 @@ class DaskExecutor:
         """
         K = len(self.parts)
         ends = []
+        self.submitted = r + n
         for j in range(n):
             rnd = r + j
-            homes = self.placement.homes(self.client)
+            homes = self.homes(f"round {rnd}")
             for phase in plan.phases():
                 tag = f"{self.run_id}-r{rnd}-{phase.name}"
                 Ls = [_delayed(_local_task, phase.local, self.parts[k], Ls[k], G, self.ctx(rnd, k),
@@ -466,11 +767,11 @@ class DaskExecutor:
         return futures[K], futures[:K], futures[K + 1]
 
     def reports(self, handles):
-        return [RoundReport(*rep) for rep in self.client.gather(list(handles))] if handles else []
+        return [RoundReport(*rep) for rep in self.gather(handles, "the rounds' reports")] if handles else []
 
     def fetch(self, value):
         """The state of an output pair (a future on the cluster)."""
-        return (value.result() if hasattr(value, "result") else value)[0]
+        return (self.gather([value], "a state")[0] if hasattr(value, "result") else value)[0]
 
     def _dual_points(self, plan, G, Ls, name):
         return [_delayed(_dual_point_task, plan.dual_point, self.parts[k], Ls[k], G, name=f"{name}-dual{k}")
@@ -478,7 +779,7 @@ class DaskExecutor:
 
     def dual_points(self, plan, G, Ls):
         name = f"daskdca-certify-{self.run_id}-{uuid.uuid4().hex[:6]}"
-        return np.concatenate(self.client.gather(self._compute(self._dual_points(plan, G, Ls, name))))
+        return np.concatenate(self.gather(self._compute(self._dual_points(plan, G, Ls, name)), "the dual point"))
 
     def certify(self, plan, G, Ls):
         """``(w, alpha, P, D)``: ``w(alpha)`` rebuilt from the dual point on the cluster, then one more pass."""
@@ -492,8 +793,8 @@ class DaskExecutor:
                 for k in range(K)]
         total = self.tree(sums, sum_arrays, f"{name}-objsum")
         futures = self._compute([w_alpha, w, total] + alphas)
-        w_alpha_v, w_v, total_v = self.client.gather(futures[:3])
-        alpha = np.concatenate(self.client.gather(futures[3:]))  # the dual point leaves the workers here
+        w_alpha_v, w_v, total_v = self.gather(futures[:3], "the certificate")
+        alpha = np.concatenate(self.gather(futures[3:], "the dual point"))  # the dual point leaves the workers here
         primal, dual = objectives(info, total_v, np.asarray(w_v, dtype=np.float64), w_alpha_v,
                                   getattr(plan, "l1_ratio", 0.0))
         return np.asarray(w_v, dtype=np.float64), alpha, primal, dual
@@ -514,9 +815,9 @@ class DaskExecutor:
         that hold the copies (the scheduler keeps a task's arguments, so a lost state is recomputed from
         them, and the lineage before them is forgotten)."""
         name = f"daskdca-checkpoint-{self.run_id}-r{r}"
-        states = self.client.gather([self.client.submit(_state_of, out, key=f"{name}-copy{k}", pure=False)
-                                     for k, out in enumerate([G] + Ls)])
-        homes = self.placement.homes(self.client)
+        states = self.gather([self.client.submit(_state_of, out, key=f"{name}-copy{k}", pure=False)
+                              for k, out in enumerate([G] + Ls)], f"the states of round {r}")
+        homes = self.homes(f"the states of round {r}")
         # the states travel inside the tasks on purpose: that copy is what makes them recomputable
         with dask.config.set({"distributed.admin.large-graph-warning-threshold": "16 GiB"}):
             G = self.client.submit(partial(_restart, states[0]), key=f"{name}-G", pure=False)
@@ -533,7 +834,7 @@ class DaskExecutor:
         writes = [self.client.submit(_save_state, L, url, f"{slot}_local{k}", key=f"{name}-save{k}", pure=False)
                   for k, L in enumerate(Ls)]
         writes.append(self.client.submit(_save_state, G, url, f"{slot}_global", key=f"{name}-saveG", pure=False))
-        classes = self.client.gather(writes)
+        classes = self.gather(writes, f"the checkpoint of round {r}")
         g = zarr.open_group(url, mode="a")
         g.attrs["daskdca_checkpoint"] = {
             "format": CHECKPOINT_FORMAT, "complete": True, "slot": slot, "round": r, "n_epochs": epochs,
@@ -544,7 +845,7 @@ class DaskExecutor:
         return self._load(slot, classes[-1], classes[0], f"{name}-load")
 
     def _load(self, slot, global_class, local_class, name):
-        homes = self.placement.homes(self.client)
+        homes = self.homes("the checkpoint's states")
         Ls = [self.client.submit(_start, _load_state, self.checkpoint, f"{slot}_local{k}", local_class,
                                  key=f"{name}{k}", pure=False, **_pinned(homes[k]))
               for k in range(len(self.parts))]
@@ -571,17 +872,19 @@ class DaskExecutor:
         G, Ls = self._load(meta["slot"], meta["global_class"], meta["local_class"], name)
         G = self.client.submit(_check_resumed, G, plan.init_global(), f"checkpoint {url!r}, global state",
                                key=f"{name}-checkG", pure=False)
-        homes = self.placement.homes(self.client)
+        homes = self.homes("the checkpoint's states")
         Ls = [self.client.submit(_check_resumed_local, plan, self.parts[k], Ls[k], G, self.ctx(0, k),
                                  self.info, f"checkpoint {url!r}, partition {k}", key=f"{name}-check{k}",
                                  pure=False, **_pinned(homes[k]))
               for k in range(len(self.parts))]
-        wait([G] + Ls)  # the states stay on the workers; a damaged checkpoint raises here, naming what is wrong
+        # the states stay on the workers; a damaged checkpoint raises here, naming what is wrong
+        self.gather([G] + Ls, "the checkpoint's states", fetch=False)
         for future in [G] + Ls:
             if future.status == "error":
                 future.result()
         history = [HistoryRecord(*rec) for rec in meta["history"]]
         logger.info("daskdca: resuming from %s at round %d", url, meta["round"])
+        self.submitted = int(meta["round"])
         return G, Ls, int(meta["round"]), float(meta["n_epochs"]), history
 
 
@@ -608,10 +911,17 @@ def fit_on_cluster(store, *, client, method, loss, lam, positive_label, tol, max
     travel to the workers inside the tasks that hold them (which the
     scheduler can rerun), so no worker reads that path.  Returns a
     :class:`daskdca.driver.FitResult` in the store's row and feature order.
+
+    A cluster left without workers for ``daskdca.no-workers-timeout`` (Dask
+    config, default 10 minutes) raises :class:`NoWorkersError`, a client that
+    lost its scheduler :class:`SchedulerLostError` (both
+    :class:`ClusterLostError`, a RuntimeError); each names the last complete
+    checkpoint (``resume=True`` continues from it) and the fix.
     """
     ranges = store_partition_ranges(store.n_blocks, n_partitions or store.n_blocks)
     K = len(ranges)
     run_id = uuid.uuid4().hex[:8]
+    wait_for_workers = configured_no_workers_timeout()  # a bad setting fails here, before any work
     n_workers = _check_workers(client)
     client.register_plugin(_WarmUp(), name=_WarmUp.name)
     if store_is_local:
@@ -654,7 +964,7 @@ def fit_on_cluster(store, *, client, method, loss, lam, positive_label, tol, max
                  "random_state": random_state, "n_partitions": K}
     executor = DaskExecutor(client, parts, info, random_state, placement=placement, run_id=run_id,
                             checkpoint=ckpt, checkpoint_every=checkpoint_every, signature=signature,
-                            dual_init=dual_init)
+                            dual_init=dual_init, no_workers_timeout=wait_for_workers)
     if ckpt is not None:
         _check_workers_share(client, ckpt)
     plan = executor.setup(method)
