@@ -12,6 +12,7 @@ import math
 import numbers
 import os
 import warnings
+from functools import partial
 
 import numpy as np
 import scipy.sparse as sp
@@ -86,25 +87,59 @@ class LinearModel:
         self.n_epochs_ = result.n_epochs
 
     def decision_function(self, X):
-        """``X @ coef_`` for new data X of shape (n_samples, n_features)."""
+        """``X @ coef_`` for new data X of shape (n_samples, n_features).
+
+        A dask array (one column chunk; its chunks dense or sparse, e.g.
+        AnnData's ``read_elem_lazy``) gives a lazy dask array, one task per
+        row chunk, never densified.
+        """
+        if _is_dask_array(X):
+            self._check_columns(X.shape[1])
+            if len(X.chunks[1]) != 1:
+                raise ValueError(f"X is chunked along its {X.shape[1]} columns too ({len(X.chunks[1])} column "
+                                 "chunks); use X.rechunk({1: -1}).")
+            # a (rows, 1) block per chunk, so that dask passes each chunk as it is (no join along columns)
+            column = X.map_blocks(partial(_chunk_scores, coef=self.coef_), chunks=(X.chunks[0], (1,)),
+                                  dtype=np.float64, meta=np.empty((0, 0)))
+            return column[:, 0]
         X = _check_X(X)
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(
-                f"X has {X.shape[1]} features but the model was fitted with "
-                f"{self.n_features_in_}; pass data with the same columns."
-            )
+        self._check_columns(X.shape[1])
         return np.asarray(X @ self.coef_).ravel()
 
+    def _check_columns(self, d):
+        if d != self.n_features_in_:
+            raise ValueError(
+                f"X has {d} features but the model was fitted with "
+                f"{self.n_features_in_}; pass data with the same columns."
+            )
+
     def predict(self, X):
-        """Class labels (classification losses) or predicted targets (squared loss)."""
+        """Class labels (classification losses) or predicted targets (squared loss); lazy for a dask array."""
         scores = self.decision_function(X)
         if self.classes_ is None:
             return scores
-        return self.classes_[(scores > 0).astype(np.intp)]
+        if _is_dask_array(scores):
+            return scores.map_blocks(_labels_of, classes=self.classes_, dtype=self.classes_.dtype)
+        return _labels_of(scores, self.classes_)
 
     def __repr__(self):
         return (f"LinearModel(loss={self.loss.name!r}, lam={self.lam!r}, solver={self.solver.name!r}, "
                 f"primal={self.primal_:.6g}, gap={self.gap_:.3g}, converged={self.converged_})")
+
+
+def _is_dask_array(X):
+    return type(X).__module__.startswith("dask.") and hasattr(X, "map_blocks") and hasattr(X, "chunks")
+
+
+def _chunk_scores(chunk, coef):
+    """``chunk @ coef`` as a column, for one row chunk of a dask array (pydata sparse read as scipy)."""
+    if not sp.issparse(chunk) and hasattr(chunk, "to_scipy_sparse"):
+        chunk = chunk.to_scipy_sparse()
+    return np.asarray(chunk @ coef, dtype=np.float64).reshape(-1, 1)
+
+
+def _labels_of(scores, classes):
+    return classes[(scores > 0).astype(np.intp)]
 
 
 def _first_nonfinite(values):

@@ -300,3 +300,15 @@ def test_estimators_fit_and_predict_on_a_lazy_sparse_array_without_densifying(ki
     assert hasattr(scores, "compute")  # a lazy dask array, one block per chunk
     np.testing.assert_allclose(scores.compute(), direct.decision_function(X), rtol=1e-12, atol=1e-12)
     np.testing.assert_array_equal(clf.predict(_lazy(X, make, meta)).compute(), direct.predict(X))
+
+
+def test_the_function_api_model_predicts_on_a_lazy_sparse_array():
+    X, y = _data(seed=4)
+    model = daskdca.fit(X, y, loss="logistic", lam=1e-2, tol=1e-8)
+    make, meta = CHUNK_TYPES["csr"]()
+    scores = model.decision_function(_lazy(X, make, meta))
+    assert hasattr(scores, "compute")
+    np.testing.assert_allclose(scores.compute(), model.decision_function(X), rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(model.predict(_lazy(X, make, meta)).compute(), model.predict(X))
+    with pytest.raises(ValueError, match=r"X.rechunk\(\{1: -1\}\)"):
+        model.decision_function(da.from_array(X.toarray(), chunks=(100, 20)))
