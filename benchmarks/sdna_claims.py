@@ -216,8 +216,8 @@ class EpochTimer:
                        param, self.lam_n, 1.0, False)
         else:
             batches = minibatch_schedule(self.seed, self.round * self.n_iter, self.n_iter, self.offsets, self.tau)
-            minibatch_sdca_rounds(self.indptr, X.indices, X.data, self.y, UNWEIGHTED, self.q, self.alpha, self.w, batches,
-                                  kind, param, self.lam_n, self.acc)
+            minibatch_sdca_rounds(self.indptr, X.indices, X.data, self.y, UNWEIGHTED, self.q, self.alpha, self.w,
+                                  batches, kind, param, self.lam_n, self.acc)
         self.round += 1
 
     def seconds_per_epoch(self, epochs):

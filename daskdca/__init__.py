@@ -27,10 +27,24 @@ from daskdca.estimators import SDCAClassifier, SDCAClassifierCV, SDCARegressor
 
 __version__ = "0.1.0"
 
+# The cluster errors live in daskdca.engine, the one module that imports Dask; they are
+# looked up on first use so that `import daskdca` does not import distributed.
+_ENGINE_ERRORS = ("ClusterLostError", "NoWorkersError", "SchedulerLostError")
+
+
+def __getattr__(name):
+    if name in _ENGINE_ERRORS:
+        from daskdca import engine
+
+        return getattr(engine, name)
+    raise AttributeError(f"module 'daskdca' has no attribute {name!r}")
+
+
 __all__ = [
     "AdaptiveDualFreeSDCA",
     "AdaptiveDualFreeSDCAPlus",
     "CSRStore",
+    "ClusterLostError",
     "CoCoAPlus",
     "DualFreeSDCA",
     "Hinge",
@@ -40,12 +54,14 @@ __all__ = [
     "Loss",
     "MinibatchPegasos",
     "MinibatchSDCA",
+    "NoWorkersError",
     "SDCA",
     "SDNA",
     "SPDC",
     "SDCAClassifier",
     "SDCAClassifierCV",
     "SDCARegressor",
+    "SchedulerLostError",
     "FitState",
     "REGISTRY",
     "RegularizationPath",

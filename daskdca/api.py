@@ -507,6 +507,19 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver=None, tol=1e-6, max_rounds=
         On a cluster, ``dual_coef_`` is gathered once at the end, in the
         store's row order; ``coef_`` is in the source's feature order (the
         store's renumbering undone).
+
+    Raises
+    ------
+    ValueError, TypeError
+        Bad input or an unsupported combination; the message names the value
+        and the fix.
+    daskdca.store.StoreError
+        A store block does not match its checksum or cannot be read.
+    daskdca.ClusterLostError
+        On a cluster: no worker for the Dask config key
+        ``daskdca.no-workers-timeout`` (``NoWorkersError``, default 10
+        minutes), or the scheduler was lost (``SchedulerLostError``); the
+        message says what the last checkpoint holds (``resume=True``).
     """
     loss_obj = get_loss(loss)
     lam = _check_real("lam", lam, low=0.0, low_inclusive=False, hint="LIBLINEAR's C corresponds to lam = 1/(C n)")

@@ -76,7 +76,8 @@ def test_minibatch_sdca_matches_reference(loss_name):
     offsets = np.array([0, 30, 60], dtype=np.int64)
     batches = minibatch_schedule(9, 0, 25, offsets, 4)
     alpha, w = np.zeros(n), np.zeros(d)
-    minibatch_sdca(X.indptr, X.indices, X.data, y, UNWEIGHTED, q, alpha, w, w, batches, int(loss.kind), loss.param, lam_n)
+    minibatch_sdca(X.indptr, X.indices, X.data, y, UNWEIGHTED, q, alpha, w, w, batches, int(loss.kind), loss.param,
+                   lam_n)
     ra, rw = ref.minibatch_sdca(X, y, q, np.zeros(n), np.zeros(d), batches, loss_name, lam_n)
     assert _rel_err(alpha, ra) <= 1e-12
     assert _rel_err(w, rw) <= 1e-12

@@ -64,8 +64,8 @@ def capability_table():
         lines.append(f"{name}: losses {', '.join(c.losses)}; "
                      f"{'many partitions' if c.many_partitions else 'one partition'}; "
                      f"{'cluster' if c.cluster else 'in memory only'}; "
-                     f"shrinking {'yes' if c.shrinking else 'no'}; sample weights {'yes' if c.sample_weight else 'no'}; "
-                     f"gap falls {c.gap_rate}")
+                     f"shrinking {'yes' if c.shrinking else 'no'}; "
+                     f"sample weights {'yes' if c.sample_weight else 'no'}; gap falls {c.gap_rate}")
     return "\n".join(lines)
 
 

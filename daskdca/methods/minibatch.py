@@ -408,8 +408,8 @@ class MinibatchPlan(PlanBase):
         if tau > 0:
             batches = active[minibatch_schedule(ctx.random_state, ctx.round, n_rounds,
                                                 np.array([0, active.shape[0]], dtype=np.int64), tau)]
-            steps = minibatch_sdca_rounds(rows.indptr, rows.indices, rows.data, rows.y, rows.weight, local.step_curvature,
-                                          local.alpha, w, batches, int(self.loss.kind), self.loss.param,
+            steps = minibatch_sdca_rounds(rows.indptr, rows.indices, rows.data, rows.y, rows.weight,
+                                          local.step_curvature, local.alpha, w, batches, int(self.loss.kind), self.loss.param,
                                           self.lam_n, np.zeros_like(w))
         report = RoundReport(measured, sums[0] / self.n + reg, -sums[1] / self.n - reg, float(steps))
         return local, type(state)(w), report

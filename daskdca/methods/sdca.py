@@ -330,8 +330,8 @@ class LocalSDCAPlan(DualPlan):
                     rows.indptr, rows.indices, rows.data, rows.y, rows.weight, rows.sqnorm, alpha, w, 0, rows.n_rows,
                     kind, param, self.lam_n, self.sigma_prime)
             else:
-                loss_sum, conj_sum = objective_sums(rows.indptr, rows.indices, rows.data, rows.y, rows.weight, alpha, w, 0,
-                                                    rows.n_rows, kind, param)
+                loss_sum, conj_sum = objective_sums(rows.indptr, rows.indices, rows.data, rows.y, rows.weight, alpha,
+                                                    w, 0, rows.n_rows, kind, param)
                 visit = None
             order = self._order(rows.n_rows, visit, ctx, ctx.partition)
             local_sdca(rows.indptr, rows.indices, rows.data, rows.y, rows.weight, rows.sqnorm, alpha, u, delta_w, order,

@@ -355,8 +355,8 @@ class SPDCPlan:
         alpha = -local.y
         loss_sum = conj_sum = 0.0
         for rows, lo, hi, start in part.pieces():
-            ls, cs = objective_sums(rows.indptr, rows.indices, rows.data, rows.y, rows.weight, row_view(alpha, rows, lo, start),
-                                    x, lo, hi, kind, param)
+            ls, cs = objective_sums(rows.indptr, rows.indices, rows.data, rows.y, rows.weight,
+                                    row_view(alpha, rows, lo, start), x, lo, hi, kind, param)
             loss_sum, conj_sum = loss_sum + ls, conj_sum + cs
         return loss_sum, conj_sum
 
