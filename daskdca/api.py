@@ -131,11 +131,17 @@ def _is_dask_array(X):
     return type(X).__module__.startswith("dask.") and hasattr(X, "map_blocks") and hasattr(X, "chunks")
 
 
+def _scipy_if_pydata(X):
+    """A pydata ``sparse`` array (it has ``to_scipy_sparse``) as scipy CSR: scipy and scikit-learn take scipy's
+    sparse types only."""
+    if not sp.issparse(X) and hasattr(X, "to_scipy_sparse"):
+        return sp.csr_matrix(X.to_scipy_sparse())
+    return X
+
+
 def _chunk_scores(chunk, coef):
-    """``chunk @ coef`` as a column, for one row chunk of a dask array (pydata sparse read as scipy)."""
-    if not sp.issparse(chunk) and hasattr(chunk, "to_scipy_sparse"):
-        chunk = chunk.to_scipy_sparse()
-    return np.asarray(chunk @ coef, dtype=np.float64).reshape(-1, 1)
+    """``chunk @ coef`` as a column, for one row chunk of a dask array."""
+    return np.asarray(_scipy_if_pydata(chunk) @ coef, dtype=np.float64).reshape(-1, 1)
 
 
 def _labels_of(scores, classes):

@@ -38,6 +38,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 import daskdca
+from daskdca.api import _is_dask_array, _scipy_if_pydata
 from daskdca.losses import get_loss
 from daskdca.problem import check_sample_weight
 from daskdca.regpath import _check_Cs, path, with_intercept_column
@@ -74,18 +75,6 @@ def _canonical(X):
             X.sum_duplicates()
         return X
     return sp.csr_matrix(X)
-
-
-def _is_dask_array(X):
-    return type(X).__module__.split(".")[0] == "dask" and hasattr(X, "map_blocks") and hasattr(X, "chunks")
-
-
-def _scipy_if_pydata(X):
-    """A pydata ``sparse`` array (it has ``to_scipy_sparse``) as scipy CSR: scikit-learn's checks take scipy's
-    sparse types only."""
-    if not sp.issparse(X) and hasattr(X, "to_scipy_sparse"):
-        return sp.csr_matrix(X.to_scipy_sparse())
-    return X
 
 
 def _in_memory(X):

@@ -498,13 +498,10 @@ def test_clone_shares_the_client_and_pickling_says_what_to_do():
 # what is not supported yet is refused, not ignored
 
 
-def test_weights_on_a_cluster_are_refused_and_a_regressor_has_no_class_weight():
-    X, y = _data("heart")
-    # (weights in memory: tests/test_sample_weight.py)
+def test_a_regressor_has_no_class_weight():
+    # (sample_weight and class_weight, in memory and on a cluster: tests/test_sample_weight.py)
     with pytest.raises(TypeError):
         SDCARegressor(class_weight="balanced")
-    with pytest.raises(ValueError, match="sample_weight applies to fits in memory without a client"):
-        daskdca.fit(X, y, client=_FakeClient(), sample_weight=np.ones(X.shape[0]))
 
 
 def test_convergence_warning_names_gap_and_tol():
