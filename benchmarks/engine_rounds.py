@@ -5,6 +5,7 @@ Usage::
     python benchmarks/engine_rounds.py overhead [--rows 400000] [--compression none]
     python benchmarks/engine_rounds.py tasks [--partitions 2 64] [--rounds 60]
     python benchmarks/engine_rounds.py url --store /tmp/url.zarr     # 2 workers capped at 1 GiB
+    python benchmarks/engine_rounds.py cost [--workers 1 2 4] [--project 16 64]
 
 ``overhead``: a generated store (Zipf features, 50 nnz per row), a
 LocalCluster of 2 workers x 1 thread, CoCoA+ (logistic, lam 1e-4,
@@ -22,13 +23,23 @@ engine's per-round cost.
 ``url``: ``daskdca make-data`` output of URL size (2.4 M x 3.2 M, about
 280 M nnz) fitted with 2 workers whose memory limit is 1 GiB each, out of
 core, 2 partitions, to relative gap 1e-3; peak worker memory from
-``MemorySampler`` and seconds per round.  It measures; it asserts nothing.
+``MemorySampler`` and seconds per round.
+
+``cost``: the cost model of issue 11, ``T_round(K) = T_comp / K + L0 + L1 K
++ c d log2(K)``: ``T_comp`` is one serial epoch in process, ``L0 + L1 K``
+is fitted to the round time on a tiny store (arithmetic negligible) at 1, 2
+and 4 worker processes, and ``c`` to what the latency and the local steps
+leave of the round time on the data.  The rounds to the target gap at every
+K come from the in-process driver (the same bits as on a cluster), so the
+projection to 16 and 64 nodes is ``rounds(K) x T_round(K)``, against serial
+SDCA's epochs x ``T_comp``.  It measures; it asserts nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import math
 import os
 import tempfile
 import time
@@ -161,6 +172,93 @@ def url(args):
           f"(about {per_worker_peak / 2**20:.0f} MiB per worker; limit 1024 MiB each)")
 
 
+def _cluster_round_seconds(store, n_workers, n_rounds, lam):
+    """Median seconds per CoCoA+ round on ``n_workers`` worker processes, one partition per worker, in memory."""
+    from distributed import Client, LocalCluster
+
+    import daskdca
+
+    times = []
+
+    def clock(record, state):
+        times.append(time.perf_counter())
+        return False
+
+    import warnings
+
+    with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                      silence_logs=logging.ERROR) as cluster, Client(cluster) as client, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # tol 0: a fixed number of rounds
+        daskdca.fit(store, loss="logistic", lam=lam, solver="cocoa+", n_partitions=n_workers, tol=0.0,
+                    max_rounds=n_rounds, client=client, in_memory=True, callback=clock)
+    return float(np.median(np.diff(times)[2:]))  # the first rounds load the partitions and compile
+
+
+def _in_process_rounds(X, y, K, lam, tol, max_rounds):
+    """Rounds and seconds per round of in-process CoCoA+ with K partitions (K = 1: serial SDCA epochs)."""
+    import warnings
+
+    import daskdca
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = daskdca.fit(X, y, loss="logistic", lam=lam, solver="sdca" if K == 1 else "cocoa+",
+                            n_partitions=K, tol=tol, max_rounds=max_rounds, random_state=0)
+    # the gap is recorded every round: the median step between records is one round (setup and compile excluded)
+    seconds = np.diff([record.seconds for record in model.history_])
+    return model.n_rounds_ if model.converged_ else None, float(np.median(seconds[1:] if seconds.size > 2 else seconds))
+
+
+def cost(args):
+    """Fit ``T_round(K) = T_comp / K + L0 + L1 K + c d log2(K)`` to measurements here; project rounds x T_round."""
+    from daskdca import datasets
+
+    workdir = tempfile.mkdtemp(prefix="daskdca-bench-")
+    big = datasets.make_classification(os.path.join(workdir, "big.zarr"), args.rows, args.features,
+                                       nnz_per_row=args.nnz_per_row, block_rows=args.rows // 4, seed=1)
+    tiny = datasets.make_classification(os.path.join(workdir, "tiny.zarr"), 4096, 2000, nnz_per_row=20,
+                                        block_rows=1024, seed=1)
+    X, y = big.read_all()
+    print(f"data: {big.n:,} x {big.d:,}, {big.nnz:,} nnz (4 blocks); logistic, lam {args.lam:g}; "
+          f"{os.cpu_count()} cores here")
+    # rounds to the target gap: exact, from the in-process driver (the same bits as on a cluster)
+    rounds, comp = {}, {}
+    for K in sorted(set([1, *args.workers, *args.project])):
+        rounds[K], comp[K] = _in_process_rounds(X, y, K, args.lam, args.tol, args.max_rounds)
+        shown = rounds[K] if rounds[K] is not None else f"> {args.max_rounds}"
+        print(f"in process, K = {K}: rounds to relative gap {args.tol:g}: {shown}; {comp[K]:.3f} s per round "
+              "(all partitions, one after another)", flush=True)
+    cores = os.cpu_count() or 1
+    rows = []
+    for W in args.workers:
+        t_big = _cluster_round_seconds(big, W, args.rounds, args.lam)
+        t_tiny = _cluster_round_seconds(tiny, W, args.rounds, args.lam)
+        compute = comp[W] / min(W, cores)  # partitions run in parallel on at most `cores` cores
+        rows.append((W, t_big, t_tiny, compute))
+        print(f"cluster, {W} workers: {t_big:.3f} s per round on the data ({compute:.3f} s of it the local "
+              f"steps), {t_tiny:.4f} s per round on a 4,096 x 2,000 store", flush=True)
+    W = np.array([r[0] for r in rows], dtype=float)
+    tiny_t = np.array([r[2] for r in rows])
+    L1, L0 = np.polyfit(W, tiny_t, 1)  # the per-round latency: L0 + L1 K
+    moved = np.array([r[1] - r[3] - (L0 + L1 * r[0]) for r in rows])  # what the latency does not explain
+    levels = np.log2(W)
+    c = float(np.sum(moved[levels > 0] / levels[levels > 0]) / max(1, np.sum(levels > 0))) / big.d
+    t_comp1 = comp[1]
+    print()
+    print(f"model: T_round(K) = {t_comp1:.3f} s / K + {L0:.4f} s + {L1:.4f} s x K + {c:.3e} s x d x log2(K) "
+          f"(d = {big.d:,})")
+    print("| K | rounds to tol | T_round measured (s) | T_round model (s) | time to tol (s) | vs serial SDCA |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    serial = rounds[1] * t_comp1 if rounds[1] is not None else None
+    for K in sorted(rounds):
+        model_t = t_comp1 / K + L0 + L1 * K + c * big.d * math.log2(K) if K > 1 else t_comp1
+        measured = next((f"{r[1]:.3f}" for r in rows if r[0] == K), "")
+        total = rounds[K] * model_t if rounds[K] is not None else None
+        ratio = f"{total / serial:.2f}x" if total is not None and serial else ""
+        print(f"| {K} | {rounds[K] if rounds[K] is not None else f'> {args.max_rounds}'} | {measured} | "
+              f"{model_t:.3f} | {'' if total is None else f'{total:.1f}'} | {ratio} |")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="what", required=True)
@@ -174,8 +272,18 @@ def main():
     u.add_argument("--store", default="/tmp/url.zarr")
     u.add_argument("--lam", type=float, default=1e-5)
     u.add_argument("--max-rounds", type=int, default=60)
+    c = sub.add_parser("cost")
+    c.add_argument("--rows", type=int, default=200_000)
+    c.add_argument("--features", type=int, default=100_000)
+    c.add_argument("--nnz-per-row", type=float, default=25.0)
+    c.add_argument("--lam", type=float, default=1e-4)
+    c.add_argument("--tol", type=float, default=1e-4)
+    c.add_argument("--max-rounds", type=int, default=400)
+    c.add_argument("--rounds", type=int, default=12, help="cluster rounds timed per configuration")
+    c.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
+    c.add_argument("--project", type=int, nargs="+", default=[16, 64])
     args = parser.parse_args()
-    {"overhead": overhead, "tasks": tasks, "url": url}[args.what](args)
+    {"overhead": overhead, "tasks": tasks, "url": url, "cost": cost}[args.what](args)
 
 
 if __name__ == "__main__":
