@@ -122,7 +122,8 @@ def _mixed_problem(n=300, d=200, seed=21):
     return X, B, y
 
 
-@pytest.mark.parametrize("binary", [False, True])
+# general values with -m slow (11.6 s in a fresh clone; test_adaptive_kernel_matches_reference covers them too)
+@pytest.mark.parametrize("binary", [pytest.param(False, marks=pytest.mark.slow), True])
 def test_adaptive_kernel_sparse_and_dense_refresh_match_reference(binary):
     """The kept residues (margins moved along the columns of the stepped row, tree repairs or a rebuild)
     give the from-scratch Algorithm 1 of the reference on the same draws; an empty row steps too."""
