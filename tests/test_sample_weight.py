@@ -18,6 +18,7 @@ from sklearn.datasets import load_digits
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.svm import LinearSVC
+from sklearn.utils.class_weight import compute_class_weight
 
 import daskdca
 from daskdca import SDCAClassifier, SDCARegressor
@@ -213,9 +214,14 @@ def test_dual_init_must_lie_in_the_weighted_box(heart):
     warm = daskdca.fit(X, y, loss="hinge", lam=lam / 2, tol=1e-8, sample_weight=weight, dual_init=first.dual_coef_)
     cold = daskdca.fit(X, y, loss="hinge", lam=lam / 2, tol=1e-8, sample_weight=weight)
     assert warm.converged_ and abs(warm.primal_ - cold.primal_) <= warm.gap_ + cold.gap_
-    with pytest.raises(ValueError, match=r"sample_weight 0\.0\) must lie in \[0, 0\]|sample_weight is 0"):
-        daskdca.fit(X, y, loss="hinge", lam=lam, sample_weight=weight,
-                    dual_init=np.where(y == first.classes_[1], 1.0, -1.0) * 0.25)
+    signs = np.where(y == first.classes_[1], 1.0, -1.0)
+    with pytest.raises(ValueError, match=r"row \d+: its sample_weight is 0, so its dual variable must be 0"):
+        daskdca.fit(X, y, loss="hinge", lam=lam, sample_weight=weight, dual_init=signs * 0.25)
+    half = int(np.flatnonzero(weight == 0.5)[0])
+    over = np.where(weight > 0, 0.25, 0.0) * signs
+    over[half] = 0.75 * signs[half]  # inside the unweighted box [0, 1], outside [0, 0.5]
+    with pytest.raises(ValueError, match=rf"at row {half}: .*sample_weight 0\.5\) must lie in \[0, 0\.5\]"):
+        daskdca.fit(X, y, loss="hinge", lam=lam, sample_weight=weight, dual_init=over)
 
 
 # --------------------------------------------------------------------------
@@ -239,7 +245,6 @@ def test_class_weight_matches_liblinear_one_vs_rest_on_digits():
         clf = SDCAClassifier("squared_hinge", C=C, tol=1e-10, max_iter=100000, class_weight=class_weight).fit(
             X, y, sample_weight=sample_weight)
         assert clf.converged_.all()
-        from sklearn.utils.class_weight import compute_class_weight
         per_class = compute_class_weight(class_weight, classes=clf.classes_, y=y, sample_weight=sample_weight)
         for k, label in enumerate(clf.classes_):
             ys = np.where(y == label, 1.0, -1.0)
