@@ -342,24 +342,17 @@ class LocalSDCAPlan(DualPlan):
         # whole partition (a9a, logistic, lam 1e-3, one partition of 2
         # blocks: relative gap 5e-4 after 6 epochs against 2e-8;
         # benchmarks/RESULTS.md, engine section).
-        loss_sum = conj_sum = 0.0
-        n_steps = 0
-        nb = len(part.block_starts) - 1
-        block_order = permutation_order(ctx.random_state, ctx.round, ctx.partition, nb, nb, 0)
-        for j, (blk, lo, hi, start) in zip(block_order, part.pieces(block_order)):
-            a = row_view(alpha, blk, lo, start)
-            ls, cs = objective_sums(blk.indptr, blk.indices, blk.data, blk.y, blk.weight, a, w, lo, hi, kind, param)
-            loss_sum, conj_sum = loss_sum + ls, conj_sum + cs
+        def step(blk, lo, hi, a, stream):
             visit = (movable_rows(blk.indptr, blk.indices, blk.data, blk.y, blk.weight, blk.sqnorm, a, u, lo, hi, kind,
                                   param, self.lam_n, self.sigma_prime) if shrink else None)
-            # a one-block partition uses the partition's stream, as in memory
-            stream = ctx.partition if nb == 1 else _block_stream(ctx.partition, int(j))
             order = self._order(hi - lo, visit, ctx, stream)
             if visit is None:
                 order = order + lo  # store pieces start at lo = 0; kept general
             local_sdca(blk.indptr, blk.indices, blk.data, blk.y, blk.weight, blk.sqnorm, a, u, delta_w, order,
                        kind, param, self.lam_n, self.sigma_prime, track)
-            n_steps += order.shape[0]
+            return order.shape[0]
+
+        loss_sum, conj_sum, n_steps = sweep_blocks(part, alpha, w, ctx, loss, step)
         return loss_sum, conj_sum, n_steps, u, delta_w
 
     def combine(self, state, total, ctx):
