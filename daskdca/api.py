@@ -21,8 +21,9 @@ from sklearn.exceptions import ConvergenceWarning
 from daskdca.driver import fit_in_process
 from daskdca.losses import get_loss
 from daskdca.methods import REGISTRY, check_supported
-from daskdca.partitions import random_row_order, store_partition_ranges
-from daskdca.problem import check_sample_weight
+from daskdca.methods.multiclass import OneVsRestMethod
+from daskdca.partitions import OneVsRest, random_row_order, store_partition_ranges
+from daskdca.problem import check_sample_weight, relative_gap
 from daskdca.store import CSRStore, open_store
 
 __all__ = ["fit", "LinearModel"]
@@ -40,26 +41,28 @@ class LinearModel:
 
     Attributes
     ----------
-    coef_ : ndarray of shape (n_features,)
+    coef_ : ndarray of shape (n_features,) or (n_classes, n_features)
         The model ``w``; for the dual methods ``w = X^T dual_coef_ / (lam n)``,
-        rebuilt from the dual variables.
-    dual_coef_ : ndarray of shape (n_samples,)
+        rebuilt from the dual variables.  With more than two classes, row
+        ``k`` is one-vs-rest problem ``k`` (``classes_[k]`` against the rest).
+    dual_coef_ : ndarray of shape (n_samples,) or (n_classes, n_samples)
         The dual point that certifies ``coef_``, in the order of the rows of X
         (labels inside the loss: for hinge ``alpha_i y_i`` lies in [0, 1]).
-    primal_, dual_, gap_ : float
+    primal_, dual_, gap_ : float, or ndarray of shape (n_classes,)
         ``P(coef_)``, ``D(dual_coef_)`` and ``P - D``, computed from
-        ``dual_coef_`` alone; ``gap_ >= P(coef_) - min P``.
+        ``dual_coef_`` alone; ``gap_ >= P(coef_) - min P`` (per problem).
     n_rounds_ : int
         Rounds behind ``coef_``.
     n_epochs_ : float
         Coordinate steps behind ``coef_`` divided by n (gap evaluations not counted).
     converged_ : bool
-        Whether ``gap_ <= tol * |primal_|``.
+        Whether ``gap_ <= tol * |primal_|`` (for every problem).
     history_ : list of HistoryRecord
         ``(round, epochs, seconds, primal, dual, gap)`` per evaluation; the
         last one is the certificate.
-    classes_ : ndarray of shape (2,) or None
-        Original labels for classification; ``classes_[1]`` maps to +1.
+    classes_ : ndarray of shape (n_classes,) or None
+        Original labels for classification; with two, ``classes_[1]`` maps
+        to +1.
     loss, lam, solver, random_state_ :
         What was fitted: the :class:`~daskdca.losses.Loss`, ``lam``, the
         method object and the integer seed of all random streams.
@@ -87,7 +90,7 @@ class LinearModel:
         self.n_epochs_ = result.n_epochs
 
     def decision_function(self, X):
-        """``X @ coef_`` for new data X of shape (n_samples, n_features).
+        """``X @ coef_`` (``X @ coef_.T``, one column per class, for more than two) for new data X.
 
         A dask array (one column chunk; its chunks dense or sparse, e.g.
         AnnData's ``read_elem_lazy``) gives a lazy dask array, one task per
@@ -99,11 +102,14 @@ class LinearModel:
                 raise ValueError(f"X is chunked along its {X.shape[1]} columns too ({len(X.chunks[1])} column "
                                  "chunks); use X.rechunk({1: -1}).")
             # a (rows, 1) block per chunk, so that dask passes each chunk as it is (no join along columns)
-            column = X.map_blocks(partial(_chunk_scores, coef=self.coef_), chunks=(X.chunks[0], (1,)),
+            width = 1 if self.coef_.ndim == 1 else self.coef_.shape[0]
+            scores = X.map_blocks(partial(_chunk_scores, coef=self.coef_), chunks=(X.chunks[0], (width,)),
                                   dtype=np.float64, meta=np.empty((0, 0)))
-            return column[:, 0]
+            return scores[:, 0] if self.coef_.ndim == 1 else scores
         X = _check_X(X)
         self._check_columns(X.shape[1])
+        if self.coef_.ndim == 2:
+            return np.asarray(X @ self.coef_.T)
         return np.asarray(X @ self.coef_).ravel()
 
     def _check_columns(self, d):
@@ -119,12 +125,18 @@ class LinearModel:
         if self.classes_ is None:
             return scores
         if _is_dask_array(scores):
+            if scores.ndim == 2:
+                return scores.map_blocks(_labels_of, classes=self.classes_, dtype=self.classes_.dtype, drop_axis=1)
             return scores.map_blocks(_labels_of, classes=self.classes_, dtype=self.classes_.dtype)
         return _labels_of(scores, self.classes_)
 
     def __repr__(self):
+        def shown(value, spec):
+            return (f"[{', '.join(format(float(v), spec) for v in value)}]" if np.ndim(value)
+                    else format(value, spec))
+
         return (f"LinearModel(loss={self.loss.name!r}, lam={self.lam!r}, solver={self.solver.name!r}, "
-                f"primal={self.primal_:.6g}, gap={self.gap_:.3g}, converged={self.converged_})")
+                f"primal={shown(self.primal_, '.6g')}, gap={shown(self.gap_, '.3g')}, converged={self.converged_})")
 
 
 def _is_dask_array(X):
@@ -140,11 +152,17 @@ def _scipy_if_pydata(X):
 
 
 def _chunk_scores(chunk, coef):
-    """``chunk @ coef`` as a column, for one row chunk of a dask array."""
-    return np.asarray(_scipy_if_pydata(chunk) @ coef, dtype=np.float64).reshape(-1, 1)
+    """``chunk @ coef`` as a column (``chunk @ coef.T``, a column per class), for one row chunk of a dask array."""
+    chunk = _scipy_if_pydata(chunk)
+    if coef.ndim == 2:
+        return np.asarray(chunk @ coef.T, dtype=np.float64)
+    return np.asarray(chunk @ coef, dtype=np.float64).reshape(-1, 1)
 
 
 def _labels_of(scores, classes):
+    """The sign picks ``classes[1]`` for one score per row; the largest of a row's scores otherwise."""
+    if scores.ndim == 2:
+        return classes[np.argmax(scores, axis=1)]
     return classes[(scores > 0).astype(np.intp)]
 
 
@@ -202,7 +220,8 @@ def _check_X(X):
 
 
 def _check_y(y, n, loss):
-    """Labels mapped to {-1, +1} (sorted classes, the second is +1) or real targets."""
+    """Labels mapped to {-1, +1} (sorted classes, the second is +1), to class indices ``0 .. K-1`` (as float64)
+    for ``K > 2`` classes, or real targets; returns ``(y, classes)`` (``classes`` None for targets)."""
     y = np.asarray(y)
     if y.dtype.kind == "c":
         raise TypeError(f"y must hold real numbers or labels, got dtype {y.dtype}.")
@@ -232,14 +251,14 @@ def _check_y(y, n, loss):
         raise TypeError(f"The squared loss needs numeric targets, got y of dtype {y.dtype}.")
     if not loss.is_classification:
         return y.astype(np.float64), None
-    classes = np.unique(y)
-    if classes.shape[0] != 2:
-        shown = classes[:10].tolist()
+    classes, index = np.unique(y, return_inverse=True)
+    if classes.shape[0] < 2:
         raise ValueError(
-            f"The {loss.name} loss needs exactly two classes in y, got {classes.shape[0]}: {shown}"
-            f"{' ...' if classes.shape[0] > 10 else ''}. Binarise y (e.g. y == positive_class) "
-            "or use loss='squared' for real-valued targets."
+            f"The {loss.name} loss needs at least two classes in y, got one: {classes.tolist()}. "
+            "Fit data of two or more classes, or use loss='squared' for real-valued targets."
         )
+    if classes.shape[0] > 2:
+        return index.astype(np.float64), classes
     return np.where(y == classes[1], 1.0, -1.0), classes
 
 
@@ -329,7 +348,8 @@ def _warn_not_converged(result, tol):
     if not result.converged and result.n_rounds >= result.max_rounds:
         warnings.warn(
             f"daskdca.fit reached max_rounds={result.max_rounds} with relative duality gap "
-            f"{result.gap / max(abs(result.primal), 1e-300):.3e} > tol={tol:g}; "
+            f"{relative_gap(result.primal, result.dual):.3e} > tol={tol:g}"
+            f"{' (the largest of its one-vs-rest problems)' if np.ndim(result.primal) else ''}; "
             "increase max_rounds or tol.",
             ConvergenceWarning,
             stacklevel=3,
@@ -390,10 +410,87 @@ def _check_dual_init(dual_init, y_signed, loss, classes, weight=None):
     return alpha
 
 
+def _class_weights(class_weight, labels, classes, sample_weight):
+    """The weight of each class (``classes``' order), or None: scikit-learn's ``compute_class_weight`` on the
+    rows' labels ``labels`` (``"balanced"``: ``n / (K n_c)`` with the row weights counted), checked."""
+    if class_weight is None:
+        return None
+    if classes is None:
+        raise ValueError(f"class_weight={class_weight!r} needs class labels; the squared loss fits real targets "
+                         "(use sample_weight to weigh its rows).")
+    if not (isinstance(class_weight, dict) or (isinstance(class_weight, str) and class_weight == "balanced")):
+        raise ValueError(f"class_weight must be None, 'balanced' or a dict {{label: weight}}, got {class_weight!r}.")
+    if isinstance(class_weight, dict):
+        unknown = [key for key in class_weight if not np.any(classes == key)]
+        if unknown:
+            raise ValueError(f"class_weight names labels that are not in y: {unknown!r} (the classes are "
+                             f"{classes.tolist()}); use those labels as keys.")
+    from sklearn.utils.class_weight import compute_class_weight
+
+    per_class = compute_class_weight(class_weight, classes=classes, y=labels, sample_weight=sample_weight)
+    bad = np.flatnonzero(~np.isfinite(per_class) | (per_class < 0))
+    if bad.size:
+        k = int(bad[0])
+        raise ValueError(f"class_weight gives class {np.asarray(classes[k]).item()!r} the weight "
+                         f"{float(per_class[k])!r}; class weights must be finite and >= 0.")
+    return np.asarray(per_class, dtype=np.float64)
+
+
+def _weights_and_problems(class_weight, y_checked, classes, sample_weight):
+    """``(sample_weight, problems)`` of labels checked by :func:`_check_y`: two classes fold the class weights
+    into the row weights (each row gets its class's, LIBLINEAR's ``-wi``); more make the one-vs-rest
+    problems (None for two classes or targets)."""
+    if classes is None or classes.shape[0] == 2:
+        index = None if classes is None else (y_checked > 0).astype(np.intp)
+        per_class = _class_weights(class_weight, None if index is None else classes[index], classes, sample_weight)
+        if per_class is not None:
+            sample_weight = (1.0 if sample_weight is None else sample_weight) * per_class[index]
+        return sample_weight, None
+    index = y_checked.astype(np.intp)
+    per_class = _class_weights(class_weight, classes[index], classes, sample_weight)
+    return sample_weight, _problems(per_class, classes.shape[0])
+
+
+def _problems(per_class, n_classes, labels=None):
+    """The one-vs-rest problems of ``n_classes`` classes: problem ``k`` is the stored label ``labels[k]``
+    (None: the class index ``k``) against the rest, its class's rows weighted by ``per_class[k]``."""
+    labels = tuple(float(k) for k in range(n_classes)) if labels is None else tuple(float(v) for v in labels)
+    weights = (1.0,) * n_classes if per_class is None else tuple(float(c) for c in per_class)
+    return OneVsRest(labels, weights)
+
+
+def _check_dual_init_ovr(dual_init, class_index, loss, classes, weight, problems):
+    """``dual_init`` of a one-vs-rest fit: shape ``(K, n)``, row ``k`` feasible for problem ``k``
+    (class ``k``'s rows labelled +1, weighted by ``weight`` times its class weight)."""
+    n, n_classes = class_index.shape[0], classes.shape[0]
+    try:
+        alpha = np.asarray(dual_init, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"dual_init must be an array of shape ({n_classes}, {n}) of real numbers, got "
+                         f"{type(dual_init).__name__}.") from None
+    if alpha.shape != (n_classes, n):
+        raise ValueError(f"dual_init has shape {alpha.shape}; a fit of {n_classes} classes starts from one row of "
+                         f"dual variables per one-vs-rest problem, shape ({n_classes}, {n}) (a previous fit's "
+                         "dual_coef_ on the same rows).")
+    for k in range(n_classes):
+        positive = class_index == k
+        factor = problems.positive_weights[k]
+        row_weight = weight
+        if factor != 1.0:
+            row_weight = np.where(positive, factor, 1.0) * (1.0 if weight is None else weight)
+        try:
+            _check_dual_init(alpha[k], np.where(positive, 1.0, -1.0), loss,
+                             np.array(["the rest", np.asarray(classes[k]).item()], dtype=object), row_weight)
+        except ValueError as exc:
+            raise ValueError(f"dual_init[{k}] (class {np.asarray(classes[k]).item()!r} against the rest): {exc}") \
+                from None
+    return alpha
+
+
 def fit(X, y=None, *, loss="hinge", lam=1e-4, solver=None, tol=1e-6, max_rounds=None,
         batch_size=None, local_iters=1.0, n_partitions=None, random_state=0, verbose=0,
         callback=None, client=None, in_memory=None, checkpoint=None, checkpoint_every=None,
-        resume=False, storage_options=None, dual_init=None, sample_weight=None):
+        resume=False, storage_options=None, dual_init=None, sample_weight=None, class_weight=None):
     """Fit ``min_w P(w) = 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2`` by dual coordinate ascent.
 
     The dual is ``D(alpha) = -1/n sum_i phi_i*(-alpha_i) - lam/2 ||w(alpha)||^2``
@@ -410,8 +507,13 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver=None, tol=1e-6, max_rounds=
         ``alpha`` and all sums are float64.
     y : array-like of shape (n_samples,) or None
         Two distinct labels (sorted, the second becomes +1) for the
-        classification losses; real targets for ``loss="squared"``.  None for
-        a store (its labels are stored with the data).
+        classification losses, or ``K > 2`` labels: then the K one-vs-rest
+        problems (class ``k`` against the rest, each the objective above with
+        labels +1 for class ``k``, -1 for the others) are fitted together, one
+        pass per partition per round (:mod:`daskdca.methods.multiclass`; the
+        solvers whose ``capabilities.multi_class`` is True).  Real targets
+        for ``loss="squared"``.  None for a store (its labels are stored with
+        the data, at most 64 distinct values).
     loss : {"hinge", "smoothed_hinge", "squared_hinge", "logistic", "squared"} or Loss, default="hinge"
         A name, or an instance such as ``daskdca.losses.SmoothedHinge(gamma=0.5)``.
     lam : float, default=1e-4
@@ -481,7 +583,7 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver=None, tol=1e-6, max_rounds=
         Continue from the last complete checkpoint at ``checkpoint``.
     storage_options : dict or None, default=None
         fsspec options for a store URL.
-    dual_init : array-like of shape (n_samples,) or None, default=None
+    dual_init : array-like of shape (n_samples,) or (n_classes, n_samples), or None, default=None
         Warm start: the dual variables to start from, in the order of the
         rows of X (the order of ``dual_coef_``; for a store, its row order),
         labels inside the loss as in ``dual_coef_``.  Each must be feasible:
@@ -506,13 +608,26 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver=None, tol=1e-6, max_rounds=
         a dask array X with weights raises for now.
         Supported by the solvers whose ``capabilities.sample_weight`` is
         True (``"sdca"``, ``"cocoa+"``, ``"minibatch_sdca"``).
+    class_weight : dict, "balanced" or None, default=None
+        Weights of the classes' losses, LIBLINEAR's way (the weights of
+        :class:`~sklearn.svm.LinearSVC`, computed by scikit-learn's
+        ``compute_class_weight``; ``"balanced"`` is ``n / (K n_c)``, counting
+        ``sample_weight``).  With two classes each row's loss is multiplied by
+        its class's weight (times its ``sample_weight``); with more, problem
+        ``k`` multiplies the loss of class ``k``'s rows by its weight and
+        leaves the other rows at their ``sample_weight``.  In-memory X, or a
+        store of more than two classes (a two-class store needs its row
+        weights stored: ``write_store(..., sample_weight=...)``).
 
     Returns
     -------
     LinearModel
         On a cluster, ``dual_coef_`` is gathered once at the end, in the
         store's row order; ``coef_`` is in the source's feature order (the
-        store's renumbering undone).
+        store's renumbering undone).  With more than two classes, ``coef_``
+        and ``dual_coef_`` have a row per class and ``primal_``, ``dual_``,
+        ``gap_`` an entry per class; the fit stops when every problem's gap
+        meets ``tol``.
 
     Raises
     ------
@@ -550,7 +665,7 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver=None, tol=1e-6, max_rounds=
     # on a cluster None means one partition per store block: several, as far as the check goes
     check_supported(method, loss_name=loss_obj.name, on_cluster=on_cluster,
                     n_partitions=2 if on_cluster and n_partitions is None else n_partitions,
-                    sample_weight=sample_weight is not None)
+                    sample_weight=sample_weight is not None or class_weight is not None)
     if dual_init is not None:
         _check_warm_start_supported(method, resume)
     if on_cluster:
@@ -558,7 +673,7 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver=None, tol=1e-6, max_rounds=
                             n_partitions=n_partitions, seed=seed, verbose=verbose, callback=callback,
                             client=client, in_memory=in_memory, checkpoint=checkpoint,
                             checkpoint_every=checkpoint_every, resume=resume, storage_options=storage_options,
-                            dual_init=dual_init, sample_weight=sample_weight)
+                            dual_init=dual_init, sample_weight=sample_weight, class_weight=class_weight)
     for name, value, default in (("in_memory", in_memory, None), ("checkpoint", checkpoint, None),
                                  ("checkpoint_every", checkpoint_every, None), ("resume", resume, False),
                                  ("storage_options", storage_options, None)):
@@ -576,18 +691,28 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver=None, tol=1e-6, max_rounds=
         raise ValueError(f"n_partitions={n_partitions} is more than the {n} rows of X; use at most {n}.")
     if sample_weight is not None:
         sample_weight = check_sample_weight(sample_weight, n)
-    if dual_init is not None:
-        dual_init = _check_dual_init(dual_init, y_signed, loss_obj, classes, sample_weight)
-    result = fit_in_process(method, X, y_signed, loss=loss_obj, lam=lam, n_partitions=n_partitions,
+    sample_weight, problems = _weights_and_problems(class_weight, y_signed, classes, sample_weight)
+    if problems is not None:
+        check_supported(method, loss_name=loss_obj.name, on_cluster=False, n_partitions=n_partitions,
+                        multi_class=True)
+        if dual_init is not None:
+            dual_init = _check_dual_init_ovr(dual_init, y_signed, loss_obj, classes, sample_weight, problems)
+        method_run = OneVsRestMethod(method, problems.n_classes)
+    else:
+        if dual_init is not None:
+            dual_init = _check_dual_init(dual_init, y_signed, loss_obj, classes, sample_weight)
+        method_run = method
+    result = fit_in_process(method_run, X, y_signed, loss=loss_obj, lam=lam, n_partitions=n_partitions,
                             random_state=seed, tol=tol, max_rounds=max_rounds, callback=callback, verbose=verbose,
-                            dual_init=dual_init, sample_weight=sample_weight)
+                            dual_init=dual_init, sample_weight=sample_weight, problems=problems)
     _warn_not_converged(result, tol)
     return LinearModel(loss=loss_obj, lam=lam, solver=method, classes=classes, result=result,
                        random_state=seed, n_features=d, coef=result.w)
 
 
 def _fit_cluster(X, y, *, loss_obj, lam, method, tol, max_rounds, n_partitions, seed, verbose, callback, client,
-                 in_memory, checkpoint, checkpoint_every, resume, storage_options, dual_init, sample_weight):
+                 in_memory, checkpoint, checkpoint_every, resume, storage_options, dual_init, sample_weight,
+                 class_weight):
     import shutil
     import tempfile
 
@@ -607,7 +732,7 @@ def _fit_cluster(X, y, *, loss_obj, lam, method, tol, max_rounds, n_partitions, 
                          "(daskdca.write_store(url, X, y, sample_weight=...)), which every fit on it uses.")
     tmpdir = None
     staged_arrays = False
-    array_classes = None
+    array_classes = problems = None
     row_order = None
     store_partitions = n_partitions
     try:
@@ -635,7 +760,10 @@ def _fit_cluster(X, y, *, loss_obj, lam, method, tol, max_rounds, n_partitions, 
                 y, array_classes = _check_y(y, X.shape[0], loss_obj)
                 if sample_weight is not None:
                     sample_weight = check_sample_weight(sample_weight, X.shape[0])
-                if dual_init is not None:
+                sample_weight, problems = _weights_and_problems(class_weight, y, array_classes, sample_weight)
+                if dual_init is not None and problems is not None:
+                    dual_init = _check_dual_init_ovr(dual_init, y, loss_obj, array_classes, sample_weight, problems)
+                elif dual_init is not None:
                     dual_init = _check_dual_init(dual_init, y, loss_obj, array_classes, sample_weight)
                 if n_partitions is not None:
                     parts = n_partitions
@@ -650,7 +778,7 @@ def _fit_cluster(X, y, *, loss_obj, lam, method, tol, max_rounds, n_partitions, 
                     row_order = random_row_order(X.shape[0], seed)
                     X, y = X[row_order], np.asarray(y)[row_order]
                     if dual_init is not None:
-                        dual_init = dual_init[row_order]
+                        dual_init = dual_init[..., row_order]
                     if sample_weight is not None:
                         sample_weight = sample_weight[row_order]
                 rows = -(-X.shape[0] // parts)
@@ -664,36 +792,52 @@ def _fit_cluster(X, y, *, loss_obj, lam, method, tol, max_rounds, n_partitions, 
                 f"run of whole blocks); use n_partitions <= {store.n_blocks} or convert again with "
                 f"block_rows={-(-store.n // store_partitions)}.")
         classes, positive = _store_labels(store, loss_obj)
+        multi = classes is not None and classes.shape[0] > 2
         check_supported(method, loss_name=loss_obj.name, on_cluster=True, n_partitions=2,
-                        sample_weight=store.weighted)
+                        sample_weight=store.weighted or class_weight is not None,
+                        multi_class=multi)
         if array_classes is not None:
             classes = array_classes
         else:
             _warn_if_partitions_differ(store, positive, store_partitions)
-            if dual_init is not None:  # checked against the stored labels, in the store's row order
-                y_stored = np.asarray(store.group["y"][:])
-                signed = (y_stored.astype(np.float64) if positive is None
-                          else np.where(y_stored == positive, 1.0, -1.0))
+            if multi or dual_init is not None or class_weight is not None:
+                y_stored = np.asarray(store.group["y"][:])  # the stored labels, in the store's row order
                 weight = np.asarray(store.group["sample_weight"][:]) if store.weighted else None
-                dual_init = _check_dual_init(dual_init, signed, loss_obj, classes, weight)
+            if multi:
+                class_index = np.searchsorted(classes, y_stored)
+                problems = _problems(_class_weights(class_weight, y_stored, classes, weight), classes.shape[0],
+                                     labels=classes)
+                if dual_init is not None:
+                    dual_init = _check_dual_init_ovr(dual_init, class_index, loss_obj, classes, weight, problems)
+            else:
+                if class_weight is not None:
+                    raise ValueError(
+                        f"class_weight={class_weight!r} with a two-class store needs row weights, which a store "
+                        "carries itself: write them with daskdca.write_store(url, X, y, sample_weight=...) (e.g. "
+                        "sklearn's compute_sample_weight(class_weight, y)), or fit in-memory arrays.")
+                if dual_init is not None:
+                    signed = (y_stored.astype(np.float64) if positive is None
+                              else np.where(y_stored == positive, 1.0, -1.0))
+                    dual_init = _check_dual_init(dual_init, signed, loss_obj, classes, weight)
+        method_run = method if problems is None else OneVsRestMethod(method, problems.n_classes)
         with engine.cluster_client(client) as active:
             result = engine.fit_on_cluster(
-                store, client=active, method=method, loss=loss_obj, lam=lam, positive_label=positive, tol=tol,
+                store, client=active, method=method_run, loss=loss_obj, lam=lam, positive_label=positive, tol=tol,
                 max_rounds=max_rounds, random_state=seed, n_partitions=store_partitions, in_memory=in_memory,
                 checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume, verbose=verbose,
-                callback=callback, dual_init=dual_init, store_is_local=staged_arrays)
+                callback=callback, dual_init=dual_init, store_is_local=staged_arrays, problems=problems)
     finally:
         if tmpdir is not None:
             shutil.rmtree(tmpdir, ignore_errors=True)
     _warn_not_converged(result, tol)
     if row_order is not None:
         alpha = np.empty_like(result.alpha)
-        alpha[row_order] = result.alpha
+        alpha[..., row_order] = result.alpha
         result = result._replace(alpha=alpha)
     coef = result.w
     if store.feature_permutation is not None:
         coef = np.empty_like(result.w)
-        coef[store.feature_permutation] = result.w
+        coef[..., store.feature_permutation] = result.w
     return LinearModel(loss=loss_obj, lam=lam, solver=method, classes=classes, result=result, random_state=seed,
                        n_features=store.d, coef=coef)
 
@@ -723,13 +867,19 @@ def _warn_if_partitions_differ(store, positive, n_partitions):
 
 
 def _store_labels(store, loss_obj):
-    """``(classes, positive_label)`` from the store's label values, checked against the loss."""
+    """``(classes, positive_label)`` from the store's label values, checked against the loss.
+
+    More than two classes give ``positive_label`` None: the partitions keep
+    the stored labels, and each one-vs-rest problem compares with its own.
+    """
     values = store.label_values
     if not loss_obj.is_classification:
         return None, None
-    if values is None or len(values) != 2:
+    if values is None or len(values) < 2:
         shown = "more than 64 distinct values" if values is None else f"{len(values)}: {values.tolist()[:10]}"
         raise ValueError(
-            f"The {loss_obj.name} loss needs exactly two label values, but the store {store.url!r} has "
-            f"{shown}. Use loss='squared' for regression targets, or convert binarised labels.")
+            f"The {loss_obj.name} loss needs 2 to 64 label values (classes), but the store {store.url!r} has "
+            f"{shown}. Use loss='squared' for regression targets, or convert class labels.")
+    if len(values) > 2:
+        return values, None
     return values, values[1]

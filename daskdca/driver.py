@@ -27,6 +27,7 @@ import numpy as np
 from daskdca.methods.base import Ctx, DataInfo, Ops, add_contributions, tree_reduce
 from daskdca.partitions import (
     MemoryPartition,
+    OneVsRestPartition,
     even_sizes,
     gram_matvec_part,
     objective_sums_part,
@@ -34,7 +35,7 @@ from daskdca.partitions import (
     rows_from_csr,
     xt_alpha_part,
 )
-from daskdca.problem import max_column_nnz, objectives, relative_gap
+from daskdca.problem import gap_met, max_column_nnz, objectives, relative_gap
 
 __all__ = ["FitResult", "FitState", "HistoryRecord", "InProcess", "fit_in_process", "run_rounds", "sum_arrays"]
 
@@ -120,8 +121,12 @@ class _Progress:
 
     def update(self, record):
         rel = relative_gap(record.primal, record.dual)
+        if np.ndim(record.primal):  # a one-vs-rest fit: the sums over its problems, the largest relative gap
+            primal, dual, gap = float(np.sum(record.primal)), float(np.sum(record.dual)), float(np.sum(record.gap))
+        else:
+            primal, dual, gap = record.primal, record.dual, record.gap
         line = (f"round {record.round:5d}  epochs {record.epochs:8.2f}  time {record.seconds:8.3f}s  "
-                f"primal {record.primal:.10e}  dual {record.dual:.10e}  gap {record.gap:.3e}  rel {rel:.3e}")
+                f"primal {primal:.10e}  dual {dual:.10e}  gap {gap:.3e}  rel {rel:.3e}")
         logger.info(line)
         if not self.verbose:
             return
@@ -193,10 +198,10 @@ def run_rounds(executor, plan, *, tol, max_rounds, callback: Callable | None = N
                     progress.update(record)
                     # any true value stops (a NumPy bool such as ``record.gap <= x`` too); None goes on
                     stop = callback is not None and bool(callback(record, FitState(executor, plan, G, Ls, r, epochs)))
-                    if stop or record.gap <= tol * abs(record.primal):
+                    if stop or gap_met(record.primal, record.dual, tol):
                         w, alpha, primal, dual = executor.certify(plan, G, Ls)
                         history[-1] = _certified_record(record, primal, dual, time.perf_counter() - t0)
-                        converged = primal - dual <= tol * abs(primal)
+                        converged = gap_met(primal, dual, tol)
                         if converged or stop:
                             finished = True
                             break
@@ -209,7 +214,7 @@ def run_rounds(executor, plan, *, tol, max_rounds, callback: Callable | None = N
         if not finished:
             epochs += sum(rep.steps for rep in executor.reports(pending)) / plan.n
             w, alpha, primal, dual = executor.certify(plan, G, Ls)
-            converged = primal - dual <= tol * abs(primal)
+            converged = gap_met(primal, dual, tol)
             history.append(HistoryRecord(r, epochs, time.perf_counter() - t0, primal, dual, primal - dual))
             progress.update(history[-1])
             if callback is not None:  # the last evaluation, of the state returned; nothing left to stop
@@ -261,9 +266,9 @@ class InProcess:
             return plan.init_global(), [plan.init_local(p, self.ctx(0, k)) for k, p in enumerate(self.parts)]
         alpha = np.asarray(self.dual_init, dtype=np.float64)
         if self.row_order is not None:
-            alpha = alpha[self.row_order]
+            alpha = alpha[..., self.row_order]
         bounds = np.concatenate(([0], np.cumsum([p.n_rows for p in self.parts])))
-        alphas = [alpha[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+        alphas = [alpha[..., a:b] for a, b in zip(bounds[:-1], bounds[1:])]
         w = tree_reduce([xt_alpha_part(p, a, self.info.lam_n) for p, a in zip(self.parts, alphas)], sum_arrays)
         return plan.init_global_from(w), [plan.init_local_from(p, a, self.ctx(0, k))
                                           for k, (p, a) in enumerate(zip(self.parts, alphas))]
@@ -304,12 +309,12 @@ class InProcess:
         if self.row_order is None:
             return values
         out = np.empty_like(values)
-        out[self.row_order] = values
+        out[..., self.row_order] = values
         return out
 
     def dual_points(self, plan, G, Ls):
         return self._in_caller_order(
-            np.concatenate([plan.dual_point(p, L, G) for p, L in zip(self.parts, Ls)]))
+            np.concatenate([plan.dual_point(p, L, G) for p, L in zip(self.parts, Ls)], axis=-1))
 
     def certify(self, plan, G, Ls):
         """``(w, alpha, P, D)`` from the dual point alone (module docstring)."""
@@ -320,15 +325,20 @@ class InProcess:
         sums = tree_reduce([objective_sums_part(p, a, w, info.loss) for p, a in zip(self.parts, alphas)],
                            sum_arrays)
         primal, dual = objectives(info, sums, w, w_alpha, getattr(plan, "l1_ratio", 0.0))
-        return w, self._in_caller_order(np.concatenate(alphas)), primal, dual
+        return w, self._in_caller_order(np.concatenate(alphas, axis=-1)), primal, dual
 
 
-def in_process_partitions(X, y, n_partitions, random_state, weight=None):
+def in_process_partitions(X, y, n_partitions, random_state, weight=None, problems=None):
     """Partitions of the rows of X: one as given, or several by a seeded random permutation.
 
-    ``weight`` (None: unweighted) are the rows' loss weights.  Returns
+    ``weight`` (None: unweighted) are the rows' loss weights.  ``problems``
+    (a :class:`~daskdca.partitions.OneVsRest`, ``y`` then holds class
+    indices) makes them one-vs-rest partitions.  Returns
     ``(parts, row_order)``; ``row_order`` is None for one partition.
     """
+    if problems is not None:
+        parts, order = in_process_partitions(X, y, n_partitions, random_state, weight)
+        return [OneVsRestPartition(p, problems) for p in parts], order
     if n_partitions == 1:
         return [MemoryPartition(rows_from_csr(X, y, weight), np.array([0, X.shape[0]], dtype=np.int64))], None
     order = random_row_order(X.shape[0], random_state)
@@ -342,13 +352,17 @@ def in_process_partitions(X, y, n_partitions, random_state, weight=None):
 
 
 def fit_in_process(method, X, y, *, loss, lam, n_partitions, random_state, tol, max_rounds, callback=None,
-                   verbose=0, dual_init=None, sample_weight=None):
+                   verbose=0, dual_init=None, sample_weight=None, problems=None):
     """Fit ``method`` on in-memory CSR data (validated, labels signed) in this process.
 
     ``dual_init`` (checked, in the rows' order) starts a warm fit there;
-    ``sample_weight`` (checked, or None) weighs the rows' losses.
+    ``sample_weight`` (checked, or None) weighs the rows' losses.  With
+    ``problems`` (a :class:`~daskdca.partitions.OneVsRest`; ``y`` holds class
+    indices, ``method`` is a one-vs-rest method) the K problems are fitted
+    together and the result's ``w``, ``alpha``, ``primal``, ``dual`` and
+    ``gap`` carry the class axis first.
     """
-    parts, order = in_process_partitions(X, y, n_partitions, random_state, sample_weight)
+    parts, order = in_process_partitions(X, y, n_partitions, random_state, sample_weight, problems)
     info = DataInfo(n=X.shape[0], d=X.shape[1], partition_sizes=tuple(p.n_rows for p in parts), loss=loss,
                     lam=lam, max_column_nnz=max_column_nnz(X))
     executor = InProcess(parts, info, random_state, order, dual_init=dual_init)

@@ -65,6 +65,7 @@ from daskdca.driver import HistoryRecord, run_rounds, sum_arrays
 from daskdca.kernels import warm_up
 from daskdca.methods.base import Ctx, DataInfo, Ops, RoundReport, add_contributions, tree_reduce
 from daskdca.partitions import (
+    OneVsRestPartition,
     StorePartition,
     gram_matvec_part,
     objective_sums_part,
@@ -423,8 +424,8 @@ def _check_resumed_local(plan, part, L_out, G_out, ctx, info, where):
     loss's dual domain (a finite conjugate), so the certificate of the resumed fit means something."""
     L_out = _check_resumed(L_out, plan.init_local(part, ctx), where)
     alpha = plan.dual_point(part, L_out[0], G_out[0])
-    conj_sum = objective_sums_part(part, alpha, np.zeros(info.d), info.loss)[1]
-    if not np.isfinite(conj_sum):
+    conj_sum = objective_sums_part(part, alpha, np.zeros(np.shape(alpha)[:-1] + (info.d,)), info.loss)[..., 1]
+    if not np.all(np.isfinite(conj_sum)):
         raise ValueError(f"{where}: the dual variables lie outside the dual domain of the {info.loss.name} loss "
                          "(an infinite conjugate); the checkpoint is damaged. Start a new fit (resume=False).")
     return L_out
@@ -727,7 +728,7 @@ class DaskExecutor:
         certificate's tree reduction (as :meth:`daskdca.driver.InProcess.init`)."""
         name = f"daskdca-setup-{self.run_id}-warm"
         bounds = np.concatenate(([0], np.cumsum(self.info.partition_sizes)))
-        alphas = [np.asarray(self.dual_init[a:b], dtype=np.float64) for a, b in zip(bounds[:-1], bounds[1:])]
+        alphas = [np.asarray(self.dual_init[..., a:b], dtype=np.float64) for a, b in zip(bounds[:-1], bounds[1:])]
         xt = [_delayed(xt_alpha_part, self.parts[k], alphas[k], self.info.lam_n, name=f"{name}-xt{k}",
                        worker=homes[k]) for k in range(len(self.parts))]
         w = self.tree(xt, sum_arrays, f"{name}-xtsum")
@@ -779,7 +780,8 @@ class DaskExecutor:
 
     def dual_points(self, plan, G, Ls):
         name = f"daskdca-certify-{self.run_id}-{uuid.uuid4().hex[:6]}"
-        return np.concatenate(self.gather(self._compute(self._dual_points(plan, G, Ls, name)), "the dual point"))
+        return np.concatenate(self.gather(self._compute(self._dual_points(plan, G, Ls, name)), "the dual point"),
+                              axis=-1)
 
     def certify(self, plan, G, Ls):
         """``(w, alpha, P, D)``: ``w(alpha)`` rebuilt from the dual point on the cluster, then one more pass."""
@@ -794,7 +796,8 @@ class DaskExecutor:
         total = self.tree(sums, sum_arrays, f"{name}-objsum")
         futures = self._compute([w_alpha, w, total] + alphas)
         w_alpha_v, w_v, total_v = self.gather(futures[:3], "the certificate")
-        alpha = np.concatenate(self.gather(futures[3:], "the dual point"))  # the dual point leaves the workers here
+        # the dual point leaves the workers here
+        alpha = np.concatenate(self.gather(futures[3:], "the dual point"), axis=-1)
         primal, dual = objectives(info, total_v, np.asarray(w_v, dtype=np.float64), w_alpha_v,
                                   getattr(plan, "l1_ratio", 0.0))
         return np.asarray(w_v, dtype=np.float64), alpha, primal, dual
@@ -839,7 +842,7 @@ class DaskExecutor:
         g.attrs["daskdca_checkpoint"] = {
             "format": CHECKPOINT_FORMAT, "complete": True, "slot": slot, "round": r, "n_epochs": epochs,
             "signature": self.signature, "local_class": classes[0], "global_class": classes[-1],
-            "history": [list(rec) for rec in history]}
+            "history": [[np.asarray(value).tolist() for value in rec] for rec in history]}
         # The new chains depend on the checkpoint only (not on the writes), so the
         # scheduler can forget the lineage before it; a lost partition is re-read.
         return self._load(slot, classes[-1], classes[0], f"{name}-load")
@@ -882,7 +885,9 @@ class DaskExecutor:
         for future in [G] + Ls:
             if future.status == "error":
                 future.result()
-        history = [HistoryRecord(*rec) for rec in meta["history"]]
+        # a one-vs-rest fit's records hold lists (one value per problem), which become arrays again
+        history = [HistoryRecord(*(np.asarray(v) if isinstance(v, list) else v for v in rec))
+                   for rec in meta["history"]]
         logger.info("daskdca: resuming from %s at round %d", url, meta["round"])
         self.submitted = int(meta["round"])
         return G, Ls, int(meta["round"]), float(meta["n_epochs"]), history
@@ -898,13 +903,15 @@ def _store_fingerprint(store):
 
 def fit_on_cluster(store, *, client, method, loss, lam, positive_label, tol, max_rounds, random_state, n_partitions,
                    in_memory, checkpoint, checkpoint_every, resume, verbose, callback, dual_init=None,
-                   store_is_local=False):
+                   store_is_local=False, problems=None):
     """Run ``method`` over partitions of the store on the client's cluster.
 
     See :func:`daskdca.fit` for the parameters (``dual_init`` checked, in the
     store's row order); ``store`` is a complete
     store, ``positive_label`` the label that maps to +1 (None for the
-    squared loss), ``n_partitions`` the number of contiguous runs of blocks
+    squared loss, and for a one-vs-rest fit, whose ``problems`` is a
+    :class:`~daskdca.partitions.OneVsRest` of the store's label values and
+    ``method`` a one-vs-rest method), ``n_partitions`` the number of contiguous runs of blocks
     (None: one per block), ``in_memory`` whether partitions stay in worker
     memory.  ``store_is_local``: the store is a staging copy that only this
     process can see (in-memory arrays); the partitions are read here and
@@ -942,6 +949,8 @@ def fit_on_cluster(store, *, client, method, loss, lam, positive_label, tol, max
                     max_column_nnz=int(column_nnz.max(initial=0)))
     placement = _Placement(K, n_workers)
     sources = [StorePartition(store, a, b, positive_label) for a, b in ranges]
+    if problems is not None:
+        sources = [OneVsRestPartition(src, problems) for src in sources]
     if store_is_local:
         homes = placement.homes(client)
         with dask.config.set({"distributed.admin.large-graph-warning-threshold": "16 GiB"}):
@@ -960,7 +969,8 @@ def fit_on_cluster(store, *, client, method, loss, lam, positive_label, tol, max
         _prepare_checkpoint(ckpt)
         if "://" not in ckpt:
             os.makedirs(ckpt, exist_ok=True)
-    signature = {"data": _store_fingerprint(store), "loss": repr(loss), "lam": lam, "solver": repr(method),
+    signature = {"data": _store_fingerprint(store), "loss": repr(loss), "lam": lam,
+                 "solver": repr(method) + ("" if problems is None else f" one-vs-rest {problems!r}"),
                  "random_state": random_state, "n_partitions": K}
     executor = DaskExecutor(client, parts, info, random_state, placement=placement, run_id=run_id,
                             checkpoint=ckpt, checkpoint_every=checkpoint_every, signature=signature,

@@ -32,6 +32,8 @@ from daskdca.kernels.sdca import objective_sums
 
 __all__ = [
     "MemoryPartition",
+    "OneVsRest",
+    "OneVsRestPartition",
     "Rows",
     "StorePartition",
     "even_sizes",
@@ -173,6 +175,103 @@ class StorePartition(NamedTuple):
         return MemoryPartition(rows, self.block_starts)
 
 
+class OneVsRest(NamedTuple):
+    """The K binary problems of a multi-class fit: problem ``k`` is ``labels[k]`` against the rest.
+
+    ``labels[k]`` is the value a row's stored label equals for class ``k``
+    (the class index in memory, the label value in a store);
+    ``positive_weights[k]`` multiplies the loss of class ``k``'s rows in
+    problem ``k`` (``class_weight``, LIBLINEAR's one-vs-rest ``Cp = C w_k``;
+    the other rows keep their ``sample_weight``).
+    """
+
+    labels: tuple
+    positive_weights: tuple
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.labels)
+
+
+def binary_rows(rows, label, positive_weight):
+    """``rows`` as the binary problem "``label`` against the rest": labels in {-1, +1}, weights scaled.
+
+    A positive weight of 1 leaves the weights as they are (an unweighted
+    problem stays :data:`UNWEIGHTED`), so problem ``k`` sees the very arrays
+    a binary fit of ``y == label`` sees.
+    """
+    positive = rows.y == label
+    weight = rows.weight
+    if positive_weight != 1.0:
+        factor = np.where(positive, float(positive_weight), 1.0)
+        weight = factor if weight.size == 0 else weight * factor
+    return rows._replace(y=np.where(positive, 1.0, -1.0), weight=weight)
+
+
+class ClassView(NamedTuple):
+    """Binary problem ``k`` of a :class:`OneVsRestPartition`: the same rows, labels ``+1`` for class ``k``."""
+
+    part: object
+    label: float
+    positive_weight: float
+
+    @property
+    def n_rows(self) -> int:
+        return self.part.n_rows
+
+    @property
+    def block_starts(self):
+        return self.part.block_starts
+
+    def whole(self):
+        rows = self.part.whole()
+        return None if rows is None else binary_rows(rows, self.label, self.positive_weight)
+
+    def pieces(self, order=None):
+        source = view = None
+        for rows, lo, hi, start in self.part.pieces(order):
+            if rows is not source:  # in memory every piece is the same Rows: label it once
+                source, view = rows, binary_rows(rows, self.label, self.positive_weight)
+            yield view, lo, hi, start
+
+
+class OneVsRestPartition(NamedTuple):
+    """A partition of a multi-class fit: ``part``'s rows carry the stored labels, ``problems`` the K problems.
+
+    :meth:`view` is binary problem ``k`` (a partition like any other); the
+    reductions below take a ``(K, n_k)`` dual point for such a partition and
+    return one result per problem, each computed exactly as for the view.
+    """
+
+    part: object
+    problems: OneVsRest
+
+    @property
+    def n_rows(self) -> int:
+        return self.part.n_rows
+
+    @property
+    def block_starts(self):
+        return self.part.block_starts
+
+    @property
+    def n_classes(self) -> int:
+        return self.problems.n_classes
+
+    def whole(self):
+        return self.part.whole()
+
+    def pieces(self, order=None):
+        return self.part.pieces(order)
+
+    def view(self, k) -> ClassView:
+        return ClassView(self.part, self.problems.labels[k], self.problems.positive_weights[k])
+
+    def load(self):
+        """The partition with its rows read into memory (see :meth:`StorePartition.load`)."""
+        return OneVsRestPartition(self.part.load(), self.problems)
+
+
 def store_partition_ranges(n_blocks, n_partitions):
     """Contiguous runs of blocks, as even as possible: ``[(first, stop), ...]``."""
     bounds = np.linspace(0, n_blocks, n_partitions + 1).round().astype(int)
@@ -192,8 +291,20 @@ def row_view(values, rows, lo, start):
 # Reductions over one partition, piece by piece; the drivers sum them over
 # partitions with daskdca.methods.base.tree_reduce.
 
+def _per_problem(function, part, alpha, *args):
+    """``function`` on each binary problem of a :class:`OneVsRestPartition` (``alpha`` and the per-problem
+    arguments carry the class axis first), stacked."""
+    return np.stack([function(part.view(k), alpha[k], *(a[k] for a in args)) for k in range(part.n_classes)])
+
+
 def objective_sums_part(part, alpha, w, loss):
-    """``[sum_i phi_i(x_i.w), sum_i phi_i*(-alpha_i)]`` over the partition's rows."""
+    """``[sum_i phi_i(x_i.w), sum_i phi_i*(-alpha_i)]`` over the partition's rows.
+
+    For a :class:`OneVsRestPartition` ``alpha`` is ``(K, n_k)``, ``w``
+    ``(K, d)`` and the result ``(K, 2)``, one row per problem.
+    """
+    if isinstance(part, OneVsRestPartition):
+        return _per_problem(lambda view, a, v: objective_sums_part(view, a, v, loss), part, alpha, w)
     loss_sum = conj_sum = 0.0
     for rows, lo, hi, start in part.pieces():
         ls, cs = objective_sums(rows.indptr, rows.indices, rows.data, rows.y, rows.weight,
@@ -205,7 +316,9 @@ def objective_sums_part(part, alpha, w, loss):
 
 
 def xt_alpha_part(part, alpha, lam_n):
-    """``X_k^T alpha_k / lam_n`` for the partition."""
+    """``X_k^T alpha_k / lam_n`` for the partition (``(K, d)`` for a ``(K, n_k)`` one-vs-rest ``alpha``)."""
+    if isinstance(part, OneVsRestPartition):
+        return _per_problem(lambda view, a: xt_alpha_part(view, a, lam_n), part, alpha)
     out = None
     for rows, lo, hi, start in part.pieces():
         piece = np.asarray(rows.csr()[lo:hi].T @ alpha[start:start + hi - lo]).ravel()

@@ -22,7 +22,8 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["check_sample_weight", "dual_value", "max_column_nnz", "objectives", "primal_value", "relative_gap"]
+__all__ = ["check_sample_weight", "dual_value", "gap_met", "max_column_nnz", "objectives", "primal_value",
+           "relative_gap"]
 
 
 def primal_value(n, lam, loss_sum, w):
@@ -45,7 +46,14 @@ def objectives(info, sums, w, w_alpha, l1_ratio=0.0):
     ``D(alpha) = -conj_sum/n - g*(X^T alpha / n)``,
     ``g*(v) = sum_j (|v_j| - lam rho)_+^2 / (2 lam (1 - rho))``
     (Zhang & Xiao, SPDC, eq. (1) and its dual).
+
+    A one-vs-rest fit passes ``sums`` of shape ``(K, 2)`` and ``w``,
+    ``w_alpha`` of shape ``(K, d)``; ``P`` and ``D`` are then arrays of its
+    K problems' objectives.
     """
+    if np.ndim(sums) == 2:
+        pairs = [objectives(info, s, v, va, l1_ratio) for s, v, va in zip(sums, w, w_alpha)]
+        return np.array([p for p, _ in pairs]), np.array([d for _, d in pairs])
     if l1_ratio == 0.0:
         return primal_value(info.n, info.lam, sums[0], w), dual_value(info.n, info.lam, sums[1], w_alpha)
     lam, rho = info.lam, float(l1_ratio)
@@ -57,8 +65,18 @@ def objectives(info, sums, w, w_alpha, l1_ratio=0.0):
 
 
 def relative_gap(primal, dual):
-    """``(P - D) / |P|``, the quantity compared with ``tol`` (``|P|`` floored at 1e-300)."""
+    """``(P - D) / |P|``, the quantity compared with ``tol`` (``|P|`` floored at 1e-300).
+
+    For the arrays of a one-vs-rest fit, the largest over its problems.
+    """
+    if np.ndim(primal):
+        return float(np.max((np.asarray(primal) - dual) / np.maximum(np.abs(primal), 1e-300)))
     return (primal - dual) / max(abs(primal), 1e-300)
+
+
+def gap_met(primal, dual, tol):
+    """Whether ``P - D <= tol * |P|``: the stopping rule (for every problem of a one-vs-rest fit)."""
+    return bool(np.all(np.asarray(primal) - dual <= tol * np.abs(primal)))
 
 
 def max_column_nnz(X):

@@ -65,7 +65,8 @@ def capability_table():
                      f"{'many partitions' if c.many_partitions else 'one partition'}; "
                      f"{'cluster' if c.cluster else 'in memory only'}; "
                      f"shrinking {'yes' if c.shrinking else 'no'}; "
-                     f"sample weights {'yes' if c.sample_weight else 'no'}; gap falls {c.gap_rate}")
+                     f"sample weights {'yes' if c.sample_weight else 'no'}; "
+                     f"one-vs-rest in one pass {'yes' if c.multi_class else 'no'}; gap falls {c.gap_rate}")
     return "\n".join(lines)
 
 
@@ -73,9 +74,15 @@ def _supporting(predicate):
     return sorted(name for name, cls in REGISTRY.items() if predicate(cls.capabilities))
 
 
-def check_supported(method, *, loss_name, n_partitions, on_cluster, sample_weight=False):
+def check_supported(method, *, loss_name, n_partitions, on_cluster, sample_weight=False, multi_class=False):
     """Raise a ValueError that lists the alternatives when ``method`` cannot run this fit."""
     c = method.capabilities
+    if multi_class and not c.multi_class:
+        raise ValueError(
+            f"solver={method.name!r} cannot fit the one-vs-rest problems of more than two classes together; the "
+            f"solvers that can: {_supporting(lambda cap: cap.multi_class)} (CoCoAPlus with local_solver='sdca'). "
+            "Use one of them, binarise y, or use daskdca.SDCAClassifier, which fits the problems one after "
+            "another with any solver.")
     if sample_weight and not c.sample_weight:
         raise ValueError(
             f"solver={method!r} does not support sample_weight or class_weight (its steps solve the unweighted "

@@ -191,6 +191,11 @@ class Capabilities:
         Whether its steps solve the weighted problem
         ``1/n sum_i s_i phi_i(x_i.w) + lam/2 ||w||^2`` (``Rows.weight``,
         :func:`daskdca.losses.weighted_dual_update`).
+    multi_class : bool
+        Whether the K one-vs-rest problems of a multi-class fit can run
+        together, one pass per partition per round
+        (:mod:`daskdca.methods.multiclass`): its states have the same shapes
+        in every problem.
     """
 
     losses: tuple
@@ -200,6 +205,7 @@ class Capabilities:
     gap_rate: str = "linear"
     warm_start: bool = False
     sample_weight: bool = False
+    multi_class: bool = False
 
 
 class DataInfo(NamedTuple):

@@ -166,7 +166,7 @@ class CoCoAPlus:
     local_batch_size: int | None = None
     name = "cocoa+"
     capabilities = Capabilities(losses=tuple(LOSSES), many_partitions=True, cluster=True, shrinking=True,
-                                warm_start=True, sample_weight=True)
+                                warm_start=True, sample_weight=True, multi_class=True)
 
     def __post_init__(self):
         if self.local_solver not in LOCAL_SOLVERS:
@@ -196,8 +196,10 @@ class CoCoAPlus:
                 raise ValueError(
                     f"shrinking={self.shrinking!r}: local_solver={self.local_solver!r} visits every row and has no "
                     "shrinking; drop shrinking (or use local_solver='sdca').")
-            # the SDNA and SPDC local steps solve the unweighted subproblem
-            object.__setattr__(self, "capabilities", replace(self.capabilities, sample_weight=False))
+            # the SDNA and SPDC local steps solve the unweighted subproblem, and their plans are not
+            # among those fitted one-vs-rest together
+            object.__setattr__(self, "capabilities", replace(self.capabilities, sample_weight=False,
+                                                             multi_class=False))
         if self.aggregation not in _AGGREGATIONS:
             raise ValueError(f"Unknown aggregation {self.aggregation!r}; use one of {list(_AGGREGATIONS)}.")
         if self.aggregation == "line_search" and self.local_solver != "sdca":
@@ -245,7 +247,7 @@ class SDCA(CoCoAPlus):
 
     name = "sdca"
     capabilities = Capabilities(losses=tuple(LOSSES), many_partitions=False, cluster=False, shrinking=True,
-                                warm_start=True, sample_weight=True)
+                                warm_start=True, sample_weight=True, multi_class=True)
 
     def __post_init__(self):
         if self.local_solver != "sdca" or self.local_batch_size is not None:
