@@ -157,6 +157,21 @@ def _block_column(block, **kwargs):
     return _block_output(block, **kwargs)[:, None]
 
 
+class _ProblemResult:
+    """Problem ``k`` of a one-vs-rest :class:`~daskdca.api.LinearModel`, with the attributes of a binary one."""
+
+    @classmethod
+    def of(cls, model, k, tol):
+        self = cls()
+        self.coef_, self.dual_coef_ = model.coef_[k], model.dual_coef_[k]
+        self.primal_, self.dual_, self.gap_ = float(model.primal_[k]), float(model.dual_[k]), float(model.gap_[k])
+        self.converged_ = self.gap_ <= tol * abs(self.primal_)
+        self.n_rounds_ = model.n_rounds_
+        self.history_ = [rec._replace(primal=float(rec.primal[k]), dual=float(rec.dual[k]), gap=float(rec.gap[k]))
+                         for rec in model.history_]
+        return self
+
+
 def _relative_gap(gap, primal):
     return np.asarray(gap, dtype=np.float64) / np.maximum(np.abs(np.asarray(primal, dtype=np.float64)), 1e-300)
 
@@ -233,7 +248,7 @@ class _SDCAMixin:
         elif hasattr(self, "_warm_duals"):
             del self._warm_duals
 
-    def _dca_fit(self, X, y, loss, lam, seed, *, client, dual_init, sample_weight):
+    def _dca_fit(self, X, y, loss, lam, seed, *, client, dual_init, sample_weight, class_weight=None):
         """One ``daskdca.fit`` call with this estimator's parameters (the fit's own warning muted)."""
         n = X.shape[0]
         # in memory, daskdca.fit's documented default is 2 partitions for "cocoa+", else 1
@@ -251,6 +266,7 @@ class _SDCAMixin:
                 X, y, loss=loss, lam=lam, solver=self.solver, tol=self.tol, max_rounds=self.max_iter,
                 n_partitions=self.n_partitions, random_state=seed, client=client,
                 verbose=int(self.verbose), dual_init=dual_init, sample_weight=sample_weight,
+                class_weight=class_weight,
             )
 
     def _warn_unconverged(self, labels, stacklevel=4):
@@ -653,7 +669,8 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         if sample_weight is not None:
             sample_weight = check_sample_weight(sample_weight, X.shape[0])
         weights = _problem_weights(y, classes, self.class_weight, sample_weight)
-        return self._fit_one_vs_rest(X, y, classes, self.C, client=self.client, weights=weights)
+        return self._fit_one_vs_rest(X, y, classes, self.C, client=self.client, weights=weights,
+                                     sample_weight=sample_weight)
 
     def _validate_classification(self, X, y):
         X, y = validate_data(self, _in_memory(X), y, accept_sparse="csr", dtype=[np.float64, np.float32])
@@ -666,9 +683,23 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
             )
         return X, y, classes
 
-    def _fit_one_vs_rest(self, X, y, classes, C, *, client, weights):
+    def _fits_classes_together(self, client):
+        """Whether the solver fits the one-vs-rest problems together (``Capabilities.multi_class``); the
+        others fit them one after another."""
+        from daskdca.methods import REGISTRY
+
+        name = self.solver if self.solver is not None else ("cocoa+" if client is not None else "sdca")
+        return REGISTRY[name].capabilities.multi_class
+
+    def _fit_one_vs_rest(self, X, y, classes, C, *, client, weights, sample_weight):
         """The binary problem (two classes) or one per class at ``lam = 1 / (C n)``, with each problem's row
-        weights (:func:`_problem_weights`); sets the fitted attributes."""
+        weights (:func:`_problem_weights`); sets the fitted attributes.
+
+        More than two classes are one ``daskdca.fit`` of the K problems
+        together when the solver can (the same bits as K binary fits after
+        the same rounds; the fit runs until every problem meets ``tol``,
+        so ``n_iter_`` is the same for all), else K fits in turn.
+        """
         n = X.shape[0]
         lam = 1.0 / (C * n)
         X = self._with_bias(_canonical(X))
@@ -676,8 +707,16 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         positives = classes[1:] if classes.shape[0] == 2 else classes
         signs = [np.where(y == label, 1.0, -1.0) for label in positives]
         starts = self._warm_starts(X, classes, signs, weights)
-        models = [self._dca_fit(X, sign, self.loss, lam, seed, client=client, dual_init=start, sample_weight=weight)
-                  for sign, start, weight in zip(signs, starts, weights)]
+        if classes.shape[0] > 2 and self._fits_classes_together(client):
+            # the K problems in one fit, one pass per partition per round (daskdca.methods.multiclass)
+            start = None if any(a is None for a in starts) else np.stack(starts)
+            model = self._dca_fit(X, y, self.loss, lam, seed, client=client, dual_init=start,
+                                  sample_weight=sample_weight, class_weight=self.class_weight)
+            models = [_ProblemResult.of(model, k, self.tol) for k in range(classes.shape[0])]
+        else:
+            models = [self._dca_fit(X, sign, self.loss, lam, seed, client=client, dual_init=start,
+                                    sample_weight=weight)
+                      for sign, start, weight in zip(signs, starts, weights)]
 
         self.classes_ = classes
         parts = [self._split_bias(m.coef_) for m in models]
@@ -1015,7 +1054,8 @@ n_features_in_, feature_names_in_ :
         self.Cs_, self.scores_ = Cs, scores
         self.C_, self.best_score_ = float(Cs[best]), float(mean[best])
         return self._fit_one_vs_rest(X, y, classes, self.C_, client=None,
-                                     weights=_problem_weights(y, classes, self.class_weight, sample_weight))
+                                     weights=_problem_weights(y, classes, self.class_weight, sample_weight),
+                                     sample_weight=sample_weight)
 
     def _fold_model(self, classes, coefs, intercepts):
         """A fitted :class:`SDCAClassifier` holding one fold's solution at one ``C``, for the scorer."""

@@ -225,21 +225,41 @@ def test_multiclass_matches_linearsvc_ovr(loss, C, sharp):
             assert ours - p_ll <= clf.gap_[k] * scale
 
 
+@pytest.mark.filterwarnings("ignore:daskdca.fit reached max_rounds")
 def test_one_vs_rest_is_k_binary_fits_of_daskdca_fit():
     """Row k of coef_ is daskdca.fit on 'class k against the rest', bit for bit (daskdca.fit has no
-    intercept: fit_intercept=False is the same problem)."""
+    intercept: fit_intercept=False is the same problem).  The K problems run together
+    (daskdca.methods.multiclass) until every one meets tol, so each equals its binary fit run for the
+    same rounds."""
     X, y = _digits()
     X, y = X[:600], y[:600]
     C = 0.5
     clf = SDCAClassifier("logistic", C=C, tol=1e-8, keep_dual=True, fit_intercept=False).fit(X, y)
     assert clf.n_iter_.shape == clf.gap_.shape == clf.converged_.shape == (10,)
-    assert len(clf.history_) == 10
+    assert len(clf.history_) == 10 and clf.converged_.all()
+    assert np.all(clf.n_iter_ == clf.n_iter_[0])  # one fit, one round count
     for k, label in enumerate(clf.classes_):
         m = daskdca.fit(X, np.where(y == label, 1.0, -1.0), loss="logistic", lam=1.0 / (C * X.shape[0]),
-                        tol=1e-8, random_state=0)
+                        tol=0.0, max_rounds=int(clf.n_iter_[k]), random_state=0)
         assert_array_equal(clf.coef_[k], m.coef_)
         assert_array_equal(clf.dual_coef_[k], m.dual_coef_)
-        assert clf.gap_[k] == m.gap_ and clf.n_iter_[k] == m.n_rounds_
+        assert clf.gap_[k] == m.gap_ and clf.primal_[k] == m.primal_
+        assert [r.gap for r in clf.history_[k]] == [r.gap for r in m.history_]
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_one_vs_rest_with_a_solver_that_fits_one_problem_at_a_time():
+    """minibatch_sdca (Capabilities.multi_class False) fits the K problems in turn, each its own binary fit."""
+    X, y = _digits()
+    X, y = X[:400], y[:400]
+    clf = SDCAClassifier("squared_hinge", C=0.5, solver="minibatch_sdca", tol=1e-4, max_iter=300,
+                         fit_intercept=False).fit(X, y)
+    for k in (0, 7):
+        m = daskdca.fit(X, np.where(y == clf.classes_[k], 1.0, -1.0), loss="squared_hinge",
+                        lam=1.0 / (0.5 * X.shape[0]), solver="minibatch_sdca", tol=1e-4, max_rounds=300,
+                        random_state=0)
+        assert_array_equal(clf.coef_[k], m.coef_)
+        assert clf.n_iter_[k] == m.n_rounds_
 
 
 def test_dual_coef_rebuilds_coef():

@@ -162,13 +162,21 @@ class OneVsRestPlan:
         The K vectors travel as one ``(K d)``-vector (sparse when it has few
         non-zeros), the scalars one problem after the other, and the
         gathered payloads as one entry per partition holding the K tuples.
+        Out of core, a base plan with ``local_problems(views, locals, states,
+        ctx)`` (same bits as its ``local`` per problem) runs all K problems
+        with each block read once.
         """
-        step = self.base.phases()[phase_index].local
-        locals_, contributions = [], []
-        for k in range(self.n_classes):
-            new_local, contribution = step(part.view(k), unstack_state(local, k), unstack_state(state, k), ctx)
-            locals_.append(new_local)
-            contributions.append(contribution)
+        views = [part.view(k) for k in range(self.n_classes)]
+        locals_ = [unstack_state(local, k) for k in range(self.n_classes)]
+        states = [unstack_state(state, k) for k in range(self.n_classes)]
+        shared_reads = getattr(self.base, "local_problems", None)
+        if shared_reads is not None and len(self.base.phases()) == 1 and part.whole() is None:
+            outs = shared_reads(views, locals_, states, ctx)  # out of core: each block read once for all K
+        else:
+            step = self.base.phases()[phase_index].local
+            outs = [step(view, lo, st, ctx) for view, lo, st in zip(views, locals_, states)]
+        locals_ = [out[0] for out in outs]
+        contributions = [out[1] for out in outs]
         vector = None
         if any(c.vector is not None for c in contributions):
             vector = compress(np.concatenate([dense(c.vector, self.d) for c in contributions]))

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import NamedTuple
 
 import numpy as np
@@ -42,7 +43,7 @@ from daskdca.methods.base import (
     compress,
     dense,
 )
-from daskdca.partitions import row_view
+from daskdca.partitions import binary_rows, row_view
 
 __all__ = ["LOCAL_SOLVERS", "SDCA", "CoCoAPlus", "DualGlobal", "DualLocal", "DualPlan", "LocalSDCAPlan"]
 
@@ -80,18 +81,33 @@ def sweep_blocks(part, alpha, w, ctx, loss, step):
     partition uses the partition's stream (so it gives the in-memory bits).
     Returns ``(loss_sum, conj_sum, n_steps)``.
     """
+    return sweep_blocks_problems(part, [(None, alpha, w, step)], ctx, loss)[0]
+
+
+def sweep_blocks_problems(part, problems, ctx, loss):
+    """:func:`sweep_blocks` for several problems on the same rows, each block read once.
+
+    ``problems`` holds ``(rows_of, alpha, w, step)`` per problem:
+    ``rows_of(blk)`` is the problem's rows of a block as read (None: the
+    block itself), e.g. :func:`~daskdca.partitions.binary_rows` for a
+    one-vs-rest problem.  Each problem sees the same blocks in the same
+    order, and the same arithmetic, as its own :func:`sweep_blocks`.
+    Returns ``(loss_sum, conj_sum, n_steps)`` per problem.
+    """
     kind, param = int(loss.kind), loss.param
-    loss_sum = conj_sum = 0.0
-    n_steps = 0
+    sums = [[0.0, 0.0, 0] for _ in problems]
     nb = len(part.block_starts) - 1
     block_order = permutation_order(ctx.random_state, ctx.round, ctx.partition, nb, nb, 0)
     for j, (blk, lo, hi, start) in zip(block_order, part.pieces(block_order)):
-        a = row_view(alpha, blk, lo, start)
-        ls, cs = objective_sums(blk.indptr, blk.indices, blk.data, blk.y, blk.weight, a, w, lo, hi, kind, param)
-        loss_sum, conj_sum = loss_sum + ls, conj_sum + cs
         stream = ctx.partition if nb == 1 else _block_stream(ctx.partition, int(j))
-        n_steps += step(blk, lo, hi, a, stream)
-    return loss_sum, conj_sum, n_steps
+        for total, (rows_of, alpha, w, step) in zip(sums, problems):
+            rows = blk if rows_of is None else rows_of(blk)
+            a = row_view(alpha, rows, lo, start)
+            ls, cs = objective_sums(rows.indptr, rows.indices, rows.data, rows.y, rows.weight, a, w, lo, hi, kind,
+                                    param)
+            total[0], total[1] = total[0] + ls, total[1] + cs
+            total[2] += step(rows, lo, hi, a, stream)
+    return [tuple(total) for total in sums]
 
 
 def _check(local_iters, sampling, shrinking):
@@ -303,11 +319,59 @@ class LocalSDCAPlan(DualPlan):
         With one partition the contribution is the new ``w`` itself (no
         ``delta_w`` to track); otherwise ``delta_w_k``.
         """
-        single = self.n_partitions == 1
         alpha = local.alpha.copy()
-        loss_sum, conj_sum, n_steps, u, delta_w = self._sweep(part, alpha, state.w, ctx, track=not single)
-        vector = u if single else compress(delta_w)
-        return DualLocal(alpha), Contribution(vector, np.array([loss_sum, conj_sum, float(n_steps)]))
+        return DualLocal(alpha), self._contribution(*self._sweep(part, alpha, state.w, ctx, track=self._tracks()))
+
+    def _tracks(self):
+        """Whether the local steps keep ``delta_w`` (with one partition the new ``w`` is the contribution)."""
+        return self.n_partitions > 1
+
+    def _contribution(self, loss_sum, conj_sum, n_steps, u, delta_w):
+        vector = compress(delta_w) if self._tracks() else u
+        return Contribution(vector, np.array([loss_sum, conj_sum, float(n_steps)]))
+
+    def local_problems(self, views, locals_, states, ctx):
+        """The round of every one-vs-rest problem of an out-of-core partition, each block read once.
+
+        ``views`` are the problems' :class:`~daskdca.partitions.ClassView`
+        of one partition; each problem gets the bits of :meth:`local` on its
+        view (:func:`sweep_blocks_problems`).  Returns ``(local, contribution)``
+        per problem; :class:`~daskdca.methods.multiclass.OneVsRestPlan` calls it
+        for partitions left in the store.
+        """
+        track = self._tracks()
+        alphas = [local.alpha.copy() for local in locals_]
+        vectors = [self._start_vectors(state.w, track) for state in states]
+        problems = [(partial(binary_rows, label=view.label, positive_weight=view.positive_weight), alpha, state.w,
+                     self._block_step(u, delta_w, ctx, track))
+                    for view, alpha, state, (u, delta_w) in zip(views, alphas, states, vectors)]
+        sums = sweep_blocks_problems(views[0].part, problems, ctx, self.loss)
+        return [(DualLocal(alpha), self._contribution(*total, u, delta_w))
+                for alpha, total, (u, delta_w) in zip(alphas, sums, vectors)]
+
+    @staticmethod
+    def _start_vectors(w, track):
+        """``u = w`` and ``delta_w = 0`` (empty when not tracked) at the start of a sweep."""
+        return w.copy(), (np.zeros_like(w) if track else np.empty(0))
+
+    def _block_step(self, u, delta_w, ctx, track):
+        """The out-of-core step of :func:`sweep_blocks`: the block's movable rows (shrinking), one
+        permutation, the local steps on ``u`` and ``delta_w`` (carried from block to block)."""
+        loss = self.loss
+        kind, param = int(loss.kind), loss.param
+        shrink = self.settings.shrinking and loss.has_active_bounds
+
+        def step(blk, lo, hi, a, stream):
+            visit = (movable_rows(blk.indptr, blk.indices, blk.data, blk.y, blk.weight, blk.sqnorm, a, u, lo, hi, kind,
+                                  param, self.lam_n, self.sigma_prime) if shrink else None)
+            order = self._order(hi - lo, visit, ctx, stream)
+            if visit is None:
+                order = order + lo  # store pieces start at lo = 0; kept general
+            local_sdca(blk.indptr, blk.indices, blk.data, blk.y, blk.weight, blk.sqnorm, a, u, delta_w, order,
+                       kind, param, self.lam_n, self.sigma_prime, track)
+            return order.shape[0]
+
+        return step
 
     def _sweep(self, part, alpha, w, ctx, *, track):
         """Gap sums at ``(w, alpha)``, then the round's local steps on ``alpha`` (in place).
@@ -323,8 +387,7 @@ class LocalSDCAPlan(DualPlan):
         loss = self.loss
         kind, param = int(loss.kind), loss.param
         shrink = self.settings.shrinking and loss.has_active_bounds
-        u = w.copy()
-        delta_w = np.zeros_like(w) if track else np.empty(0)
+        u, delta_w = self._start_vectors(w, track)
         rows = part.whole()
         if rows is not None:
             if shrink:
@@ -344,17 +407,7 @@ class LocalSDCAPlan(DualPlan):
         # whole partition (a9a, logistic, lam 1e-3, one partition of 2
         # blocks: relative gap 5e-4 after 6 epochs against 2e-8;
         # benchmarks/RESULTS.md, engine section).
-        def step(blk, lo, hi, a, stream):
-            visit = (movable_rows(blk.indptr, blk.indices, blk.data, blk.y, blk.weight, blk.sqnorm, a, u, lo, hi, kind,
-                                  param, self.lam_n, self.sigma_prime) if shrink else None)
-            order = self._order(hi - lo, visit, ctx, stream)
-            if visit is None:
-                order = order + lo  # store pieces start at lo = 0; kept general
-            local_sdca(blk.indptr, blk.indices, blk.data, blk.y, blk.weight, blk.sqnorm, a, u, delta_w, order,
-                       kind, param, self.lam_n, self.sigma_prime, track)
-            return order.shape[0]
-
-        loss_sum, conj_sum, n_steps = sweep_blocks(part, alpha, w, ctx, loss, step)
+        loss_sum, conj_sum, n_steps = sweep_blocks(part, alpha, w, ctx, loss, self._block_step(u, delta_w, ctx, track))
         return loss_sum, conj_sum, n_steps, u, delta_w
 
     def combine(self, state, total, ctx):
@@ -392,6 +445,9 @@ class LineSearchPlan(LocalSDCAPlan):
     has.  The chosen ``t`` reaches the partitions with the next round's
     ``w`` and is applied to their duals at its start.
     """
+
+    # its round applies the last step first and returns line sums: a one-vs-rest fit runs :meth:`local` per problem
+    local_problems = None
 
     def _steps(self):
         return np.unique(np.array(LINE_SEARCH_STEPS + (1.0 / self.n_partitions,)))

@@ -514,6 +514,8 @@ class LocalSPDCPlan(LocalSDCAPlan):
 
     m: int = 1
     gamma: float = 1.0
+    # its own local step; not among the plans fitted one-vs-rest together (Capabilities.multi_class)
+    local_problems = None
 
     @classmethod
     def for_data(cls, settings, info):
