@@ -476,6 +476,12 @@ def _fit(args):
         n = X.shape[0]
         if scaling is not None:
             X = _with_constant_column(X, scaling)
+    labels = X.label_values if is_store else np.unique(y)
+    if loss != "squared" and labels is not None and len(labels) > 2:
+        raise ValueError(f"`daskdca fit` fits two classes, and {args.data} has {len(labels)} labels "
+                         f"({labels.tolist()[:10]}{' ...' if len(labels) > 10 else ''}); the saved model holds one "
+                         "weight vector. Fit the one-vs-rest problems in Python (daskdca.fit(X, y) or "
+                         "daskdca.SDCAClassifier), or binarise the labels.")
     lam, lam_text = _lam(args, n)
     kwargs = dict(loss=loss, lam=lam, solver=args.solver, tol=args.tol, max_rounds=args.max_rounds,
                   batch_size=args.batch_size, local_iters=args.local_iters, n_partitions=args.n_partitions,

@@ -49,21 +49,22 @@ class RegularizationPath(NamedTuple):
         The grid, sorted ascending (the order the fits ran in).
     lams : ndarray of shape (n_Cs,)
         ``lam = 1 / (C n)`` of each fit.
-    coef : ndarray of shape (n_Cs, n_features)
-        ``w`` of each fit (without the intercept's weight).
-    intercept : ndarray of shape (n_Cs,)
+    coef : ndarray of shape (n_Cs, n_features), or (n_Cs, n_classes, n_features)
+        ``w`` of each fit (without the intercept's weight); with more than
+        two classes, one row per one-vs-rest problem (:func:`daskdca.fit`).
+    intercept : ndarray of shape (n_Cs,) or (n_Cs, n_classes)
         ``intercept_scaling * w_b`` with ``fit_intercept``, else zeros.
-    primal, dual, gap : ndarray of shape (n_Cs,)
+    primal, dual, gap : ndarray of shape (n_Cs,) or (n_Cs, n_classes)
         The certified ``P_C(w)``, ``D_C(alpha)`` and ``P - D >= P_C(w) - min P_C``,
         recomputed from the duals alone (with ``fit_intercept``, of the
         problem with the synthetic feature).
     n_rounds : ndarray of int of shape (n_Cs,)
         Rounds each fit took from its warm start.
     converged : ndarray of bool of shape (n_Cs,)
-        Whether each fit reached ``gap <= tol * |primal|``.
-    classes : ndarray of shape (2,) or None
-        The labels (``classes[1]`` is +1), None for regression.
-    dual_coef : ndarray of shape (n_Cs, n_samples) or None
+        Whether each fit reached ``gap <= tol * |primal|`` (every problem's).
+    classes : ndarray of shape (n_classes,) or None
+        The labels (with two, ``classes[1]`` is +1), None for regression.
+    dual_coef : ndarray of shape (n_Cs, n_samples), (n_Cs, n_classes, n_samples), or None
         The duals of each fit, in X's row order (``keep_dual=True`` only).
     """
 
@@ -230,10 +231,10 @@ def path(X, y, Cs, *, loss="hinge", solver=None, tol=1e-6, max_rounds=None, fit_
         alpha = model.dual_coef_
         models.append(model)
     W = np.stack([np.asarray(m.coef_, dtype=np.float64) for m in models])
-    if fit_intercept:
-        coef, intercept = W[:, :-1].copy(), float(intercept_scaling) * W[:, -1]
+    if fit_intercept:  # the last coordinate of w (of every class's w) is the synthetic feature's
+        coef, intercept = W[..., :-1].copy(), float(intercept_scaling) * W[..., -1]
     else:
-        coef, intercept = W, np.zeros(len(models))
+        coef, intercept = W, np.zeros(W.shape[:-1])
     return RegularizationPath(
         Cs=Cs, lams=np.array([m.lam for m in models]), coef=coef, intercept=intercept,
         primal=np.array([m.primal_ for m in models]), dual=np.array([m.dual_ for m in models]),

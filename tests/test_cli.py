@@ -440,3 +440,15 @@ def test_class_weight_is_liblinears_wi(heart, tmp_path, capsys):
     for bad, message in (("1:x", "LABEL:WEIGHT pairs"), ("3:2", "names labels [3.0] that the data does not have")):
         code = main(["fit", path, "--class-weight", bad, "--quiet"])
         assert code == 2 and message in capsys.readouterr().err
+
+
+def test_more_than_two_classes_are_refused_with_the_python_route(tmp_path, capsys):
+    """The saved model holds one weight vector, so `daskdca fit` refuses a multi-class file before fitting."""
+    from sklearn.datasets import dump_svmlight_file, load_iris
+
+    X, y = load_iris(return_X_y=True)
+    path = str(tmp_path / "iris.svm")
+    dump_svmlight_file(X, y, path)
+    assert main(["fit", path, "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "has 3 labels ([0.0, 1.0, 2.0])" in err and "daskdca.SDCAClassifier" in err

@@ -227,3 +227,23 @@ def test_checkpoint_and_resume_keep_the_bits(client, tmp_path):
         assert_array_equal(new.gap, old.gap)
     with pytest.raises(ValueError, match="different fit"):
         daskdca.fit(store, max_rounds=8, checkpoint=ckpt, resume=True, class_weight={0: 2.0}, **kwargs)
+
+
+def test_path_of_a_multi_class_problem_is_the_fits_along_the_grid():
+    """daskdca.path with K > 2 labels: (n_Cs, K, d) coefficients, each C's fit the warm-started joint fit."""
+    X, labels = _iris()
+    Cs = [0.1, 1.0]
+    res = daskdca.path(X, labels, Cs, loss="logistic", tol=1e-9, keep_dual=True)
+    assert res.coef.shape == (2, 3, 4) and res.intercept.shape == (2, 3) and res.gap.shape == (2, 3)
+    assert res.dual_coef.shape == (2, 3, 150) and res.converged.all()
+    from daskdca.regpath import with_intercept_column
+
+    Xb = with_intercept_column(X, 1.0)
+    for c, C in enumerate(Cs):
+        m = daskdca.fit(Xb, labels, loss="logistic", lam=1.0 / (C * 150), tol=1e-9)
+        assert_allclose(res.primal[c], m.primal_, rtol=1e-8)
+        lam = 1.0 / (C * 150)
+        for k in range(3):  # strong convexity: ||w - w*||^2 <= 2 gap / lam for each of the two
+            bound = np.sqrt(2 * res.gap[c, k] / lam) + np.sqrt(2 * m.gap_[k] / lam)
+            w_path = np.r_[res.coef[c, k], res.intercept[c, k]]
+            assert np.linalg.norm(w_path - m.coef_[k]) <= bound
