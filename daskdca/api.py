@@ -258,6 +258,11 @@ def _check_y(y, n, loss):
             "Fit data of two or more classes, or use loss='squared' for real-valued targets."
         )
     if classes.shape[0] > 2:
+        if y.dtype.kind == "f" and np.any(classes != np.round(classes)):
+            raise ValueError(
+                f"y holds {classes.shape[0]} distinct real values ({classes[:5].tolist()} ...), which look like "
+                f"regression targets, not classes; the {loss.name} loss needs class labels. Use loss='squared' "
+                "for real-valued targets, or integer or string labels for classes.")
         return index.astype(np.float64), classes
     return np.where(y == classes[1], 1.0, -1.0), classes
 

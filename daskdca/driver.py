@@ -46,7 +46,11 @@ DEFAULT_MAX_EPOCHS = 1000
 
 
 class HistoryRecord(NamedTuple):
-    """One gap evaluation: the state after ``round`` rounds."""
+    """One gap evaluation: the state after ``round`` rounds.
+
+    ``primal``, ``dual`` and ``gap`` are floats, or arrays with one entry
+    per problem in a one-vs-rest fit (:mod:`daskdca.methods.multiclass`).
+    """
 
     round: int
     epochs: float
@@ -60,7 +64,9 @@ class FitResult(NamedTuple):
     """What :func:`run_rounds` returns; ``primal``/``dual``/``gap`` are certified.
 
     ``w`` is the model (for dual methods rebuilt from the duals) and ``alpha``
-    the dual point that certifies it, in the executor's row order.
+    the dual point that certifies it, in the executor's row order; a
+    one-vs-rest fit puts the class axis first in ``w``, ``alpha``, ``primal``,
+    ``dual`` and ``gap``.
     """
 
     w: np.ndarray

@@ -124,6 +124,7 @@ CASES = [
     c("three-classes-serial-only-solver", "fit", lambda ctx: ((X0, with_value(Y0, 0, 7)), {"solver": "pegasos"}),
       ValueError, "one-vs-rest"),
     c("one-class", "fit", lambda ctx: ((X0, np.ones(N)), {}), ValueError, "at least two classes"),
+    c("real-targets-with-hinge", "fit", lambda ctx: ((X0, T0), {}), ValueError, "regression targets"),
     c("class_weight-unknown-label", "fit", XY(class_weight={5: 2.0}), ValueError, "not in y"),
     c("class_weight-negative", "fit", XY(class_weight={1: -2.0}), ValueError, ">= 0"),
     c("class_weight-string", "fit", XY(class_weight="even"), ValueError, "balanced"),

@@ -94,7 +94,7 @@ def test_two_class_class_weight_equals_row_weights():
 def test_the_certificate_recomputed_from_the_returned_duals():
     """Per problem: w = X^T alpha / (lam n), P and D from scratch, and P - D equal to the reported gap."""
     X, y = _digits()
-    loss, lam = get_loss("squared_hinge"), 1e-3
+    lam = 1e-3
     m = daskdca.fit(X, y, loss="squared_hinge", lam=lam, tol=1e-8)
     assert m.converged_ and m.classes_.shape == (10,)
     n = X.shape[0]
