@@ -286,6 +286,20 @@ class DualPlan(PlanBase):
     def dual_point(self, part, local, state):
         return local.alpha
 
+    def combine(self, state, total, ctx):
+        """``w += sum_k delta_w_k`` (one partition: the new ``w``); the gap of the round's start.
+
+        The adding combine of CoCoA+ and of the methods that run on its
+        subproblems (SDNA); ``total.scalars`` is ``(loss_sum, conj_sum,
+        steps)`` of the partitions' local steps.
+        """
+        w = state.w
+        new_w = dense(total.vector, self.d).copy() if self.n_partitions == 1 else apply_vector(w, total.vector)
+        loss_sum, conj_sum, steps = total.scalars
+        reg = 0.5 * self.lam_n / self.n * float(w @ w)
+        report = RoundReport(True, loss_sum / self.n + reg, -conj_sum / self.n - reg, float(steps))
+        return DualGlobal(new_w), report
+
 
 @dataclass(frozen=True)
 class LocalSDCAPlan(DualPlan):
@@ -409,15 +423,6 @@ class LocalSDCAPlan(DualPlan):
         # benchmarks/RESULTS.md, engine section).
         loss_sum, conj_sum, n_steps = sweep_blocks(part, alpha, w, ctx, loss, self._block_step(u, delta_w, ctx, track))
         return loss_sum, conj_sum, n_steps, u, delta_w
-
-    def combine(self, state, total, ctx):
-        """``w += sum_k delta_w_k`` (one partition: the new ``w``); the gap of the round's start."""
-        w = state.w
-        new_w = dense(total.vector, self.d).copy() if self.n_partitions == 1 else apply_vector(w, total.vector)
-        loss_sum, conj_sum, steps = total.scalars
-        reg = 0.5 * self.lam_n / self.n * float(w @ w)
-        report = RoundReport(True, loss_sum / self.n + reg, -conj_sum / self.n - reg, float(steps))
-        return DualGlobal(new_w), report
 
 
 class LineSearchGlobal(NamedTuple):

@@ -34,16 +34,8 @@ import numpy as np
 from daskdca.kernels.sdca import objective_sums
 from daskdca.kernels.sdna import local_sdna, sdna_batches
 from daskdca.losses import LOSSES
-from daskdca.methods.base import (
-    Capabilities,
-    Contribution,
-    RoundReport,
-    apply_vector,
-    check_local_iters,
-    compress,
-    dense,
-)
-from daskdca.methods.sdca import DualGlobal, DualLocal, DualPlan, sweep_blocks
+from daskdca.methods.base import Capabilities, Contribution, check_local_iters, compress
+from daskdca.methods.sdca import DualLocal, DualPlan, sweep_blocks
 
 __all__ = ["SDNA", "SDNAPlan"]
 
@@ -156,12 +148,3 @@ class SDNAPlan(DualPlan):
             loss_sum, conj_sum, n_steps = sweep_blocks(part, alpha, w, ctx, loss, step)
         vector = u if single else compress(delta_w)
         return DualLocal(alpha), Contribution(vector, np.array([loss_sum, conj_sum, float(n_steps)]))
-
-    def combine(self, state, total, ctx):
-        """``w += sum_k delta_w_k`` (one partition: the new ``w``); the gap of the round's start."""
-        w = state.w
-        new_w = dense(total.vector, self.d).copy() if self.n_partitions == 1 else apply_vector(w, total.vector)
-        loss_sum, conj_sum, steps = total.scalars
-        reg = 0.5 * self.lam_n / self.n * float(w @ w)
-        report = RoundReport(True, loss_sum / self.n + reg, -conj_sum / self.n - reg, float(steps))
-        return DualGlobal(new_w), report
