@@ -41,10 +41,17 @@ import argparse
 import logging
 import math
 import os
+import re
 import tempfile
 import time
 
 import numpy as np
+
+
+def _is_local_task(key):
+    """A round's local task: ``...-p{k}`` (one per partition, engines before 2026-11-26) or ``...-g{g}`` (one per
+    worker's group of partitions)."""
+    return re.search(r"^daskdca-round-.*-r\d+-.*-[pg]\d+$", key) is not None
 
 
 def _round_overhead(client, n_rounds):
@@ -52,7 +59,7 @@ def _round_overhead(client, n_rounds):
     by_round = {}
     for t in stream:
         key = t["key"] if isinstance(t["key"], str) else str(t["key"])
-        if "-p" in key and "-r" in key and "daskdca-" in key:
+        if _is_local_task(key):
             parts = key.split("-")
             rnd = next((p for p in parts if p.startswith("r") and p[1:].isdigit()), None)
             if rnd is None:
@@ -91,8 +98,8 @@ def overhead(args):
             tasks = {}
             for t in ts.data:
                 key = str(t["key"])
-                if "-r" in key and "-p" in key:
-                    rnd = int(key.split("-r")[1].split("-")[0])
+                if _is_local_task(key):
+                    rnd = int(re.search(r"-r(\d+)-", key).group(1))
                     compute = [s for s in t["startstops"] if s["action"] == "compute"]
                     tasks.setdefault(rnd, []).append(sum(s["stop"] - s["start"] for s in compute))
             longest = np.array([max(tasks[r]) for r in sorted(tasks)][2:len(round_times) + 2])

@@ -4,23 +4,31 @@ This is the only module that imports Dask, and it names no method: it runs
 the phases a plan returns (:mod:`daskdca.methods.base`) under the round loop
 of :mod:`daskdca.driver`.  Each round submits one graph:
 
-    load (once)   round: local(part_k, L_k, G, ctx) on partition k's worker
+    load (once)   round: local steps of group g's partitions, in order, on its worker
                      |                     |
-                  L_k' (stays there)    contribution_k --> reduce (fixed-order tree, fan-in 8)
+              L_g' (stays there)    the reduction nodes group g holds whole --> nodes spanning groups
                                                               |
                                          combine(G, total) --> G', RoundReport (only this reaches the client)
 
-Local states stay on the workers as the chained output of each partition's
-previous round (spec ``dask-zarr-numba.md`` §2: futures, not actors) and come
-back once, at the end.  A local task's output is the pair ``(L_k',
-contribution_k)`` and a combine's the pair ``(G', report)``.  The next
+Partitions are grouped in contiguous runs, one per worker at the start
+(:class:`_Placement`), and a round runs one local task per group, not per
+partition: it calls the method's local step on each of its partitions and
+sums their contributions as far as the fixed-order reduction tree over all
+partitions allows (:func:`~daskdca.methods.base.tree_reduce_within`), so the
+total has the same bits as one task per partition.  64 partitions on 2
+workers make about 6 tasks a round instead of about 150, which is what
+keeps the scheduler's per-task bookkeeping (and its memory) from growing
+with the partitions.  Local states stay on the workers as the chained output
+of each group's previous round (spec ``dask-zarr-numba.md`` §2: futures, not
+actors) and come back once, at the end.  A group's output is the pair
+``(states', nodes)`` and a combine's the pair ``(G', report)``.  The next
 round's local task reads the state half where it lies; one small task per
-partition, on its worker, passes the contribution on, so only that travels
-to the reduction.  A round is ``2K`` such tasks, the reduction tree, one
-combine and one report task.  Partitions are loaded by tasks that read the
-store on the worker (a lost partition is re-read), and every random stream
-derives from ``(random_state, round, partition)``, so a replayed task gives
-the same bits.  Every ``checkpoint_every`` rounds the chains restart from a
+group, on its worker, passes the nodes on, so only they travel to the
+reduction.  Partitions are loaded by tasks that read the store on the worker
+(a lost partition is re-read), and every random stream derives from
+``(random_state, round, partition)``, so a replayed task gives the same bits.
+The certificate and the checkpoint pick single partitions' states out of
+the groups.  Every ``checkpoint_every`` rounds the chains restart from a
 copy of the states (bounded lineage, spec Appendix A): with
 ``checkpoint=PATH`` a zarr checkpoint there (``resume=True`` continues from
 the last complete one); without it, the states pass through this process and
@@ -63,7 +71,16 @@ from distributed.diagnostics.plugin import WorkerPlugin
 
 from daskdca.driver import HistoryRecord, run_rounds, sum_arrays
 from daskdca.kernels import warm_up
-from daskdca.methods.base import Ctx, DataInfo, Ops, RoundReport, add_contributions, tree_reduce
+from daskdca.methods.base import (
+    Ctx,
+    DataInfo,
+    Ops,
+    RoundReport,
+    add_contributions,
+    tree_nodes,
+    tree_reduce,
+    tree_reduce_within,
+)
 from daskdca.partitions import (
     OneVsRestPartition,
     StorePartition,
@@ -239,20 +256,53 @@ def _state_of(out):
     return out[0]
 
 
-def _local_task(local, part, L_out, G_out, ctx):
-    """Task: one partition's local step; returns ``(L_k', contribution_k)``."""
-    return local(part, L_out[0], G_out[0], ctx)
+def _group_start(make, ctxs, *parts):
+    """Task: a group's fresh local states, as the ``(states, None)`` pair its round tasks chain on."""
+    return tuple(make(part, ctx) for part, ctx in zip(parts, ctxs)), None
+
+
+def _group_of(*outs):
+    """Task: the states of single partitions' output pairs as one group's pair."""
+    return tuple(out[0] for out in outs), None
+
+
+def _member(group_out, j):
+    """Task: the output pair of a group's ``j``-th partition."""
+    return group_out[0][j], None
+
+
+def _group_local_task(local, first, n_partitions, ctxs, G_out, L_out, *parts):
+    """Task: the local steps of a group's partitions, in order, and the part of the reduction tree they decide.
+
+    Returns ``(states', nodes)``: the new local states, and the largest nodes
+    of the fixed-order reduction tree over all partitions whose partitions
+    all lie in this group (:func:`~daskdca.methods.base.tree_reduce_within`),
+    so the total has the bits of one task per partition.
+    """
+    states, contributions = [], []
+    for part, state, ctx in zip(parts, L_out[0], ctxs):
+        state, contribution = local(part, state, G_out[0], ctx)
+        states.append(state)
+        contributions.append(contribution)
+    return tuple(states), tree_reduce_within(contributions, first, n_partitions, add_contributions)
 
 
 def _sent(out):
-    """Task, on the partition's worker: the contribution of a local output, so that only it travels to the
-    reduction (the output also holds the partition's local state, e.g. its duals)."""
+    """Task, on the group's worker: the reduction nodes of a local output, so that only they travel on
+    (the output also holds the partitions' local states, e.g. their duals)."""
     return out[1]
 
 
-def _combine_task(combine, G_out, total, ctx):
-    """Task: the combine on the global state; returns ``(G', report)``."""
-    return combine(G_out[0], total, ctx)
+def _tree_node(combine, keys, *sources):
+    """Task: one node of the reduction tree that spans groups; a child is ``sources[j][keys[j]]`` (a group's
+    node) or ``sources[j]`` itself (another such node) where ``keys[j]`` is None."""
+    return combine(*[source if key is None else source[key] for key, source in zip(keys, sources)])
+
+
+def _combine_task(combine, G_out, key, total, ctx):
+    """Task: the combine on the global state (``total[key]`` where ``key`` is a group's node); returns
+    ``(G', report)``."""
+    return combine(G_out[0], total if key is None else total[key], ctx)
 
 
 def _dual_point_task(dual_point, part, L_out, G_out):
@@ -268,6 +318,11 @@ def _pinned(home):
     return {"workers": [home], "allow_other_workers": True} if home else {}
 
 
+def _no_combine(*children):
+    """A combine that computes nothing: :func:`tree_reduce_within` on placeholders tells which nodes a group holds."""
+    return None
+
+
 def _merge_reports(first, *rest):
     """Task: the first round's report (from its combine's output) with the steps of every round."""
     report = first[1]
@@ -279,14 +334,19 @@ class _Placement:
 
     Partition ``k`` is in group ``k * W // K`` (W workers at the start, K
     partitions); each round the groups are mapped onto the workers alive
-    then (sorted addresses).  Placement only steers where tasks run: the
-    reduction tree is fixed by partition order, so no bit depends on it.
+    then (sorted addresses), and each group's local steps run as one task.
+    Placement and grouping only steer where and in which tasks the work
+    runs: the reduction tree is fixed by partition order, so no bit depends
+    on them.
     """
 
     def __init__(self, n_partitions, n_workers):
         self.groups = [k * n_workers // n_partitions for k in range(n_partitions)]
+        # the partitions of each (non-empty) group, in order: each round runs one task per group
+        self.members = [[k for k in range(n_partitions) if self.groups[k] == g] for g in sorted(set(self.groups))]
 
     def homes(self, client):
+        """The worker of each partition now (None while no worker is alive)."""
         alive = sorted(client.scheduler_info().get("workers", {}))
         if not alive:
             return [None] * len(self.groups)
@@ -634,9 +694,14 @@ class DaskExecutor:
             logger.info("daskdca: %d tasks soft-pinned to a lost worker rescheduled on the workers alive", moved)
 
     def homes(self, what):
-        """The placement's workers now (after checking that the scheduler is still there)."""
+        """The placement's worker of each partition now (after checking that the scheduler is still there)."""
         self._check_scheduler(what)
         return self.placement.homes(self.client)
+
+    def group_homes(self, what):
+        """The placement's worker of each group of partitions now."""
+        homes = self.homes(what)
+        return [homes[ks[0]] for ks in self.placement.members]
 
     def _n_workers(self):
         """The number of workers the scheduler knows now; None when that cannot be asked."""
@@ -714,13 +779,16 @@ class DaskExecutor:
         return method.setup(self.info, _DaskOps(self))
 
     def init(self, plan):
-        homes = self.homes("the initial states")
+        """``(G, Ls)``: the global state's future and one future per group of partitions (``Ls`` stays opaque
+        to the round loop: each holds the states of its group's partitions, in order)."""
         if self.dual_init is not None:
-            return self._warm_init(plan, homes)
+            return self._warm_init(plan, self.homes("the initial states"))
+        homes = self.group_homes("the initial states")
         G = self.client.submit(_start, plan.init_global, key=f"daskdca-setup-{self.run_id}-global0", pure=False)
-        Ls = [self.client.submit(_start, plan.init_local, p, self.ctx(0, k),
-                                 key=f"daskdca-setup-{self.run_id}-local0-{k}", pure=False, **_pinned(homes[k]))
-              for k, p in enumerate(self.parts)]
+        Ls = [self.client.submit(_group_start, plan.init_local, tuple(self.ctx(0, k) for k in ks),
+                                 *[self.parts[k] for k in ks], key=f"daskdca-setup-{self.run_id}-local0-g{g}",
+                                 pure=False, **_pinned(homes[g]))
+              for g, ks in enumerate(self.placement.members)]
         return G, Ls
 
     def _warm_init(self, plan, homes):
@@ -736,36 +804,63 @@ class DaskExecutor:
         Ls = [_delayed(_start, plan.init_local_from, self.parts[k], alphas[k], self.ctx(0, k),
                        name=f"daskdca-setup-{self.run_id}-local0-{k}", worker=homes[k])
               for k in range(len(self.parts))]
-        futures = self._compute(Ls + [G])
+        groups = [_delayed(_group_of, *[Ls[k] for k in ks], name=f"daskdca-setup-{self.run_id}-local0-g{g}",
+                           worker=homes[ks[0]]) for g, ks in enumerate(self.placement.members)]
+        futures = self._compute(groups + [G])
         return futures[-1], futures[:-1]
 
     def rounds_until_checkpoint(self, r):
         return self.checkpoint_every - r % self.checkpoint_every
 
+    def _reduce_groups(self, sent, name):
+        """``(source, key)`` of the reduction total: the nodes of the fixed-order tree over all partitions
+        that no group holds whole become tasks here, fed by the groups' nodes (``sent``).  ``key`` is None
+        when ``source`` is the total itself, else the total is ``source[key]`` (one group holds it)."""
+        n_partitions = len(self.parts)
+        have = {}  # tree node -> (delayed that holds it, key in it or None)
+        for g, ks in enumerate(self.placement.members):
+            for key in tree_reduce_within([None] * len(ks), ks[0], n_partitions, _no_combine):
+                have[key] = (sent[g], key)
+        root = (0, 0)
+        for root, children in tree_nodes(n_partitions):
+            if root not in have and all(child in have for child in children):
+                sources = [have[child] for child in children]
+                have[root] = (_delayed(_tree_node, add_contributions, tuple(key for _, key in sources),
+                                       *[source for source, _ in sources], name=f"{name}-l{root[0]}-{root[1]}"),
+                              None)
+        return have[root]
+
     def run(self, plan, G, Ls, r, n):
         """Submit ``n`` rounds as one graph; returns futures of the new state pairs and of the merged report.
 
-        ``G`` and ``Ls`` are futures of ``(state, payload)`` pairs (module
-        docstring); a round's last combine output carries its report.
+        ``G`` is a future of a ``(state, payload)`` pair and ``Ls`` one of
+        ``(states, payload)`` per group of partitions (module docstring); a
+        round's last combine output carries its report.  A round is one local
+        task per group (its partitions' local steps and the part of the
+        reduction tree they decide), one task per group that passes those nodes
+        on, the tree nodes that span groups, and the combine.
         """
-        K = len(self.parts)
+        n_groups = len(self.placement.members)
         ends = []
         self.submitted = r + n
         for j in range(n):
             rnd = r + j
-            homes = self.homes(f"round {rnd}")
+            homes = self.group_homes(f"round {rnd}")
             for phase in plan.phases():
                 tag = f"{self.run_id}-r{rnd}-{phase.name}"
-                Ls = [_delayed(_local_task, phase.local, self.parts[k], Ls[k], G, self.ctx(rnd, k),
-                               name=f"daskdca-round-{tag}-p{k}", worker=homes[k]) for k in range(K)]
-                sent = [_delayed(_sent, out, name=f"daskdca-round-{tag}-send{k}", worker=homes[k])
-                        for k, out in enumerate(Ls)]
-                total = self.tree(sent, add_contributions, f"daskdca-reduce-{tag}")
-                G = _delayed(_combine_task, phase.combine, G, total, self.ctx(rnd, -1), name=f"daskdca-combine-{tag}")
+                Ls = [_delayed(_group_local_task, phase.local, ks[0], len(self.parts),
+                               tuple(self.ctx(rnd, k) for k in ks), G, Ls[g], *[self.parts[k] for k in ks],
+                               name=f"daskdca-round-{tag}-g{g}", worker=homes[g])
+                      for g, ks in enumerate(self.placement.members)]
+                sent = [_delayed(_sent, out, name=f"daskdca-round-{tag}-send{g}", worker=homes[g])
+                        for g, out in enumerate(Ls)]
+                total, key = self._reduce_groups(sent, f"daskdca-reduce-{tag}")
+                G = _delayed(_combine_task, phase.combine, G, key, total, self.ctx(rnd, -1),
+                             name=f"daskdca-combine-{tag}")
             ends.append(G)
         report = _delayed(_merge_reports, *ends, name=f"daskdca-combine-{self.run_id}-r{r}-report{n}")
         futures = self._compute(Ls + [G, report])
-        return futures[K], futures[:K], futures[K + 1]
+        return futures[n_groups], futures[:n_groups], futures[n_groups + 1]
 
     def reports(self, handles):
         return [RoundReport(*rep) for rep in self.gather(handles, "the rounds' reports")] if handles else []
@@ -774,8 +869,14 @@ class DaskExecutor:
         """The state of an output pair (a future on the cluster)."""
         return (self.gather([value], "a state")[0] if hasattr(value, "result") else value)[0]
 
+    def _per_partition(self, Ls, name):
+        """Delayed output pairs of each partition, picked out of the groups' futures ``Ls``."""
+        return [_delayed(_member, Ls[g], j, name=f"{name}-member{k}")
+                for g, ks in enumerate(self.placement.members) for j, k in enumerate(ks)]
+
     def _dual_points(self, plan, G, Ls, name):
-        return [_delayed(_dual_point_task, plan.dual_point, self.parts[k], Ls[k], G, name=f"{name}-dual{k}")
+        outs = self._per_partition(Ls, name)
+        return [_delayed(_dual_point_task, plan.dual_point, self.parts[k], outs[k], G, name=f"{name}-dual{k}")
                 for k in range(len(self.parts))]
 
     def dual_points(self, plan, G, Ls):
@@ -820,7 +921,7 @@ class DaskExecutor:
         name = f"daskdca-checkpoint-{self.run_id}-r{r}"
         states = self.gather([self.client.submit(_state_of, out, key=f"{name}-copy{k}", pure=False)
                               for k, out in enumerate([G] + Ls)], f"the states of round {r}")
-        homes = self.homes(f"the states of round {r}")
+        homes = self.group_homes(f"the states of round {r}")
         # the states travel inside the tasks on purpose: that copy is what makes them recomputable
         with dask.config.set({"distributed.admin.large-graph-warning-threshold": "16 GiB"}):
             G = self.client.submit(partial(_restart, states[0]), key=f"{name}-G", pure=False)
@@ -834,8 +935,9 @@ class DaskExecutor:
         old = _checkpoint_meta(url)
         slot = f"slot{(int(old['slot'][-1]) + 1) % 2 if old else 0}"
         name = f"daskdca-checkpoint-{self.run_id}-r{r}"
+        members = self.client.compute(self._per_partition(Ls, name), optimize_graph=False)
         writes = [self.client.submit(_save_state, L, url, f"{slot}_local{k}", key=f"{name}-save{k}", pure=False)
-                  for k, L in enumerate(Ls)]
+                  for k, L in enumerate(members)]
         writes.append(self.client.submit(_save_state, G, url, f"{slot}_global", key=f"{name}-saveG", pure=False))
         classes = self.gather(writes, f"the checkpoint of round {r}")
         g = zarr.open_group(url, mode="a")
@@ -845,9 +947,11 @@ class DaskExecutor:
             "history": [[np.asarray(value).tolist() for value in rec] for rec in history]}
         # The new chains depend on the checkpoint only (not on the writes), so the
         # scheduler can forget the lineage before it; a lost partition is re-read.
-        return self._load(slot, classes[-1], classes[0], f"{name}-load")
+        G, Ls = self._load(slot, classes[-1], classes[0], f"{name}-load")
+        return G, self._grouped(Ls, f"{name}-load")
 
     def _load(self, slot, global_class, local_class, name):
+        """The global state's future and one future per partition, read from the checkpoint's ``slot``."""
         homes = self.homes("the checkpoint's states")
         Ls = [self.client.submit(_start, _load_state, self.checkpoint, f"{slot}_local{k}", local_class,
                                  key=f"{name}{k}", pure=False, **_pinned(homes[k]))
@@ -855,6 +959,12 @@ class DaskExecutor:
         G = self.client.submit(_start, _load_state, self.checkpoint, f"{slot}_global", global_class, key=f"{name}G",
                                pure=False)
         return G, Ls
+
+    def _grouped(self, Ls, name):
+        """One future per group from one per partition (the partitions' output pairs)."""
+        homes = self.group_homes("the checkpoint's states")
+        return [self.client.submit(_group_of, *[Ls[k] for k in ks], key=f"{name}-g{g}", pure=False,
+                                   **_pinned(homes[g])) for g, ks in enumerate(self.placement.members)]
 
     def resume(self, plan):
         """``(G, Ls, round, n_epochs, history)`` from the last complete checkpoint, checked against ``plan``."""
@@ -890,7 +1000,7 @@ class DaskExecutor:
                    for rec in meta["history"]]
         logger.info("daskdca: resuming from %s at round %d", url, meta["round"])
         self.submitted = int(meta["round"])
-        return G, Ls, int(meta["round"]), float(meta["n_epochs"]), history
+        return G, self._grouped(Ls, name), int(meta["round"]), float(meta["n_epochs"]), history
 
 
 def _store_fingerprint(store):

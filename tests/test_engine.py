@@ -119,6 +119,35 @@ def test_cocoa_plus_in_memory_on_cluster_repeats_the_in_process_solver(client, t
                                [r.primal for r in local.history_[:len(remote.history_)]], rtol=1e-12)
 
 
+def test_many_partitions_per_worker_run_as_one_task_each_with_the_in_process_bits(client, tmp_path_factory):
+    """10 partitions on 2 workers: a round is one local task per worker's group of 5 partitions, and the
+    reduction over the groups' tree nodes gives the in-process iterates bit for bit.
+
+    The groups (partitions 0-4 and 5-9) do not line up with the fan-in-8 tree
+    (partitions 0-7 and 8-9): group 2 sums 8-9 itself, the node over 0-7 and
+    the root are tasks of their own.
+    """
+    X, y = load_dataset("rcv1_1k")
+    order = random_row_order(X.shape[0], 6)
+    store = write_store(tmp_path_factory.mktemp("stores") / "rcv1-10.zarr", X[order], y[order], block_rows=100,
+                        shuffle=False)  # 10 blocks of 100 rows: the in-process partitions of 1,000 rows
+    kwargs = dict(loss="logistic", lam=1e-4, solver="cocoa+", n_partitions=10, tol=1e-12, max_rounds=6,
+                  random_state=6)
+    with pytest.warns(ConvergenceWarning):
+        local = daskdca.fit(X, y, **kwargs)
+    with distributed.get_task_stream(client) as stream, pytest.warns(ConvergenceWarning):
+        remote = daskdca.fit(store, client=client, in_memory=True, **kwargs)
+    np.testing.assert_array_equal(remote.dual_coef_, local.dual_coef_[order])
+    np.testing.assert_array_equal(remote.coef_, local.coef_)
+    keys = [str(task["key"]) for task in stream.data]
+    for rnd in range(1, 6):
+        local_tasks = [k for k in keys if k.startswith("daskdca-round-") and f"-r{rnd}-" in k]
+        reduce_tasks = [k for k in keys if k.startswith("daskdca-reduce-") and f"-r{rnd}-" in k]
+        # one local and one sending task per group; the tree nodes over 0-7 and the root
+        assert sorted(k.rsplit("-", 1)[1] for k in local_tasks) == ["g0", "g1", "send0", "send1"]
+        assert len(reduce_tasks) == 2
+
+
 @pytest.mark.parametrize("in_memory", [True, False])
 def test_minibatch_sdca_on_cluster_repeats_the_in_process_solver(client, tmp_path_factory, in_memory):
     """Round by round: the same sigma^2, batches, steps and sums in process and on the cluster.

@@ -37,3 +37,37 @@ def test_random_partitions_are_seeded_and_cover_every_row_once():
     np.testing.assert_array_equal(order, random_row_order(1000, 3))
     assert not np.array_equal(order, random_row_order(1000, 4))
     assert list(even_sizes(10, 3)) == [4, 3, 3]
+
+
+def _finish_tree(nodes, n_items, combine):
+    """The nodes of the tree over ``n_items`` that span runs, from the runs' own nodes (as the Dask engine does)."""
+    from daskdca.methods.base import tree_nodes
+
+    root = (0, 0)
+    for root, children in tree_nodes(n_items):
+        if root not in nodes and all(child in nodes for child in children):
+            nodes[root] = combine(*[nodes[child] for child in children])
+    return nodes[root]
+
+
+@pytest.mark.parametrize("n_items", [1, 2, 7, 8, 9, 10, 17, 64, 65, 100])
+def test_runs_of_items_reduce_to_the_bits_of_the_whole_tree(n_items):
+    """Splitting the items into runs (one per worker), reducing each run's whole nodes in the run and the rest
+    across runs, calls ``combine`` on the same children in the same order as ``tree_reduce``: the expression
+    strings are equal, and so are the float sums (which depend on the order)."""
+    from daskdca.methods.base import tree_reduce, tree_reduce_within
+
+    def concat(*children):
+        return "(" + "+".join(children) + ")"
+
+    rng = np.random.default_rng(n_items)
+    values = rng.standard_normal(n_items) * 10.0 ** rng.integers(-8, 8, n_items)
+    for n_runs in {1, 2, 3, 5, n_items}:
+        if n_runs > n_items:
+            continue
+        bounds = [k * n_items // n_runs for k in range(n_runs + 1)]  # contiguous runs, unequal where they must be
+        for items, combine in (([str(k) for k in range(n_items)], concat), (list(values), lambda *c: sum(c, 0.0))):
+            nodes = {}
+            for a, b in zip(bounds[:-1], bounds[1:]):
+                nodes.update(tree_reduce_within(items[a:b], a, n_items, combine))
+            assert _finish_tree(nodes, n_items, combine) == tree_reduce(items, combine)

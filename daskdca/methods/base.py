@@ -51,7 +51,9 @@ __all__ = [
     "add_contributions",
     "check_local_iters",
     "compress",
+    "tree_nodes",
     "tree_reduce",
+    "tree_reduce_within",
 ]
 
 # Fan-in of every reduction tree (spec dask-zarr-numba.md §3.1: 8 was fastest).
@@ -304,6 +306,37 @@ def tree_reduce(items, combine, *, node=None):
                  for i in range(0, len(items), SPLIT_EVERY)]
         level += 1
     return items[0]
+
+
+def tree_nodes(n_items):
+    """The nodes of :func:`tree_reduce` over ``n_items`` in the order it builds them.
+
+    Yields ``((level, index), children)``: node ``(level + 1, i)`` combines
+    the nodes ``(level, j)`` of ``children``; the items are ``(0, k)`` and the
+    root is the last node yielded (none for a single item).
+    """
+    level, count = 0, n_items
+    while count > 1:
+        parents = -(-count // SPLIT_EVERY)
+        for i in range(parents):
+            yield (level + 1, i), [(level, j) for j in range(i * SPLIT_EVERY, min((i + 1) * SPLIT_EVERY, count))]
+        level, count = level + 1, parents
+
+
+def tree_reduce_within(items, first, n_items, combine):
+    """The part of :func:`tree_reduce` over ``n_items`` that ``items`` (items ``first, first + 1, ...``) decide.
+
+    Returns ``{(level, index): value}`` of the largest nodes whose items all
+    lie in this run, each computed with the same ``combine`` calls as
+    :func:`tree_reduce`; reducing those nodes with the others' (the nodes of
+    :func:`tree_nodes` that no run holds whole) gives ``tree_reduce``'s bits.
+    The Dask engine computes each worker's run of partitions in one task this way.
+    """
+    nodes = {(0, first + j): value for j, value in enumerate(items)}
+    for key, children in tree_nodes(n_items):
+        if all(child in nodes for child in children):
+            nodes[key] = combine(*[nodes.pop(child) for child in children])
+    return nodes
 
 
 def apply_vector(w, vector, scale=1.0):
