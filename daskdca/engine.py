@@ -335,12 +335,16 @@ class _Placement:
     Partition ``k`` is in group ``k * W // K`` (W workers at the start, K
     partitions); each round the groups are mapped onto the workers alive
     then (sorted addresses), and each group's local steps run as one task.
-    Placement and grouping only steer where and in which tasks the work
-    runs: the reduction tree is fixed by partition order, so no bit depends
-    on them.
+    When the number of workers has changed, the executor regroups at the
+    next copy of the states (every ``checkpoint_every`` rounds), so workers
+    that join later (adaptive scaling, jobqueue jobs that start late) get
+    partitions.  Placement and grouping only steer where and in which tasks
+    the work runs: the reduction tree is fixed by partition order, so no bit
+    depends on them.
     """
 
     def __init__(self, n_partitions, n_workers):
+        self.n_workers = n_workers
         self.groups = [k * n_workers // n_partitions for k in range(n_partitions)]
         # the partitions of each (non-empty) group, in order: each round runs one task per group
         self.members = [[k for k in range(n_partitions) if self.groups[k] == g] for g in sorted(set(self.groups))]
@@ -921,6 +925,9 @@ class DaskExecutor:
         name = f"daskdca-checkpoint-{self.run_id}-r{r}"
         states = self.gather([self.client.submit(_state_of, out, key=f"{name}-copy{k}", pure=False)
                               for k, out in enumerate([G] + Ls)], f"the states of round {r}")
+        local = [state for group in states[1:] for state in group]  # one per partition, in order
+        self._regroup(r)
+        states = states[:1] + [tuple(local[k] for k in ks) for ks in self.placement.members]
         homes = self.group_homes(f"the states of round {r}")
         # the states travel inside the tasks on purpose: that copy is what makes them recomputable
         with dask.config.set({"distributed.admin.large-graph-warning-threshold": "16 GiB"}):
@@ -948,6 +955,7 @@ class DaskExecutor:
         # The new chains depend on the checkpoint only (not on the writes), so the
         # scheduler can forget the lineage before it; a lost partition is re-read.
         G, Ls = self._load(slot, classes[-1], classes[0], f"{name}-load")
+        self._regroup(r)
         return G, self._grouped(Ls, f"{name}-load")
 
     def _load(self, slot, global_class, local_class, name):
@@ -959,6 +967,14 @@ class DaskExecutor:
         G = self.client.submit(_start, _load_state, self.checkpoint, f"{slot}_global", global_class, key=f"{name}G",
                                pure=False)
         return G, Ls
+
+    def _regroup(self, r):
+        """Group the partitions for the workers alive now, when their number changed since the grouping."""
+        n_workers = self._n_workers()
+        if n_workers and n_workers != self.placement.n_workers:
+            logger.info("daskdca: %d workers now (%d before); from round %d the %d partitions run in %d groups",
+                        n_workers, self.placement.n_workers, r, len(self.parts), min(n_workers, len(self.parts)))
+            self.placement = _Placement(len(self.parts), n_workers)
 
     def _grouped(self, Ls, name):
         """One future per group from one per partition (the partitions' output pairs)."""

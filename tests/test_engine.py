@@ -1,6 +1,7 @@
 """The Dask engine on LocalCluster: optimum, determinism, faults, resume, out of core."""
 
 import os
+import re
 import signal
 
 import dask
@@ -146,6 +147,38 @@ def test_many_partitions_per_worker_run_as_one_task_each_with_the_in_process_bit
         # one local and one sending task per group; the tree nodes over 0-7 and the root
         assert sorted(k.rsplit("-", 1)[1] for k in local_tasks) == ["g0", "g1", "send0", "send1"]
         assert len(reduce_tasks) == 2
+
+
+def test_workers_that_join_mid_fit_get_partitions_with_the_same_bits(tmp_path):
+    """A fit started on one worker runs its 4 partitions as one task a round; a second worker joins at
+    round 3, and from the next copy of the states (round 10) the partitions run in two groups, one per
+    worker.  The iterates are the in-process ones, bit for bit."""
+    X, y = load_dataset("rcv1_1k")
+    order = random_row_order(X.shape[0], 7)
+    store = write_store(tmp_path / "rcv1-4.zarr", X[order], y[order], block_rows=250, shuffle=False)
+    kwargs = dict(loss="hinge", lam=1e-4, solver="cocoa+", n_partitions=4, tol=1e-12, max_rounds=16,
+                  random_state=7)
+    with pytest.warns(ConvergenceWarning):
+        local = daskdca.fit(X, y, **kwargs)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  silence_logs=40) as cluster, distributed.Client(cluster) as c:
+        def scale_up(record, state):
+            if record.round == 3:
+                cluster.scale(2)
+                c.wait_for_workers(2, timeout=60)
+
+        with distributed.get_task_stream(c) as stream, pytest.warns(ConvergenceWarning):
+            remote = daskdca.fit(store, client=c, in_memory=True, checkpoint_every=10, callback=scale_up,
+                                 **kwargs)
+    np.testing.assert_array_equal(remote.dual_coef_, local.dual_coef_[order])
+    rounds = {}
+    for task in stream.data:
+        key = str(task["key"])
+        if key.startswith("daskdca-round-") and "-send" not in key:
+            rnd = int(re.search(r"-r(\d+)-", key).group(1))
+            rounds.setdefault(rnd, set()).add((key.rsplit("-", 1)[1], task["worker"]))
+    assert {g for g, _ in rounds[5]} == {"g0"}  # one group while one worker was there at the start
+    assert {g for g, _ in rounds[12]} == {"g0", "g1"} and len({w for _, w in rounds[12]}) == 2
 
 
 @pytest.mark.parametrize("in_memory", [True, False])
