@@ -308,6 +308,45 @@ def test_an_array_rewritten_through_zarr_raises(tmp_path, array, change):
         open_store(store.url).read_block(0)
 
 
+@pytest.mark.parametrize("kind", ["xxh3-64", "crc32c-v2"])
+def test_each_checksum_kind_verifies_its_blocks(tmp_path, monkeypatch, kind):
+    """New stores carry XXH3-64 block checksums; a store written with CRC-32C (daskdca before 2026-11-26) is
+    still read and verified with CRC-32C, and a changed array fails either way.  The recorded checksum
+    equals the one recomputed from the arrays (incremental digests across chunks = one-shot digests)."""
+    from daskdca import store as store_module
+
+    from sklearn.datasets import dump_svmlight_file
+
+    monkeypatch.setattr(store_module, "CHECKSUM", kind)
+    X, y = _small(8, n=700)
+    svm = tmp_path / "s.svm"
+    dump_svmlight_file(X, y, str(svm), zero_based=False)
+    # 2 KiB of text per parser call: blocks of 256 rows are digested over many appends, one-based indices
+    # are shifted afterwards (the index digests redone)
+    store = convert_svmlight(svm, tmp_path / "s.zarr", block_rows=256, chunk_bytes=2048, shuffle=False,
+                             zero_based=False)
+    monkeypatch.undo()
+    assert store.attrs["checksum"] == kind
+    opened = open_store(store.url)
+    for k in range(opened.n_blocks):
+        Xb, yb, sq = opened.read_block(k, with_sqnorm=True)
+        recomputed = store_module._block_checksum(Xb.indptr, Xb.indices, Xb.data, yb, sq,
+                                                  kind=store_module.CHECKSUM_KINDS[kind])
+        assert recomputed == opened.attrs["block_checksums"][k]
+    g = zarr.open_group(store.url, mode="a")
+    g["y"][:] = -g["y"][:]
+    with pytest.raises(StoreError, match="block 0 of .*does not match its checksum"):
+        open_store(store.url).read_block(0)
+
+
+def test_an_unknown_checksum_kind_is_refused(tmp_path):
+    store = _store(tmp_path / "s.zarr")
+    g = zarr.open_group(store.url, mode="a")
+    g.attrs["daskdca"] = {**g.attrs["daskdca"], "checksum": "md5"}
+    with pytest.raises(StoreError, match="checksum kind is 'md5'"):
+        open_store(store.url)
+
+
 def test_column_counts_and_permutation_are_verified(tmp_path):
     X, y = _small(6)
     store = write_store(tmp_path / "s.zarr", X, y, renumber_features=True, shuffle=False)
