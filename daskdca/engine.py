@@ -10,13 +10,13 @@ of :mod:`daskdca.driver`.  Each round submits one graph:
                                                               |
                                          combine(G, total) --> G', RoundReport (only this reaches the client)
 
-Partitions are grouped in contiguous runs, one per worker at the start
+Partitions are grouped in contiguous runs, one per worker thread
 (:class:`_Placement`), and a round runs one local task per group, not per
 partition: it calls the method's local step on each of its partitions and
 sums their contributions as far as the fixed-order reduction tree over all
 partitions allows (:func:`~daskdca.methods.base.tree_reduce_within`), so the
 total has the same bits as one task per partition.  64 partitions on 2
-workers make about 6 tasks a round instead of about 150, which is what
+one-thread workers make about 8 tasks a round instead of about 150, which is what
 keeps the scheduler's per-task bookkeeping (and its memory) from growing
 with the partitions.  Local states stay on the workers as the chained output
 of each group's previous round (spec ``dask-zarr-numba.md`` §2: futures, not
@@ -329,13 +329,20 @@ def _merge_reports(first, *rest):
     return report._replace(steps=report.steps + sum(out[1].steps for out in rest))
 
 
-class _Placement:
-    """Which worker each partition lives on: contiguous runs of partitions per worker.
+def _thread_slots(client):
+    """One entry per worker thread of the cluster now: each worker's address, ``nthreads`` times, sorted."""
+    workers = client.scheduler_info().get("workers", {})
+    return [address for address in sorted(workers) for _ in range(max(1, int(workers[address].get("nthreads") or 1)))]
 
-    Partition ``k`` is in group ``k * W // K`` (W workers at the start, K
-    partitions); each round the groups are mapped onto the workers alive
-    then (sorted addresses), and each group's local steps run as one task.
-    When the number of workers has changed, the executor regroups at the
+
+class _Placement:
+    """Which worker thread each partition runs on: contiguous runs of partitions, one per thread.
+
+    Partition ``k`` is in group ``k * S // K`` (S worker threads at the start,
+    K partitions); each round the groups are mapped onto the threads alive
+    then (:func:`_thread_slots`), and each group's local steps run as one
+    task, so a worker with several threads runs several groups at once.
+    When the number of threads has changed, the executor regroups at the
     next copy of the states (every ``checkpoint_every`` rounds), so workers
     that join later (adaptive scaling, jobqueue jobs that start late) get
     partitions.  Placement and grouping only steer where and in which tasks
@@ -343,18 +350,18 @@ class _Placement:
     depends on them.
     """
 
-    def __init__(self, n_partitions, n_workers):
-        self.n_workers = n_workers
-        self.groups = [k * n_workers // n_partitions for k in range(n_partitions)]
+    def __init__(self, n_partitions, n_slots):
+        self.n_slots = n_slots
+        self.groups = [k * n_slots // n_partitions for k in range(n_partitions)]
         # the partitions of each (non-empty) group, in order: each round runs one task per group
         self.members = [[k for k in range(n_partitions) if self.groups[k] == g] for g in sorted(set(self.groups))]
 
     def homes(self, client):
         """The worker of each partition now (None while no worker is alive)."""
-        alive = sorted(client.scheduler_info().get("workers", {}))
-        if not alive:
+        slots = _thread_slots(client)
+        if not slots:
             return [None] * len(self.groups)
-        return [alive[g % len(alive)] for g in self.groups]
+        return [slots[g % len(slots)] for g in self.groups]
 
 
 @contextlib.contextmanager
@@ -969,12 +976,14 @@ class DaskExecutor:
         return G, Ls
 
     def _regroup(self, r):
-        """Group the partitions for the workers alive now, when their number changed since the grouping."""
-        n_workers = self._n_workers()
-        if n_workers and n_workers != self.placement.n_workers:
-            logger.info("daskdca: %d workers now (%d before); from round %d the %d partitions run in %d groups",
-                        n_workers, self.placement.n_workers, r, len(self.parts), min(n_workers, len(self.parts)))
-            self.placement = _Placement(len(self.parts), n_workers)
+        """Group the partitions for the worker threads alive now, when their number changed since the grouping."""
+        with contextlib.suppress(Exception):
+            n_slots = len(_thread_slots(self.client))
+            if n_slots and n_slots != self.placement.n_slots:
+                logger.info("daskdca: %d worker threads now (%d before); from round %d the %d partitions run in "
+                            "%d groups", n_slots, self.placement.n_slots, r, len(self.parts),
+                            min(n_slots, len(self.parts)))
+                self.placement = _Placement(len(self.parts), n_slots)
 
     def _grouped(self, Ls, name):
         """One future per group from one per partition (the partitions' output pairs)."""
@@ -1073,7 +1082,7 @@ def fit_on_cluster(store, *, client, method, loss, lam, positive_label, tol, max
     column_nnz = store.column_nnz  # checksummed
     info = DataInfo(n=store.n, d=store.d, partition_sizes=sizes, loss=loss, lam=lam,
                     max_column_nnz=int(column_nnz.max(initial=0)))
-    placement = _Placement(K, n_workers)
+    placement = _Placement(K, len(_thread_slots(client)))
     sources = [StorePartition(store, a, b, positive_label) for a, b in ranges]
     if problems is not None:
         sources = [OneVsRestPartition(src, problems) for src in sources]

@@ -149,10 +149,10 @@ def test_many_partitions_per_worker_run_as_one_task_each_with_the_in_process_bit
         assert len(reduce_tasks) == 2
 
 
-def test_workers_that_join_mid_fit_get_partitions_with_the_same_bits(tmp_path):
-    """A fit started on one worker runs its 4 partitions as one task a round; a second worker joins at
-    round 3, and from the next copy of the states (round 10) the partitions run in two groups, one per
-    worker.  The iterates are the in-process ones, bit for bit."""
+def test_partitions_are_grouped_per_worker_thread_and_regrouped_when_workers_join(tmp_path):
+    """A fit started on one worker with 2 threads runs its 4 partitions as 2 tasks a round (one per thread);
+    a second such worker joins at round 3, and from the next copy of the states (round 10) the partitions
+    run in 4 groups over both workers.  The iterates are the in-process ones, bit for bit."""
     X, y = load_dataset("rcv1_1k")
     order = random_row_order(X.shape[0], 7)
     store = write_store(tmp_path / "rcv1-4.zarr", X[order], y[order], block_rows=250, shuffle=False)
@@ -160,7 +160,7 @@ def test_workers_that_join_mid_fit_get_partitions_with_the_same_bits(tmp_path):
                   random_state=7)
     with pytest.warns(ConvergenceWarning):
         local = daskdca.fit(X, y, **kwargs)
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None,
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=True, dashboard_address=None,
                                   silence_logs=40) as cluster, distributed.Client(cluster) as c:
         def scale_up(record, state):
             if record.round == 3:
@@ -177,8 +177,8 @@ def test_workers_that_join_mid_fit_get_partitions_with_the_same_bits(tmp_path):
         if key.startswith("daskdca-round-") and "-send" not in key:
             rnd = int(re.search(r"-r(\d+)-", key).group(1))
             rounds.setdefault(rnd, set()).add((key.rsplit("-", 1)[1], task["worker"]))
-    assert {g for g, _ in rounds[5]} == {"g0"}  # one group while one worker was there at the start
-    assert {g for g, _ in rounds[12]} == {"g0", "g1"} and len({w for _, w in rounds[12]}) == 2
+    assert {g for g, _ in rounds[5]} == {"g0", "g1"} and len({w for _, w in rounds[5]}) == 1
+    assert {g for g, _ in rounds[12]} == {"g0", "g1", "g2", "g3"} and len({w for _, w in rounds[12]}) == 2
 
 
 @pytest.mark.parametrize("in_memory", [True, False])
