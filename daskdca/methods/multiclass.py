@@ -1,4 +1,4 @@
-"""One-vs-rest: K binary problems on the same rows, fitted together, one task per partition per round.
+"""One-vs-rest: K binary problems on the same rows, fitted together, one local step per partition per round.
 
 Problem ``k`` (class ``k`` against the rest) is
 
