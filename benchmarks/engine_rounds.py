@@ -165,7 +165,7 @@ def url(args):
                       dashboard_address=None, silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
         with sampler.sample("fit", client=client, measure="process", interval=0.5):
             model = daskdca.fit(store, loss="logistic", lam=args.lam, solver="cocoa+", n_partitions=2,
-                                tol=1e-3, max_rounds=args.max_rounds, client=client, in_memory=False,
+                                tol=args.tol, max_rounds=args.max_rounds, client=client, in_memory=False,
                                 callback=clock)
     total = time.perf_counter() - t0
     df = sampler.to_pandas()
@@ -279,6 +279,7 @@ def main():
     u.add_argument("--store", default="/tmp/url.zarr")
     u.add_argument("--lam", type=float, default=1e-5)
     u.add_argument("--max-rounds", type=int, default=60)
+    u.add_argument("--tol", type=float, default=1e-4, help="relative duality gap to certify (issue 11: 1e-4)")
     c = sub.add_parser("cost")
     c.add_argument("--rows", type=int, default=200_000)
     c.add_argument("--features", type=int, default=100_000)
