@@ -9,8 +9,11 @@ block at a time, so a worker holds one block, not its partition.  Methods
 that can sweep all of a partition's rows at once ask :meth:`whole`, which is
 None out of core.
 
-Squared row norms are computed from the rows as they are read, never taken
-from elsewhere: a fit depends only on the verified data arrays.
+Squared row norms of a store block are its ``row_sqnorm``, which the block
+checksum covers and which the writer computed with the same
+:func:`~daskdca.problem.row_sqnorms` that gives the norms of in-memory arrays,
+so a fit depends only on verified data arrays and both paths give the same
+bits (reading them saves recomputing them every round out of core).
 
 In memory, rows go to partitions by a seeded random permutation
 (:func:`random_row_order`): data files are often sorted by label, and
@@ -29,6 +32,7 @@ import scipy.sparse as sp
 
 from daskdca.kernels.sampling import permutation_order
 from daskdca.kernels.sdca import objective_sums
+from daskdca.problem import row_sqnorms
 
 __all__ = [
     "MemoryPartition",
@@ -76,10 +80,14 @@ class Rows(NamedTuple):
         return sp.csr_matrix((self.data, self.indices, self.indptr), shape=(self.n_rows, self.n_features))
 
 
-def rows_from_csr(X, y, weight=None) -> Rows:
-    """:class:`Rows` of a canonical CSR matrix (int64 indptr), float64 labels and row weights (None: all 1)."""
+def rows_from_csr(X, y, weight=None, sqnorm=None) -> Rows:
+    """:class:`Rows` of a canonical CSR matrix (int64 indptr), float64 labels and row weights (None: all 1).
+
+    ``sqnorm``: the rows' squared norms when they are known (a store's verified ``row_sqnorm``, computed by
+    the same :func:`~daskdca.problem.row_sqnorms`); None computes them.
+    """
     X = sp.csr_matrix(X)
-    sqnorm = np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel()
+    sqnorm = row_sqnorms(X.indptr, X.data) if sqnorm is None else np.asarray(sqnorm, dtype=np.float64)
     weight = UNWEIGHTED if weight is None else np.ascontiguousarray(weight, dtype=np.float64)
     return Rows(X.indptr.astype(np.int64, copy=False), X.indices, X.data,
                 np.asarray(y, dtype=np.float64), sqnorm, X.shape[1], weight)
@@ -133,8 +141,8 @@ def _signed(y, positive_label):
 
 def load_block_rows(store, k, positive_label) -> Rows:
     """Read (and verify) store block ``k``, its row weights in a weighted store, and sign its labels."""
-    X, y, weight = store.read_block(k, with_weight=True)
-    return rows_from_csr(X, _signed(y, positive_label), weight)
+    X, y, sqnorm, weight = store.read_block(k, with_sqnorm=True, with_weight=True)
+    return rows_from_csr(X, _signed(y, positive_label), weight, sqnorm)
 
 
 class StorePartition(NamedTuple):

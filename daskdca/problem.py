@@ -116,3 +116,18 @@ def check_sample_weight(sample_weight, n):
         raise ValueError("sample_weight is zero for every row, which leaves no loss to fit (the solution would be "
                          "w = 0); give some rows a positive weight.")
     return weight
+
+
+def row_sqnorms(indptr, data):
+    """``||x_i||^2`` of every CSR row, summed in float64 left to right within the row.
+
+    The one formula of the store writer (``row_sqnorm``, checksummed) and of
+    :func:`daskdca.partitions.rows_from_csr`, so a block read from a store and
+    the same rows held as an array give the same bits.
+    """
+    indptr = np.asarray(indptr)
+    out = np.zeros(indptr.shape[0] - 1)
+    nonempty = np.flatnonzero(np.diff(indptr) > 0)
+    if nonempty.size:  # segments between non-empty row starts are exactly those rows
+        out[nonempty] = np.add.reduceat(np.asarray(data, dtype=np.float64) ** 2, indptr[nonempty])
+    return out

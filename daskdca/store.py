@@ -67,7 +67,7 @@ import scipy.sparse as sp
 import zarr
 from zarr.codecs import ZstdCodec
 
-from daskdca.problem import check_sample_weight
+from daskdca.problem import check_sample_weight, row_sqnorms
 
 __all__ = [
     "FORMAT_VERSION",
@@ -1021,10 +1021,7 @@ class _Writer:
             self.column_nnz = np.concatenate([self.column_nnz,
                                               np.zeros(self.d - self.column_nnz.shape[0], dtype=np.int64)])
         np.add.at(self.column_nnz, indices[data != 0], 1)
-        row_sqnorm = np.zeros(X.shape[0])
-        nonempty = np.flatnonzero(np.diff(X.indptr) > 0)
-        if nonempty.size:  # segments between non-empty row starts are exactly those rows
-            row_sqnorm[nonempty] = np.add.reduceat(data.astype(np.float64) ** 2, X.indptr[nonempty])
+        row_sqnorm = row_sqnorms(X.indptr, data)
         indices = np.ascontiguousarray(indices.astype(self.index_dtype, copy=False))
         ends = X.indptr[1:].astype(np.int64) + self.nnz
         y = np.ascontiguousarray(np.asarray(y, dtype=np.float64))
