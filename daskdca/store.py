@@ -35,8 +35,9 @@ Writes lose nothing (``docs/reliability.md``):
   store needs ``overwrite=True``; the output may not be or contain the input.
 
 Reads are verified every time: :meth:`CSRStore.read_block` checks the block's
-XXH3-64 checksum (CRC-32C in stores written before 2026-11-26) over every per-block array (indptr, indices, data, labels, row norms)
-and the block's row and non-zero counts, recorded from the data in memory as
+XXH3-64 checksum (CRC-32C in stores written before 2026-11-26) over every
+per-block array (indptr, indices, data, labels, row norms) and the block's
+row and non-zero counts, recorded from the data in memory as
 it was written, so a deleted chunk (read by zarr as fill values), an altered
 chunk, or a consistent rewrite through zarr all raise :class:`StoreError`.
 """
@@ -61,9 +62,9 @@ import zlib
 from dataclasses import dataclass
 
 import google_crc32c
-import xxhash
 import numpy as np
 import scipy.sparse as sp
+import xxhash
 import zarr
 from zarr.codecs import ZstdCodec
 
@@ -94,7 +95,7 @@ DEFAULT_CHUNK_BYTES = 32 * 2**20
 MAX_LABEL_VALUES = 64
 INT32_LIMIT = 2**31 - 1
 # The block checksum written (``checksum`` attribute): XXH3-64 runs at 26 GB/s here where CRC-32C runs at
-# 7-11, so verifying every read costs under 2 % of an out-of-core epoch (docs/reliability.md).  Stores
+# 6-11, so verifying every read costs 2-3 % of an out-of-core epoch (docs/reliability.md).  Stores
 # written with "crc32c-v2" (daskdca before 2026-11-26) are read and verified with CRC-32C.
 CHECKSUM = "xxh3-64"
 # Temporary folders of a write: "<target>.tmp-<16 hex>" holding this marker file.
@@ -399,7 +400,7 @@ class CSRStore:
         verify : bool, default True
             Check the block's checksum over indptr, indices, data, labels and
             row norms, and its row and non-zero counts (see
-            ``docs/reliability.md`` for the cost: about 2% of an
+            ``docs/reliability.md`` for the cost: 2-3 % of an
             out-of-core epoch).  ``"once"`` (the former per-process cache)
             is accepted and verifies every time too.  ``False`` skips only
             the checksum; the block's bounds are always checked.
