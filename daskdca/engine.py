@@ -355,6 +355,9 @@ class _Placement:
         self.groups = [k * n_slots // n_partitions for k in range(n_partitions)]
         # the partitions of each (non-empty) group, in order: each round runs one task per group
         self.members = [[k for k in range(n_partitions) if self.groups[k] == g] for g in sorted(set(self.groups))]
+        # the nodes of the reduction tree each group's task computes whole (placeholders: only the keys matter)
+        self.held = [list(tree_reduce_within([None] * len(ks), ks[0], n_partitions, _no_combine))
+                     for ks in self.members]
 
     def homes(self, client):
         """The worker of each partition now (None while no worker is alive)."""
@@ -827,13 +830,10 @@ class DaskExecutor:
         """``(source, key)`` of the reduction total: the nodes of the fixed-order tree over all partitions
         that no group holds whole become tasks here, fed by the groups' nodes (``sent``).  ``key`` is None
         when ``source`` is the total itself, else the total is ``source[key]`` (one group holds it)."""
-        n_partitions = len(self.parts)
-        have = {}  # tree node -> (delayed that holds it, key in it or None)
-        for g, ks in enumerate(self.placement.members):
-            for key in tree_reduce_within([None] * len(ks), ks[0], n_partitions, _no_combine):
-                have[key] = (sent[g], key)
+        # tree node -> (delayed that holds it, its key in that or None)
+        have = {key: (sent[g], key) for g, keys in enumerate(self.placement.held) for key in keys}
         root = (0, 0)
-        for root, children in tree_nodes(n_partitions):
+        for root, children in tree_nodes(len(self.parts)):
             if root not in have and all(child in have for child in children):
                 sources = [have[child] for child in children]
                 have[root] = (_delayed(_tree_node, add_contributions, tuple(key for _, key in sources),
@@ -977,13 +977,14 @@ class DaskExecutor:
 
     def _regroup(self, r):
         """Group the partitions for the worker threads alive now, when their number changed since the grouping."""
-        with contextlib.suppress(Exception):
+        try:
             n_slots = len(_thread_slots(self.client))
-            if n_slots and n_slots != self.placement.n_slots:
-                logger.info("daskdca: %d worker threads now (%d before); from round %d the %d partitions run in "
-                            "%d groups", n_slots, self.placement.n_slots, r, len(self.parts),
-                            min(n_slots, len(self.parts)))
-                self.placement = _Placement(len(self.parts), n_slots)
+        except Exception:  # the scheduler cannot be asked now: keep the grouping (the next wait reports why)
+            return
+        if n_slots and n_slots != self.placement.n_slots:
+            logger.info("daskdca: %d worker threads now (%d before); from round %d the %d partitions run in "
+                        "%d groups", n_slots, self.placement.n_slots, r, len(self.parts), min(n_slots, len(self.parts)))
+            self.placement = _Placement(len(self.parts), n_slots)
 
     def _grouped(self, Ls, name):
         """One future per group from one per partition (the partitions' output pairs)."""

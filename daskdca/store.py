@@ -914,15 +914,14 @@ def _destination(url, storage_options, *, overwrite, inputs=()):
 
 
 class _Block:
-    """Running row and nnz counts and array digests (``crcs``, of the kind CHECKSUM) of the block being written."""
+    """Running row and nnz counts and array digests (``crcs``, of checksum ``kind``) of the block being written."""
 
-    def __init__(self, lo, weighted):
+    def __init__(self, lo, weighted, kind):
         self.lo = lo
         self.rows = 0
         self.nnz = 0
         # running digests of indptr (from its leading 0), indices, data, y, row_sqnorm, and sample_weight in
         # a weighted store
-        kind = CHECKSUM_KINDS[CHECKSUM]
         self.crcs = [kind.update(kind.start(), np.zeros(1, dtype=np.int64))] + \
             [kind.start() for _ in range(5 if weighted else 4)]
 
@@ -939,6 +938,7 @@ class _Writer:
                  index_dtype=np.int32, dest=None, weighted=False):
         self.block_rows = _check_int("block_rows", block_rows, low=1)
         self.weighted = weighted
+        self.checksum = CHECKSUM_KINDS[CHECKSUM]  # one kind for the whole write
         self.url = os.fspath(url)
         self.storage_options = storage_options
         self.value_dtype = np.dtype(np.float32 if float32 else np.float64)
@@ -973,7 +973,7 @@ class _Writer:
         self.nnz = 0
         self.d = 0
         self.blocks = []
-        self.current = _Block(0, weighted)
+        self.current = _Block(0, weighted, self.checksum)
         self.column_nnz = np.zeros(0, dtype=np.int64)
         self.labels = set()
         self.too_many_labels = False
@@ -1052,7 +1052,7 @@ class _Writer:
             block = self.current
             take = min(self.block_rows - block.rows, m - pos)
             a, b = int(indptr[pos]), int(indptr[pos + take])
-            c, update = block.crcs, CHECKSUM_KINDS[CHECKSUM].update
+            c, update = block.crcs, self.checksum.update
             c[0] = update(c[0], ends[pos:pos + take] - block.lo)
             c[1] = update(c[1], indices[a:b])
             c[2] = update(c[2], data[a:b])
@@ -1065,13 +1065,13 @@ class _Writer:
             pos += take
             if block.rows == self.block_rows:
                 self.blocks.append(block)
-                self.current = _Block(block.lo + block.nnz, self.weighted)
+                self.current = _Block(block.lo + block.nnz, self.weighted, self.checksum)
 
     def finish(self, *, n_features=None, shift_indices=0, extra_attrs=None, feature_permutation=None):
         """Write the statistics and checksums, verify every block, write the marker, publish."""
         if self.current.rows:
             self.blocks.append(self.current)
-            self.current = _Block(self.nnz, self.weighted)
+            self.current = _Block(self.nnz, self.weighted, self.checksum)
         if self.n == 0:
             raise ValueError(f"no rows to write from {self.source}; a store needs at least one row.")
         if shift_indices:
@@ -1099,7 +1099,7 @@ class _Writer:
         for block in self.blocks:
             row_offsets.append(row_offsets[-1] + block.rows)
             nnz_offsets.append(nnz_offsets[-1] + block.nnz)
-        kind = CHECKSUM_KINDS[CHECKSUM]
+        kind = self.checksum
         checksums = [kind.combine(b.rows, b.nnz, [kind.digest(c) for c in b.crcs]) for b in self.blocks]
         labels = None if self.too_many_labels else sorted(self.labels)
         meta = {
@@ -1108,7 +1108,7 @@ class _Writer:
             "nnz": int(self.nnz),
             "block_row_offsets": row_offsets,
             "block_nnz_offsets": nnz_offsets,
-            "checksum": CHECKSUM,
+            "checksum": kind.name,
             "block_checksums": checksums,
             "column_nnz_checksum": _crc(column_nnz),
             "feature_permutation_checksum": perm_checksum,
@@ -1154,7 +1154,7 @@ class _Writer:
         """Subtract ``shift`` from every stored index (one-based files) and redo the index digests."""
         arr = self.arrays["indices"]
         bounds = np.cumsum([0] + [b.nnz for b in self.blocks])
-        kind = CHECKSUM_KINDS[CHECKSUM]
+        kind = self.checksum
         for block in self.blocks:
             block.crcs[1] = kind.start()
         j = 0

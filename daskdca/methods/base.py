@@ -300,12 +300,11 @@ def tree_reduce(items, combine, *, node=None):
     if node is None:
         def node(fn, children, level, index):
             return fn(*children)
-    level = 0
-    while len(items) > 1:
-        items = [node(combine, items[i:i + SPLIT_EVERY], level, i // SPLIT_EVERY)
-                 for i in range(0, len(items), SPLIT_EVERY)]
-        level += 1
-    return items[0]
+    nodes = {(0, k): item for k, item in enumerate(items)}
+    root = (0, 0)
+    for root, children in tree_nodes(len(items)):
+        nodes[root] = node(combine, [nodes.pop(child) for child in children], root[0] - 1, root[1])
+    return nodes[root]
 
 
 def tree_nodes(n_items):
