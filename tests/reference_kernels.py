@@ -77,6 +77,35 @@ def dual_update(loss, y, alpha, q, m, gamma=1.0):
     return y * b_new
 
 
+# The SDCA sweep's logistic rule (daskdca.losses._logistic_b_sweep): the cheap step unless k > 1 and the segment is
+# wider than 0.5 times its distance to the box ends (benchmarks/RESULTS.md, 2026-11-26).
+SWEEP_EXACT_ABOVE_K = 1.0
+SWEEP_NARROW_WIDTH = 0.5
+
+
+def sweep_dual_update(loss, y, alpha, q, m, gamma=1.0):
+    """The step of the sequential sweep: :func:`dual_update`, except for logistic the ascent step
+    ``b + (u - b) / (1 + q b_m (1 - b_m))`` toward ``u = sigmoid(-y m)`` (``b_m`` the point of ``[b, u]`` nearest
+    1/2), or the exact root where that ``k`` exceeds 1 and the segment is wide."""
+    if loss != "logistic":
+        return dual_update(loss, y, alpha, q, m, gamma)
+    b = y * alpha
+    u = min(max(0.5 * (1.0 - math.tanh(0.5 * y * m)), 1.0 - B_MAX), B_MAX)
+    lo, hi = min(b, u), max(b, u)
+    b_m = float(np.clip(0.5, lo, hi))
+    k = q * b_m * (1.0 - b_m)
+    if k > SWEEP_EXACT_ABOVE_K and hi - lo > SWEEP_NARROW_WIDTH * min(lo, 1.0 - hi):
+        return dual_update(loss, y, alpha, q, m, gamma)
+    return y * min(max(b + (u - b) / (1.0 + k), 1.0 - B_MAX), B_MAX)
+
+
+def weighted_sweep_dual_update(loss, y, alpha, q, m, s, gamma=1.0):
+    """:func:`sweep_dual_update` for the loss ``s phi``, as :func:`weighted_dual_update`."""
+    if s == 0.0:
+        return 0.0
+    return s * sweep_dual_update(loss, y, alpha / s, s * q, m, gamma)
+
+
 def weighted_dual_update(loss, y, alpha, q, m, s, gamma=1.0):
     """The step for the loss ``s phi``: with ``alpha = s beta`` the 1-D problem is ``s`` times the unweighted one in
     ``beta`` with curvature ``s q``; ``s = 0`` pins ``alpha`` at 0."""
@@ -85,9 +114,11 @@ def weighted_dual_update(loss, y, alpha, q, m, s, gamma=1.0):
     return s * dual_update(loss, y, alpha / s, s * q, m, gamma)
 
 
-def local_sdca(X, y, alpha, u, delta_w, order, loss, lam_n, sigma, gamma=1.0, weight=None):
+def local_sdca(X, y, alpha, u, delta_w, order, loss, lam_n, sigma, gamma=1.0, weight=None, exact_steps=False):
     """Sequential steps with margins from ``u`` and curvature ``sigma ||x_i||^2 / lam_n`` (row losses weighted by
-    ``weight``, None: all 1)."""
+    ``weight``, None: all 1); the sweep's step, or the exact maximiser with ``exact_steps``."""
+    step, weighted_step = ((dual_update, weighted_dual_update) if exact_steps
+                           else (sweep_dual_update, weighted_sweep_dual_update))
     alpha, u, delta_w = alpha.copy(), u.copy(), delta_w.copy()
     for i in order:
         row = X[i]
@@ -95,9 +126,9 @@ def local_sdca(X, y, alpha, u, delta_w, order, loss, lam_n, sigma, gamma=1.0, we
         m = float(xi_val @ u[xi_idx])
         q = sigma * float(xi_val @ xi_val) / lam_n
         if weight is None:
-            new = dual_update(loss, y[i], alpha[i], q, m, gamma)
+            new = step(loss, y[i], alpha[i], q, m, gamma)
         else:
-            new = weighted_dual_update(loss, y[i], alpha[i], q, m, weight[i], gamma)
+            new = weighted_step(loss, y[i], alpha[i], q, m, weight[i], gamma)
         delta = new - alpha[i]
         alpha[i] = new
         u[xi_idx] += sigma * delta / lam_n * xi_val

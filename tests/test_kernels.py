@@ -65,6 +65,53 @@ def test_local_sdca_matches_reference(data, loss_name, sigma):
     np.testing.assert_allclose(dw, X.T @ alpha / lam_n, rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("sigma", [1.0, 3.0])
+def test_local_sdca_exact_steps_match_the_exact_reference(sigma):
+    """``exact_steps=True``: the logistic sweep takes the exact 1-D maximiser, as before the inexact step."""
+    X, y = _problem("a9a", "logistic")
+    loss = get_loss("logistic")
+    n, d = X.shape
+    lam_n = 0.05 * n
+    sqnorm = np.asarray(X.multiply(X).sum(axis=1)).ravel()
+    order = permutation_order(4, 0, 0, n, 3 * n, 0)
+    alpha, u, dw = np.zeros(n), np.zeros(d), np.zeros(d)
+    local_sdca(X.indptr, X.indices, X.data, y, UNWEIGHTED, sqnorm, alpha, u, dw, order,
+               int(loss.kind), loss.param, lam_n, sigma, True, True)
+    ra, ru, rdw = ref.local_sdca(X, y, np.zeros(n), np.zeros(d), np.zeros(d), order, "logistic", lam_n, sigma,
+                                 exact_steps=True)
+    assert _rel_err(alpha, ra) <= 1e-12
+    assert _rel_err(u, ru) <= 1e-12
+    inexact = np.zeros(n)
+    local_sdca(X.indptr, X.indices, X.data, y, UNWEIGHTED, sqnorm, inexact, np.zeros(d), np.zeros(d), order,
+               int(loss.kind), loss.param, lam_n, sigma, False)
+    assert _rel_err(inexact, ra) > 1e-6  # the default sweep is another rule
+
+
+@pytest.mark.parametrize("lam", [1e-1, 1e-2])
+def test_logistic_sweep_raises_the_dual_every_epoch_and_reaches_the_exact_optimum(lam):
+    """Serial SDCA (sigma = 1) with the inexact logistic step: every step is an ascent on D itself, so D never
+    falls from one epoch to the next; 60 epochs of either step reach the same D* (the gap closes)."""
+    X, y = _problem("a9a", "logistic")
+    loss = get_loss("logistic")
+    n, d = X.shape
+    sqnorm = np.asarray(X.multiply(X).sum(axis=1)).ravel()
+    finals = []
+    for exact in (False, True):
+        alpha, w = np.zeros(n), np.zeros(d)
+        dual = [ref.dual_objective(X, y, alpha, lam, "logistic")[0]]
+        for epoch in range(60):
+            local_sdca(X.indptr, X.indices, X.data, y, UNWEIGHTED, sqnorm, alpha, w, np.empty(0),
+                       permutation_order(1, epoch, 0, n, n, 0), int(loss.kind), loss.param, lam * n, 1.0, False,
+                       exact)
+            dual.append(ref.dual_objective(X, y, alpha, lam, "logistic")[0])
+        assert np.all(np.diff(dual) >= -1e-13 * np.abs(dual[1:]))
+        loss_sum, _ = ref.objective_sums(X, y, alpha, w, "logistic")
+        primal = loss_sum / n + 0.5 * lam * w @ w
+        assert primal - dual[-1] <= 1e-8 * abs(primal)
+        finals.append(dual[-1])
+    assert abs(finals[0] - finals[1]) <= 1e-8 * abs(finals[1])
+
+
 @pytest.mark.parametrize("loss_name", LOSS_NAMES)
 def test_minibatch_sdca_matches_reference(loss_name):
     X, y = _problem("random", loss_name)

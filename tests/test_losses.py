@@ -129,6 +129,144 @@ def test_logistic_step_stays_strictly_inside():
     assert np.all(np.isfinite(loss.conjugate(y, y * b_new)))
 
 
+def _extreme_logistic_cases(size, rng):
+    """Random logistic cases that reach the corners: ``b`` at 0, at the clamp values and a few ulps inside them,
+    ``q`` from 1e-12 to 1e12 (and 0), margins from tiny to 1e4, near and far from the old dual."""
+    y = rng.choice([-1.0, 1.0], size)
+    b = rng.uniform(0.0, 1.0, size)
+    ends = np.array([0.0, 1e-300, float(np.nextafter(0.0, 1.0)), 1.0 - float(np.nextafter(1.0, 0.0)), 1e-16, 1e-8,
+                     0.5, 1.0 - 1e-8, 1.0 - 1e-16, float(np.nextafter(1.0, 0.0))])
+    pick = rng.random(size) < 0.4
+    b[pick] = rng.choice(ends, int(pick.sum()))
+    log_b = rng.random(size) < 0.2
+    b[log_b] = np.exp(rng.uniform(np.log(1e-16), 0, int(log_b.sum())))
+    below = rng.random(size) < 0.05
+    b[below] = np.exp(rng.uniform(-700, np.log(1e-16), int(below.sum())))
+    q = np.exp(rng.uniform(np.log(1e-12), np.log(1e12), size))
+    q[rng.random(size) < 0.03] = 0.0
+    m = rng.normal(scale=3.0, size=size) * np.exp(rng.uniform(-20, np.log(3e3), size))
+    # margins whose sigmoid sits near b (late in a fit: u close to b_old)
+    near = rng.random(size) < 0.3
+    bb = np.clip(b[near], 1e-300, 1 - 1e-16)
+    m[near] = -y[near] * (np.log(bb) - np.log1p(-bb)) * (1 + rng.normal(scale=1e-3, size=int(near.sum())))
+    return y, y * b, q, m
+
+
+def _logistic_conjugate(b):
+    """``b log b + (1 - b) log(1 - b)`` to full precision near 0 as well (``log1p``), for tolerances of 1e-17."""
+    return (b * math.log(b) if b > 0 else 0.0) + (1.0 - b) * math.log1p(-b) if b < 1 else 0.0
+
+
+def _logistic_gap_term(b, c):
+    """``phi(c) + phi*(-b) + c b`` with ``phi(c) = log(1 + exp(-c))``, and the rounding of that sum."""
+    loss = (-c if c < 0 else 0.0) + math.log1p(math.exp(-abs(c)))
+    conj = _logistic_conjugate(b)
+    return loss + conj + c * b, 8 * np.finfo(float).eps * (abs(loss) + abs(conj) + abs(c * b))
+
+
+def _logistic_h_gain(y, alpha, q, m, new):
+    """``h(new) - h(alpha)`` of the 1-D logistic dual objective in plain floats, and what rounding can cost.
+
+    The tolerance is the rounding of the terms plus what one misplaced ulp of ``b`` costs where the conjugate's
+    curvature ``1 / (b (1 - b))`` is huge (``b`` within a few ulps of 0 or 1, where the sigmoid itself is only
+    accurate to an ulp).
+    """
+    c_new = _logistic_conjugate(y * new)
+    c_old = _logistic_conjugate(y * alpha)
+    d = new - alpha
+    gain = -(c_new - c_old) - 0.5 * q * d * d - m * d
+    scale = abs(c_new) + abs(c_old) + 0.5 * q * d * d + abs(m * d)
+    b_lo = min(y * new, y * alpha)
+    b_hi = max(y * new, y * alpha)
+    ulp = 4.0 * float(np.spacing(max(b_hi, 0.5)))  # the spacing of b near 1 bounds that near 0 too (B_MIN = 1 - B_MAX)
+    curv = q + 1.0 / max(min(b_lo, 1.0 - b_hi), 1e-300)
+    return gain, 8 * np.finfo(float).eps * scale + min(ulp * ulp * curv, ulp * abs(m) + ulp * ulp * curv)
+
+
+def test_logistic_sweep_step_always_ascends_with_the_sdca_bound():
+    """The sweep's logistic step (cheap or exact) never lowers the 1-D dual objective beyond rounding, raises it by
+    at least ``4 / (4 + q) g_i`` (``g_i`` the row's gap term: seed 000 Theorem 2's premise, spec Part C), and keeps
+    ``b`` strictly inside (0, 1) -- on 200,000 random cases including the corners of ``b``, ``q`` and ``m``.
+
+    An old ``b`` below ``B_MIN`` (reachable only from outside, e.g. ``alpha = 0`` at the start) may have its
+    maximiser below ``B_MIN`` too; the clamp then costs the exact step as much, so there the sweep's step is held
+    to the exact step's gain instead.
+    """
+    import daskdca.losses as L
+
+    loss = Logistic()
+    rng = np.random.default_rng(11)
+    y, alpha, q, m = _extreme_logistic_cases(200_000, rng)
+    new = np.array([L.sweep_dual_update(int(loss.kind), 0.0, y[i], alpha[i], q[i], m[i]) for i in range(len(y))])
+    exact = np.array([L.dual_update(int(loss.kind), 0.0, y[i], alpha[i], q[i], m[i]) for i in range(len(y))])
+    b_new = y * new
+    assert np.all(b_new >= L.B_MIN) and np.all(b_new <= L.B_MAX)
+    assert np.all(np.isfinite(loss.conjugate(y, new)))
+    g, g_tol = np.array([_logistic_gap_term(y[i] * alpha[i], y[i] * m[i]) for i in range(len(y))]).T
+    inside = (y * alpha >= L.B_MIN) & (y * alpha <= L.B_MAX)
+    assert 0.6 < inside.mean() < 0.95
+    # Where sigmoid(-y m) lies outside [B_MIN, B_MAX] the clamp keeps every step (the exact one too) from the
+    # point the bound's proof steps toward; the proof then steps toward the clamped point u~ instead and gives
+    # the bound with g~ = phi*(b) - phi*(u~) - c (u~ - b) >= 0 in place of g_i.
+    u = 0.5 * (1.0 - np.tanh(0.5 * y * m))
+    u_clamped = np.clip(u, L.B_MIN, L.B_MAX)
+    assert 0.5 < np.mean(u == u_clamped) < 0.95
+    worst_ascent = worst_bound = worst_outside = 0.0
+    for i in range(len(y)):
+        gain, tol = _logistic_h_gain(y[i], alpha[i], q[i], m[i], new[i])
+        if inside[i]:
+            worst_ascent = max(worst_ascent, -gain - tol)
+            if u[i] == u_clamped[i]:
+                g_eff, g_tol_eff = g[i], g_tol[i]
+            else:
+                g_eff, g_tol_eff = _logistic_h_gain(y[i], alpha[i], 0.0, m[i], y[i] * u_clamped[i])
+            s = 4.0 / (4.0 + q[i])
+            worst_bound = max(worst_bound, s * g_eff - gain - tol - s * g_tol_eff)
+        else:  # below B_MIN: the clamp may force a (tiny) descent on the exact step too
+            gain_exact, tol_exact = _logistic_h_gain(y[i], alpha[i], q[i], m[i], exact[i])
+            worst_outside = max(worst_outside, min(0.0, gain_exact) - gain - tol - tol_exact)
+    assert worst_ascent <= 0.0
+    assert worst_bound <= 0.0
+    assert worst_outside <= 0.0
+
+
+def test_logistic_sweep_step_takes_both_branches_and_matches_the_reference():
+    """The cheap branch and the exact fallback both occur on random cases, agree with the NumPy reference, and the
+    exact fallback is the exact step; every other loss's sweep step is its exact step, bit for bit."""
+    import daskdca.losses as L
+
+    rng = np.random.default_rng(5)
+    loss = Logistic()
+    y, alpha, q, m = _random_cases(loss, 3000, rng)
+    sweep = alpha + loss.sweep_step(y, alpha, q, m)
+    exact = alpha + loss.dual_step(y, alpha, q, m)
+    theirs = np.array([ref.sweep_dual_update("logistic", y[i], alpha[i], q[i], m[i]) for i in range(len(y))])
+    np.testing.assert_allclose(sweep, theirs, rtol=1e-12, atol=1e-13)
+    b, u = y * alpha, 1.0 / (1.0 + np.exp(y * m))
+    lo, hi = np.minimum(b, u), np.maximum(b, u)
+    b_m = np.clip(0.5, lo, hi)
+    fallback = (q * b_m * (1 - b_m) > L._SWEEP_EXACT_ABOVE_K) & (hi - lo > L._SWEEP_NARROW_WIDTH
+                                                                    * np.minimum(lo, 1 - hi))
+    assert 0.1 < fallback.mean() < 0.9
+    np.testing.assert_array_equal(sweep[fallback], exact[fallback])
+    assert np.any(sweep[~fallback] != exact[~fallback])
+    for other in ALL_LOSSES:
+        if other.name == "logistic":
+            continue
+        y, alpha, q, m = _random_cases(other, 500, rng)
+        np.testing.assert_array_equal(other.sweep_step(y, alpha, q, m), other.dual_step(y, alpha, q, m))
+
+
+def test_logistic_sweep_step_is_exact_without_curvature():
+    """``q = 0`` (a zero row): the cheap step is ``u = sigmoid(-y m)``, the exact maximiser."""
+    loss = Logistic()
+    y = np.array([1.0, -1.0, 1.0])
+    alpha = np.array([0.3, -0.9, 0.0])
+    m = np.array([0.7, -2.0, 0.0])
+    q = np.zeros(3)
+    np.testing.assert_allclose(loss.sweep_step(y, alpha, q, m), loss.dual_step(y, alpha, q, m), rtol=0, atol=1e-16)
+
+
 @pytest.mark.parametrize("loss", ALL_LOSSES, ids=lambda l: f"{l.name}-{_gamma(l)}")
 def test_value_and_derivative(loss):
     rng = np.random.default_rng(1)
