@@ -33,6 +33,7 @@ from daskdca.partitions import (
     objective_sums_part,
     random_row_order,
     rows_from_csr,
+    sqnorm_sum_part,
     xt_alpha_part,
 )
 from daskdca.problem import gap_met, max_column_nnz, objectives, relative_gap
@@ -238,6 +239,9 @@ class _InProcessOps(Ops):
 
     def gram_matvec(self, v):
         return tree_reduce([gram_matvec_part(p, v) for p in self.parts], sum_arrays)
+
+    def sqnorm_sum(self):
+        return float(tree_reduce([sqnorm_sum_part(p) for p in self.parts], sum_arrays)[0])
 
 
 class InProcess:

@@ -86,6 +86,7 @@ from daskdca.partitions import (
     StorePartition,
     gram_matvec_part,
     objective_sums_part,
+    sqnorm_sum_part,
     store_partition_ranges,
     xt_alpha_part,
 )
@@ -577,6 +578,15 @@ class _DaskOps(Ops):
                  for k, home in enumerate(ex.homes("a setup product"))]
         total = ex.tree(parts, sum_arrays, f"daskdca-reduce-{ex.run_id}-gram{it}")
         return ex.gather([ex.client.compute(total, optimize_graph=False)], "a setup product")[0]
+
+    def sqnorm_sum(self):
+        ex = self.executor
+        it = next(self.step)
+        name = f"daskdca-setup-{ex.run_id}-sqnorm{it}"
+        parts = [_delayed(sqnorm_sum_part, ex.parts[k], name=f"{name}-p{k}", worker=home)
+                 for k, home in enumerate(ex.homes("a setup sum"))]
+        total = ex.tree(parts, sum_arrays, f"daskdca-reduce-{ex.run_id}-sqnorm{it}")
+        return float(ex.gather([ex.client.compute(total, optimize_graph=False)], "a setup sum")[0][0])
 
 
 _FROM_CONFIG = object()

@@ -42,6 +42,7 @@ __all__ = [
     "StorePartition",
     "even_sizes",
     "gram_matvec_part",
+    "sqnorm_sum_part",
     "objective_sums_part",
     "random_row_order",
     "rows_from_csr",
@@ -332,6 +333,14 @@ def xt_alpha_part(part, alpha, lam_n):
         piece = np.asarray(rows.csr()[lo:hi].T @ alpha[start:start + hi - lo]).ravel()
         out = piece if out is None else out + piece
     return out / lam_n
+
+
+def sqnorm_sum_part(part):
+    """``sum_i ||x_i||^2`` over the partition's rows, as a 1-element float64 array (summed like the d-vectors)."""
+    total = np.zeros(1)
+    for rows, lo, hi, _ in part.pieces():
+        total += rows.sqnorm[lo:hi].sum()
+    return total
 
 
 def gram_matvec_part(part, v):

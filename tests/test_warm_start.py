@@ -49,9 +49,9 @@ def test_warm_start_at_the_optimum_certifies_at_the_first_evaluation(solver):
 
 @pytest.mark.parametrize("method", [CoCoAPlus(), CoCoAPlus(aggregation="line_search"),
                                     CoCoAPlus(local_solver="sdna"), CoCoAPlus(local_solver="spdc"),
-                                    MinibatchSDCA(step="aggressive")],
+                                    MinibatchSDCA(step="aggressive"), CoCoAPlus(acceleration="catalyst")],
                          ids=["cocoa+", "cocoa+(line_search)", "cocoa+(sdna)", "cocoa+(spdc)",
-                              "minibatch_sdca(aggressive)"])
+                              "minibatch_sdca(aggressive)", "cocoa+(catalyst)"])
 def test_the_start_is_the_given_duals_and_their_w_on_permuted_partitions(method):
     """InProcess.init puts ``dual_init`` (caller's order) into 3 permuted partitions and starts at ``w(alpha)``."""
     X, y = load_dataset("heart")

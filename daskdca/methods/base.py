@@ -245,6 +245,10 @@ class Ops:
         """``sum_k X~_k^T X~_k v`` with the rows of X scaled to unit norm."""
         raise NotImplementedError
 
+    def sqnorm_sum(self):  # pragma: no cover - interface
+        """``sum_i ||x_i||^2`` over all rows."""
+        raise NotImplementedError
+
 
 def compress(vector):
     """A dense d-vector as a :class:`SparseDelta` when it has few non-zeros."""

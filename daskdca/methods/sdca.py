@@ -51,6 +51,7 @@ _SAMPLINGS = ("permutation", "iid")
 #: what may improve a partition's CoCoA+ subproblem (``CoCoAPlus.local_solver``)
 LOCAL_SOLVERS = ("sdca", "sdna", "spdc")
 _AGGREGATIONS = ("adding", "line_search")
+_ACCELERATIONS = (None, "catalyst")
 # Candidate steps of the line search along the summed direction: t = j / 8 for
 # j = 1..8, and 1/K (averaging, the safe step) whatever K is.
 LINE_SEARCH_STEPS = tuple(j / 8 for j in range(1, 9))
@@ -172,6 +173,19 @@ class CoCoAPlus:
         1, the most pass-efficient, 004 §2.2); at most the smallest
         partition's rows.  The SDCA local solver takes one row per step and
         refuses it.
+    acceleration : {None, "catalyst"}, default=None
+        ``"catalyst"``: the rounds run inside Catalyst's accelerated
+        proximal-point loop (:mod:`daskdca.methods.catalyst`): each round is
+        one CoCoA+ round on ``P(w) + kappa/2 ||w - y_k||^2`` followed by the
+        extrapolation of the centre ``y_k``, so the rounds needed grow like
+        the square root of the condition number.  The certificate is the
+        original problem's, with the iterate ``w`` as the primal point.
+        Needs ``local_solver="sdca"`` and ``aggregation="adding"``.
+    kappa : float or None, default=None
+        Catalyst's proximal weight (``acceleration="catalyst"`` only); None:
+        :func:`daskdca.methods.catalyst.default_kappa`, from ``lam``, ``K``
+        and the rows' mean squared norm (0, plain CoCoA+, when ``lam`` is
+        large enough).
     """
 
     local_iters: float = 1.0
@@ -180,6 +194,8 @@ class CoCoAPlus:
     aggregation: str = "adding"
     local_solver: str = "sdca"
     local_batch_size: int | None = None
+    acceleration: str | None = None
+    kappa: float | None = None
     name = "cocoa+"
     capabilities = Capabilities(losses=tuple(LOSSES), many_partitions=True, cluster=True, shrinking=True,
                                 warm_start=True, sample_weight=True, multi_class=True)
@@ -222,10 +238,30 @@ class CoCoAPlus:
             raise ValueError(
                 f"aggregation='line_search' combines with local_solver='sdca' only (its local solves use "
                 f"sigma' = 1 and the SDCA sweep), got local_solver={self.local_solver!r}; use aggregation='adding'.")
+        self._check_acceleration()
+
+    def _check_acceleration(self):
+        if self.acceleration not in _ACCELERATIONS:
+            raise ValueError(f"Unknown acceleration {self.acceleration!r}; use one of {list(_ACCELERATIONS)}.")
+        if self.acceleration is None:
+            if self.kappa is not None:
+                raise ValueError(f"kappa={self.kappa!r} is Catalyst's proximal weight; it needs "
+                                 "acceleration='catalyst' (or drop kappa).")
+            return
+        if self.local_solver != "sdca" or self.aggregation != "adding":
+            raise ValueError(
+                f"acceleration='catalyst' runs CoCoA+ rounds with local_solver='sdca' and aggregation='adding', got "
+                f"local_solver={self.local_solver!r}, aggregation={self.aggregation!r}; drop acceleration or those.")
+        kappa = self.kappa
+        if kappa is not None and (isinstance(kappa, bool) or not isinstance(kappa, numbers.Real)
+                                  or not math.isfinite(kappa) or kappa <= 0):
+            raise ValueError(f"kappa must be a finite number > 0 or None (the default rule), got {kappa!r}.")
 
     def setup(self, info, ops):
         """The plan for this data: ``sigma' = K`` (adding, gamma = 1; Ma et al. 2015 §3), or the line search.
 
+        ``acceleration="catalyst"`` is :class:`~daskdca.methods.catalyst.CatalystPlan`
+        (its default ``kappa`` reads ``sum_i ||x_i||^2`` through ``ops``);
         ``local_solver="sdna"`` is :class:`~daskdca.methods.sdna.SDNA`'s plan
         for the same settings, ``"spdc"`` :class:`~daskdca.methods.spdc.LocalSPDCPlan`.
         """
@@ -243,6 +279,15 @@ class CoCoAPlus:
             from daskdca.methods.spdc import LocalSPDCPlan  # spdc.py imports this module
 
             return LocalSPDCPlan.for_data(self, info)
+        if self.acceleration == "catalyst":
+            from daskdca.methods.catalyst import CatalystPlan, default_kappa  # catalyst.py imports this module
+
+            kappa = (default_kappa(info.lam, info.n, K, ops.sqnorm_sum()) if self.kappa is None
+                     else float(self.kappa))
+            if kappa > 0.0:
+                return CatalystPlan(settings=self, loss=info.loss, n=info.n, d=info.d,
+                                    lam_n=(info.lam + kappa) * info.n, n_partitions=K, sigma_prime=float(K),
+                                    lam=info.lam, kappa=kappa)
         if self.aggregation == "line_search" and K > 1:
             return LineSearchPlan(settings=self, loss=info.loss, n=info.n, d=info.d, lam_n=info.lam_n,
                                   n_partitions=K, sigma_prime=1.0)
