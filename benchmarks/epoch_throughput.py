@@ -8,7 +8,10 @@ For each data set and loss (hinge, logistic), lam = 1e-4 (C = 1/(lam n)), one co
 
 * ``daskdca``: :func:`daskdca.kernels.sdca.local_sdca` over one random
   permutation of all rows (no shrinking, so every row is visited), timed on
-  epochs 2..repeats+1 of one run (epoch 1 warms the kernel).
+  epochs 2..repeats+1 of one run (epoch 1 warms the kernel).  Since
+  2026-11-26 its logistic step is the sweep's inexact ascent step
+  (:func:`daskdca.losses.sweep_dual_update`); ``benchmarks/logistic_step.py``
+  times it against the exact step side by side.
 * ``gather``: a bare numba loop that only computes ``x_i . w`` over the same
   rows in the same order; the floor any SDCA epoch must pay.
 * ``LIBLINEAR``: its dual coordinate descent through scikit-learn
