@@ -104,8 +104,8 @@ def test_far_fewer_rounds_than_plain_cocoa_on_a9a_at_small_lam():
     assert accelerated.converged_
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        plain = daskdca.fit(X, y, loss="logistic", lam=1e-5, solver=daskdca.CoCoAPlus(), n_partitions=2,
-                            random_state=2, tol=1e-4, max_rounds=4 * accelerated.n_rounds_)
+        plain = daskdca.fit(X, y, loss="logistic", lam=1e-5, solver=daskdca.CoCoAPlus(acceleration=None),
+                            n_partitions=2, random_state=2, tol=1e-4, max_rounds=4 * accelerated.n_rounds_)
     assert not plain.converged_
 
 

@@ -54,7 +54,7 @@ def _assert_same_bits(joint, k, binary):
 
 @pytest.mark.parametrize("solver, n_partitions", [
     ("sdca", 1), (CoCoAPlus(), 2), (CoCoAPlus(), 3), (CoCoAPlus(aggregation="line_search"), 3),
-    (CoCoAPlus(shrinking=False, sampling="iid"), 2), (CoCoAPlus(acceleration="catalyst"), 3),
+    (CoCoAPlus(shrinking=False, sampling="iid"), 2), (CoCoAPlus(acceleration=None), 3),
 ])
 @pytest.mark.parametrize("loss", ["hinge", "squared_hinge", "logistic", "smoothed_hinge"])
 def test_joint_fit_has_the_bits_of_k_binary_fits(solver, n_partitions, loss):

@@ -87,7 +87,7 @@ def test_tau_one_gives_the_sdca_iterates(loss, sigma):
     a1, u1, w1 = np.zeros(n), np.zeros(d), np.zeros(d)
     a2, u2, w2 = np.zeros(n), np.zeros(d), np.zeros(d)
     local_sdna(*args, a1, u1, w1, order[:, None], kind, 1.0, 2.0, sigma, True)
-    local_sdca(*args, UNWEIGHTED, sqnorm, a2, u2, w2, order, kind, 1.0, 2.0, sigma, True)
+    local_sdca(*args, UNWEIGHTED, sqnorm, a2, u2, w2, order, kind, 1.0, 2.0, sigma, True, True)  # exact steps
     np.testing.assert_allclose(a1, a2, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(u1, u2, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(w1, w2, rtol=1e-12, atol=1e-14)

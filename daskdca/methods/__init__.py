@@ -49,7 +49,7 @@ SOLVERS = REGISTRY
 #: contract tests run each of them beside the REGISTRY defaults
 VARIANTS = {
     "cocoa+(line_search)": lambda: CoCoAPlus(aggregation="line_search"),
-    "cocoa+(catalyst)": lambda: CoCoAPlus(acceleration="catalyst"),
+    "cocoa+(plain)": lambda: CoCoAPlus(acceleration=None),
     "cocoa+(spdc)": lambda: CoCoAPlus(local_solver="spdc"),
     "minibatch_sdca(no shrinking)": lambda: MinibatchSDCA(shrinking=False),
     "minibatch_sdca(naive)": lambda: MinibatchSDCA(step="naive"),

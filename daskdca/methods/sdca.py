@@ -51,7 +51,7 @@ _SAMPLINGS = ("permutation", "iid")
 #: what may improve a partition's CoCoA+ subproblem (``CoCoAPlus.local_solver``)
 LOCAL_SOLVERS = ("sdca", "sdna", "spdc")
 _AGGREGATIONS = ("adding", "line_search")
-_ACCELERATIONS = (None, "catalyst")
+_ACCELERATIONS = ("auto", None, "catalyst")
 # Candidate steps of the line search along the summed direction: t = j / 8 for
 # j = 1..8, and 1/K (averaging, the safe step) whatever K is.
 LINE_SEARCH_STEPS = tuple(j / 8 for j in range(1, 9))
@@ -127,7 +127,11 @@ class CoCoAPlus:
     Each round every partition improves its local subproblem ``G_k^{sigma'}``
     with ``sigma' = K`` (the number of partitions) by ``local_iters`` passes
     of a local solver; then ``w += sum_k delta_w_k``.  With one partition
-    ``sigma' = 1`` and the local subproblem is the whole dual.
+    ``sigma' = 1`` and the local subproblem is the whole dual.  On more than
+    one partition the rounds run, by default, inside Catalyst's accelerated
+    proximal-point loop (``acceleration``), which needs 10-40x fewer rounds
+    where plain CoCoA+ is slow (benchmarks/RESULTS.md, "Catalyst around
+    CoCoA+").
 
     Parameters
     ----------
@@ -173,14 +177,18 @@ class CoCoAPlus:
         1, the most pass-efficient, 004 §2.2); at most the smallest
         partition's rows.  The SDCA local solver takes one row per step and
         refuses it.
-    acceleration : {None, "catalyst"}, default=None
+    acceleration : {"auto", None, "catalyst"}, default="auto"
         ``"catalyst"``: the rounds run inside Catalyst's accelerated
         proximal-point loop (:mod:`daskdca.methods.catalyst`): each round is
         one CoCoA+ round on ``P(w) + kappa/2 ||w - y_k||^2`` followed by the
         extrapolation of the centre ``y_k``, so the rounds needed grow like
         the square root of the condition number.  The certificate is the
-        original problem's, with the iterate ``w`` as the primal point.
-        Needs ``local_solver="sdca"`` and ``aggregation="adding"``.
+        original problem's, with the iterate ``w`` as the primal point; the
+        dual is not monotone.  Needs ``local_solver="sdca"`` and
+        ``aggregation="adding"``.  None: plain CoCoA+ (Ma et al. 2015), whose
+        dual never falls.  ``"auto"``: ``"catalyst"`` on more than one
+        partition with ``local_solver="sdca"`` and ``aggregation="adding"``,
+        None otherwise (one partition is serial SDCA).
     kappa : float or None, default=None
         Catalyst's proximal weight (``acceleration="catalyst"`` only); None:
         :func:`daskdca.methods.catalyst.default_kappa`, from ``lam``, ``K``
@@ -194,7 +202,7 @@ class CoCoAPlus:
     aggregation: str = "adding"
     local_solver: str = "sdca"
     local_batch_size: int | None = None
-    acceleration: str | None = None
+    acceleration: str | None = "auto"
     kappa: float | None = None
     name = "cocoa+"
     capabilities = Capabilities(losses=tuple(LOSSES), many_partitions=True, cluster=True, shrinking=True,
@@ -243,7 +251,7 @@ class CoCoAPlus:
     def _check_acceleration(self):
         if self.acceleration not in _ACCELERATIONS:
             raise ValueError(f"Unknown acceleration {self.acceleration!r}; use one of {list(_ACCELERATIONS)}.")
-        if self.acceleration is None:
+        if self.acceleration != "catalyst":
             if self.kappa is not None:
                 raise ValueError(f"kappa={self.kappa!r} is Catalyst's proximal weight; it needs "
                                  "acceleration='catalyst' (or drop kappa).")
@@ -279,7 +287,8 @@ class CoCoAPlus:
             from daskdca.methods.spdc import LocalSPDCPlan  # spdc.py imports this module
 
             return LocalSPDCPlan.for_data(self, info)
-        if self.acceleration == "catalyst":
+        if self.acceleration == "catalyst" or (self.acceleration == "auto" and K > 1 and self.local_solver == "sdca"
+                                               and self.aggregation == "adding"):
             from daskdca.methods.catalyst import CatalystPlan, default_kappa  # catalyst.py imports this module
 
             kappa = (default_kappa(info.lam, info.n, K, ops.sqnorm_sum()) if self.kappa is None
