@@ -3,7 +3,7 @@
 For each problem (data set, loss, lam) it fits, in process and side by side:
 
 - serial SDCA (``solver="sdca"``, one partition): epochs to a certified relative gap ``tol``;
-- plain CoCoA+ (``CoCoAPlus()``) and CoCoA+ inside Catalyst
+- plain CoCoA+ (``CoCoAPlus(acceleration=None)``) and CoCoA+ inside Catalyst
   (``CoCoAPlus(acceleration="catalyst")``) on K = 2 and 4 seeded random
   partitions: rounds to the same certificate (one round = one pass over every
   partition, so rounds and epochs are the same count).
@@ -40,19 +40,23 @@ sys.path.insert(0, str(HERE))
 import daskdca  # noqa: E402
 from suite import load_data  # noqa: E402
 
-# A generated set of 5 M non-zeros (issue 11 asks for at least 5 M): rows, features, non-zeros per row.
-GENERATED_5M = (125_000, 20_000, 40.0)
+# A generated set of at least 5 M non-zeros (issue 11 asks for that): rows, features, and the generator's
+# nnz_per_row (about 30 distinct features a row remain: 5.0 M nnz in all).
+GENERATED_5M = (170_000, 20_000, 40.0)
 
 
 def _load(name, data_dir, work_dir):
     if name != "gen5m":
         return load_data(name, data_dir, work_dir)
-    from daskdca import datasets
+    from daskdca import datasets, store
 
     n, d, per_row = GENERATED_5M
-    store = datasets.make_classification(str(Path(work_dir) / "gen5m-source.zarr"), n, d, nnz_per_row=per_row,
-                                         seed=0)
-    X, y = store.read_all()
+    path = Path(work_dir) / "gen5m-source.zarr"
+    # written once; a later run reads it (its blocks are checksummed)
+    source = (store.open_store(str(path)) if path.exists()
+              else datasets.make_classification(str(path), n, d, nnz_per_row=per_row, seed=0))
+    X, y = source.read_all()
+    print(f"gen5m: {X.shape[0]} x {X.shape[1]}, {X.nnz / 1e6:.2f} M nnz", file=sys.stderr)
     return X.tocsr(), np.asarray(y, dtype=np.float64)
 
 
@@ -106,7 +110,7 @@ def main(argv=None):
                 row = [name, loss, f"{lam:g}", _cell(serial)]
                 histories = {"serial SDCA": serial.history_}
                 for K in Ks:
-                    plain, _ = fit(daskdca.CoCoAPlus(), K)
+                    plain, _ = fit(daskdca.CoCoAPlus(acceleration=None), K)
                     accelerated, _ = fit(daskdca.CoCoAPlus(acceleration="catalyst"), K)
                     ratio = (f"{accelerated.n_rounds_ / serial.n_rounds_:.2f}"
                              if accelerated.converged_ and serial.converged_ else "-")

@@ -87,7 +87,6 @@ def main(argv=None):
     X, y = _load("gen5m", args.data_dir, args.work_dir)
     X = _int32(X)
     y = np.where(y > 0, 1.0, -1.0)
-    print(f"gen5m: {X.shape[0]} x {X.shape[1]}, {X.nnz / 1e6:.1f} M nnz")
     print("| loss | lam | LIBLINEAR dual CD s | LIBLINEAR Newton s | daskdca in memory s | daskdca 2 workers s "
           "| rounds | 2 workers / best LIBLINEAR | 2 workers / in memory |")
     print("|" + "---|" * 9)

@@ -189,10 +189,20 @@ def run_rounds(executor, plan, *, tol, max_rounds, callback: Callable | None = N
     progress = _Progress(verbose, tol)
     pending = []
     converged = finished = False
+    ahead = None  # the next stretch, submitted while this one's report is on its way (executor.lookahead)
     try:
         while r < max_rounds:
-            n = _rounds_to_run(plan, executor, r, max_rounds)
-            new_G, new_Ls, handle = executor.run(plan, G, Ls, r, n)
+            if ahead is None:
+                n = _rounds_to_run(plan, executor, r, max_rounds)
+                new_G, new_Ls, handle = executor.run(plan, G, Ls, r, n)
+            else:
+                n, (new_G, new_Ls, handle), ahead = ahead[0], ahead[1], None
+            # Look one stretch ahead where the states stay where they are in between (no checkpoint at r + n):
+            # the cluster starts it as soon as this one's combine is done, without waiting for this process
+            # to read the report.  Its states and report are dropped if this stretch stops the fit.
+            if executor.lookahead and r + n < max_rounds and executor.rounds_until_checkpoint(r) > n:
+                n_next = _rounds_to_run(plan, executor, r + n, max_rounds)
+                ahead = (n_next, executor.run(plan, new_G, new_Ls, r + n, n_next))
             if plan.measures(r):
                 reports = executor.reports(pending + [handle])
                 pending = []
@@ -254,6 +264,9 @@ class InProcess:
     A method with ``fused_rounds`` runs stretches of rounds on a single
     partition in one call (the same bits as one round at a time).
     """
+
+    # a round runs when submitted here, so running the next one before reading a report gains nothing
+    lookahead = False
 
     def __init__(self, parts, info: DataInfo, random_state, row_order=None, dual_init=None):
         self.parts, self.info, self.seed, self.row_order = parts, info, int(random_state), row_order

@@ -599,6 +599,10 @@ class DaskExecutor:
     has none (None: forever); by default :func:`configured_no_workers_timeout`.
     """
 
+    # rounds are futures: the driver submits the next stretch before it reads a report, so the workers
+    # need not wait for this process between rounds
+    lookahead = True
+
     def __init__(self, client, parts, info: DataInfo, random_state, *, placement, run_id, checkpoint,
                  checkpoint_every, signature, dual_init=None, no_workers_timeout=_FROM_CONFIG):
         self.client, self.parts, self.info, self.seed = client, parts, info, int(random_state)
