@@ -42,10 +42,10 @@ __all__ = [
     "StorePartition",
     "even_sizes",
     "gram_matvec_part",
-    "sqnorm_sum_part",
     "objective_sums_part",
     "random_row_order",
     "rows_from_csr",
+    "sqnorm_sum_part",
     "xt_alpha_part",
 ]
 

@@ -21,9 +21,11 @@ centre; its dual has the same box as the original's and
 :class:`~daskdca.methods.sdca.LocalSDCAPlan` solves it unchanged, with
 ``lam' n`` in its steps and the shifted ``w`` as its global state, and a new
 centre only moves ``w`` by ``c_{k+1} - c_k`` (the duals stay where they are:
-warm started).  One outer step is one round, Catalyst's fixed-budget inner
-criterion (JMLR 2018 §5: one pass of the inner method per outer iteration in
-its experiments) with a CoCoA+ round as the pass.
+warm started).  One outer step is one round: Catalyst's fixed-budget inner
+stopping rule, one pass of the inner method per outer step, with a CoCoA+
+round as the pass.  With one round per proximal problem the extrapolation can
+overshoot (hinge at a small ``n lam``), so it restarts whenever a round's
+primal rises (O'Donoghue & Candès, Found. Comput. Math. 15, 2015).
 
 The certificate is the original problem's: the duals ``alpha`` are feasible
 for it, ``D(alpha)`` uses ``X^T alpha / (lam n)``, and the primal is evaluated
@@ -47,9 +49,9 @@ from daskdca.methods.sdca import LocalSDCAPlan
 __all__ = ["KAPPA_SCALE", "CatalystGlobal", "CatalystPlan", "default_kappa"]
 
 #: ``kappa = KAPPA_SCALE * K * mean ||x_i||^2 / n - lam``: Catalyst's choice
-#: for incremental methods, ``kappa = L / n - mu`` (JMLR 2018 §5, with the
-#: per-row smoothness ``L`` of the dual step), where a CoCoA+ row's curvature is
-#: ``sigma' = K`` times its own.  The factor 2 was measured, not derived:
+#: for incremental methods, ``kappa = L / n - mu`` (JMLR 2018, with ``L`` the
+#: rows' squared norm, the curvature of a dual step), where a CoCoA+ row's
+#: curvature is ``sigma' = K`` times its own.  The factor 2 was measured, not derived:
 #: rounds to 1e-4 on a9a, ijcnn1 and w8a at lam 1e-4 to 1e-6, K = 2 and 4,
 #: against a factor 1 (benchmarks/RESULTS.md, "Catalyst around CoCoA+").
 KAPPA_SCALE = 2.0
@@ -68,7 +70,9 @@ def default_kappa(lam, n, n_partitions, sqnorm_sum):
 class CatalystGlobal(NamedTuple):
     """Global state: the iterate ``w`` (``= centre + X^T alpha / (lam' n)``), the centre ``c_k``, and ``x_k``.
 
-    ``previous`` is the iterate at the last outer step, for the extrapolation.
+    ``previous`` is the iterate at the last outer step, for the extrapolation;
+    ``last_primal`` the primal of the last round's start (``inf`` at first),
+    for the restart.
     """
 
     w: np.ndarray
