@@ -66,9 +66,9 @@ def test_the_outer_loop_replayed_from_the_duals():
 
 @pytest.mark.parametrize("loss", ["logistic", "hinge"])
 def test_the_certificate_from_the_returned_duals_bounds_the_distance_to_the_optimum(loss):
-    """Against LIBLINEAR (and L-BFGS for logistic).  For hinge on heart at this lam LIBLINEAR's dual CD stops
-    5e-4 above the optimum (our primal lies below it, and our recomputed dual, a lower bound on the optimum, within 1e-9 of
-    our primal), so there the check is that bound and our own recomputed gap."""
+    """Against LIBLINEAR (and L-BFGS for logistic).  For hinge on heart at this lam LIBLINEAR's dual CD
+    stops 5e-4 above the optimum: there the checks are that our primal lies below LIBLINEAR's and that our
+    dual, recomputed here (a lower bound on the optimum), is within 1e-9 of it."""
     X, y = load_dataset("heart")
     lam = 1e-3
     ys = np.where(y > 0, 1.0, -1.0)
