@@ -43,13 +43,8 @@ from daskdca.kernels.sampling import permutation_order
 from daskdca.kernels.sdca import local_sdca
 from daskdca.partitions import UNWEIGHTED
 
-DATASETS = {
-    "a9a": ("a9a.gz", 123),
-    "w8a": ("w8a.gz", 300),
-    "ijcnn1": ("ijcnn1.bz2", 22),
-    "reuters": ("reuters_lasvm.trn.bz2", 8315),
-    "rcv1_1k": ("rcv1_sample1000.svm.gz", 47236),
-}
+from epoch_throughput import DATASETS  # noqa: E402  (run as a script: benchmarks/ is on sys.path)
+
 TOLS = (1e-4, 1e-6)
 
 
