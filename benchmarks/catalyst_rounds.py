@@ -45,7 +45,8 @@ from suite import load_data  # noqa: E402
 GENERATED_5M = (170_000, 20_000, 40.0)
 
 
-def _load(name, data_dir, work_dir):
+def load_data_set(name, data_dir, work_dir):
+    """``(X, y)`` of a suite data set (``suite.load_data``) or of the generated 5 M nnz set ``gen5m``."""
     if name != "gen5m":
         return load_data(name, data_dir, work_dir)
     from daskdca import datasets, store
@@ -101,7 +102,7 @@ def main(argv=None):
     print("|" + "---|" * len(header))
     plotted = False
     for name in args.datasets.split(","):
-        X, y = _load(name, args.data_dir, args.work_dir)
+        X, y = load_data_set(name, args.data_dir, args.work_dir)
         for loss in args.losses.split(","):
             for lam in (float(v) for v in args.lams.split(",")):
                 fit = lambda solver, K: _fit(X, y, loss, lam, solver, K, args.tol, args.max_rounds,  # noqa: E731
@@ -128,7 +129,7 @@ def _serial(args):
     print("|" + "---|" * 8)
     warmed = False
     for name in args.datasets.split(","):
-        X, y = _load(name, args.data_dir, args.work_dir)
+        X, y = load_data_set(name, args.data_dir, args.work_dir)
         for loss in args.losses.split(","):
             if not warmed:  # numba compiles every kernel once per process
                 for solver in (daskdca.SDCA(), daskdca.SDCA(acceleration="catalyst")):

@@ -37,7 +37,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
 
 import daskdca  # noqa: E402
-from catalyst_rounds import _load  # noqa: E402
+from catalyst_rounds import load_data_set  # noqa: E402
 from references import _int32, primal_objective  # noqa: E402
 
 TOLERANCES = tuple(10.0 ** -k for k in range(1, 9))
@@ -84,7 +84,7 @@ def main(argv=None):
     from distributed import Client, LocalCluster
 
     logging.getLogger("distributed").setLevel(logging.ERROR)
-    X, y = _load("gen5m", args.data_dir, args.work_dir)
+    X, y = load_data_set("gen5m", args.data_dir, args.work_dir)
     X = _int32(X)
     y = np.where(y > 0, 1.0, -1.0)
     print("| loss | lam | LIBLINEAR dual CD s | LIBLINEAR Newton s | daskdca in memory s | daskdca 2 workers s "

@@ -90,26 +90,30 @@ def bench_daskdca(X, y, lam, repeats, loss):
     return times, gather_times
 
 
-def bench_liblinear(X, y, lam, repeats, loss):
+def liblinear_seconds(X32, y, lam, loss, max_iter):
+    """Seconds of one LIBLINEAR dual CD fit (hinge: LinearSVC; logistic: dual liblinear) of ``max_iter`` passes."""
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import LogisticRegression
     from sklearn.svm import LinearSVC
 
-    n = X.shape[0]
+    C = 1.0 / (lam * X32.shape[0])
+    if loss == "hinge":
+        est = LinearSVC(loss="hinge", dual=True, C=C, tol=1e-30, max_iter=max_iter, fit_intercept=False)
+    else:
+        est = LogisticRegression(solver="liblinear", dual=True, C=C, tol=1e-30, max_iter=max_iter,
+                                 fit_intercept=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        t0 = time.perf_counter()
+        est.fit(X32, y)
+        return time.perf_counter() - t0
+
+
+def bench_liblinear(X, y, lam, repeats, loss):
     X32 = sp.csr_matrix((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)), shape=X.shape)
 
     def run(max_iter):
-        if loss == "hinge":
-            est = LinearSVC(loss="hinge", dual=True, C=1.0 / (lam * n), tol=1e-30, max_iter=max_iter,
-                            fit_intercept=False)
-        else:
-            est = LogisticRegression(solver="liblinear", dual=True, C=1.0 / (lam * n), tol=1e-30,
-                                     max_iter=max_iter, fit_intercept=False)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            t0 = time.perf_counter()
-            est.fit(X32, y)
-            return time.perf_counter() - t0
+        return liblinear_seconds(X32, y, lam, loss, max_iter)
 
     one, marginal = [], []
     run(1)  # warm-up

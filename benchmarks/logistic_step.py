@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import platform
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -43,7 +42,7 @@ from daskdca.kernels.sampling import permutation_order
 from daskdca.kernels.sdca import local_sdca
 from daskdca.partitions import UNWEIGHTED
 
-from epoch_throughput import DATASETS  # noqa: E402  (run as a script: benchmarks/ is on sys.path)
+from epoch_throughput import DATASETS, liblinear_seconds  # noqa: E402  (run as a script: benchmarks/ is on sys.path)
 
 TOLS = (1e-4, 1e-6)
 
@@ -114,19 +113,6 @@ def fit_part(args):
                       flush=True)
 
 
-def _liblinear_pass(X32, y, lam, max_iter):
-    from sklearn.exceptions import ConvergenceWarning
-    from sklearn.linear_model import LogisticRegression
-
-    est = LogisticRegression(solver="liblinear", dual=True, C=1.0 / (lam * X32.shape[0]), tol=1e-30,
-                             max_iter=max_iter, fit_intercept=False)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        t0 = time.perf_counter()
-        est.fit(X32, y)
-        return time.perf_counter() - t0
-
-
 def epoch_part(args):
     lam = 1e-4
     print("| data | nnz | exact M nnz/s | sweep M nnz/s | LIBLINEAR marginal M nnz/s | sweep / exact (range) | "
@@ -140,7 +126,7 @@ def epoch_part(args):
         X32 = sp.csr_matrix((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)), shape=X.shape)
         state = {exact: (np.zeros(n), np.zeros(d)) for exact in (True, False)}
         times = {True: [], False: [], "ll": []}
-        _liblinear_pass(X32, y, lam, 1)  # warm-up
+        liblinear_seconds(X32, y, lam, "logistic", 1)  # warm-up
         for epoch in range(args.repeats + 1):
             order = permutation_order(0, epoch, 0, n, n, 0)
             for exact in (True, False):
@@ -151,8 +137,8 @@ def epoch_part(args):
                 if epoch > 0:
                     times[exact].append(time.perf_counter() - t0)
             if epoch > 0:
-                t1 = _liblinear_pass(X32, y, lam, 1)
-                t6 = _liblinear_pass(X32, y, lam, 6)
+                t1 = liblinear_seconds(X32, y, lam, "logistic", 1)
+                t6 = liblinear_seconds(X32, y, lam, "logistic", 6)
                 times["ll"].append((t6 - t1) / 5)
         ex, sw, ll = (np.asarray(times[k]) for k in (True, False, "ll"))
         rate = lambda t: X.nnz / np.median(t) / 1e6  # noqa: E731

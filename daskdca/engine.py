@@ -570,23 +570,21 @@ class _DaskOps(Ops):
         self.executor = executor
         self.step = itertools.count()
 
-    def gram_matvec(self, v):
+    def _setup_sum(self, part_fn, args, label, what):
+        """``part_fn(partition, *args)`` on every partition's worker, summed by the fixed-order tree."""
         ex = self.executor
         it = next(self.step)
-        name = f"daskdca-setup-{ex.run_id}-gram{it}"
-        parts = [_delayed(gram_matvec_part, ex.parts[k], v, name=f"{name}-p{k}", worker=home)
-                 for k, home in enumerate(ex.homes("a setup product"))]
-        total = ex.tree(parts, sum_arrays, f"daskdca-reduce-{ex.run_id}-gram{it}")
-        return ex.gather([ex.client.compute(total, optimize_graph=False)], "a setup product")[0]
+        name = f"daskdca-setup-{ex.run_id}-{label}{it}"
+        parts = [_delayed(part_fn, ex.parts[k], *args, name=f"{name}-p{k}", worker=home)
+                 for k, home in enumerate(ex.homes(what))]
+        total = ex.tree(parts, sum_arrays, f"daskdca-reduce-{ex.run_id}-{label}{it}")
+        return ex.gather([ex.client.compute(total, optimize_graph=False)], what)[0]
+
+    def gram_matvec(self, v):
+        return self._setup_sum(gram_matvec_part, (v,), "gram", "a setup product")
 
     def sqnorm_sum(self):
-        ex = self.executor
-        it = next(self.step)
-        name = f"daskdca-setup-{ex.run_id}-sqnorm{it}"
-        parts = [_delayed(sqnorm_sum_part, ex.parts[k], name=f"{name}-p{k}", worker=home)
-                 for k, home in enumerate(ex.homes("a setup sum"))]
-        total = ex.tree(parts, sum_arrays, f"daskdca-reduce-{ex.run_id}-sqnorm{it}")
-        return float(ex.gather([ex.client.compute(total, optimize_graph=False)], "a setup sum")[0][0])
+        return float(self._setup_sum(sqnorm_sum_part, (), "sqnorm", "a setup sum")[0])
 
 
 _FROM_CONFIG = object()

@@ -444,18 +444,14 @@ def _map_conjugate(kind, param, y, alpha):
 
 
 @njit(nogil=True, cache=True)
-def _map_dual_step(kind, param, y, alpha, q, m):
+def _map_dual_step(kind, param, y, alpha, q, m, sweep):
+    """Every row's step: :func:`sweep_dual_update`'s if ``sweep``, else :func:`dual_update`'s."""
     out = np.empty(alpha.shape[0])
     for i in range(alpha.shape[0]):
-        out[i] = dual_update(kind, param, y[i], alpha[i], q[i], m[i]) - alpha[i]
-    return out
-
-
-@njit(nogil=True, cache=True)
-def _map_sweep_dual_step(kind, param, y, alpha, q, m):
-    out = np.empty(alpha.shape[0])
-    for i in range(alpha.shape[0]):
-        out[i] = sweep_dual_update(kind, param, y[i], alpha[i], q[i], m[i]) - alpha[i]
+        if sweep:
+            out[i] = sweep_dual_update(kind, param, y[i], alpha[i], q[i], m[i]) - alpha[i]
+        else:
+            out[i] = dual_update(kind, param, y[i], alpha[i], q[i], m[i]) - alpha[i]
     return out
 
 
@@ -520,7 +516,7 @@ class Loss:
     def dual_step(self, y, alpha, q, m):
         """Maximiser ``delta`` of ``-phi_i*(-(alpha+delta)) - q/2 delta^2 - m delta``."""
         y, alpha, q, m = (_as_f64(a) for a in (y, alpha, q, m))
-        return _map_dual_step(int(self.kind), self.param, y, alpha, q, m)
+        return _map_dual_step(int(self.kind), self.param, y, alpha, q, m, False)
 
     def sweep_step(self, y, alpha, q, m):
         """The step ``delta`` the sequential SDCA sweep takes (:func:`sweep_dual_update`).
@@ -530,7 +526,7 @@ class Loss:
         ``4 / (4 + q)`` times the row's gap term.
         """
         y, alpha, q, m = (_as_f64(a) for a in (y, alpha, q, m))
-        return _map_sweep_dual_step(int(self.kind), self.param, y, alpha, q, m)
+        return _map_dual_step(int(self.kind), self.param, y, alpha, q, m, True)
 
     def gap_terms(self, y, alpha, z):
         """Per-example gap ``phi_i(z_i) + phi_i*(-alpha_i) + alpha_i z_i >= 0``.
