@@ -454,15 +454,15 @@ def test_resume_refuses_a_damaged_checkpoint(client, tmp_path, damage, match):
 def test_workers_that_cannot_use_the_checkpoint_folder_are_named(tmp_path, monkeypatch):
     """A checkpoint folder the workers cannot see fails at the start, naming them; without checkpoint= the round
     state stays in Dask, so the same workers fit, and nothing is written to the driver's temporary folder."""
-    from daskdca import engine
+    from daskdca.engine import checkpoint as engine_checkpoint  # where _check_workers_share looks _probe_path up
 
     X, y = load_dataset("heart")
     store = write_store(tmp_path / "h.zarr", X, y, block_rows=135, shuffle=False)
     elsewhere = tmp_path / "another-machine"
     elsewhere.mkdir()
-    probe = engine._probe_path
+    probe = engine_checkpoint._probe_path
     # in-process workers run the patched task: they look in a folder of their own, as on another node
-    monkeypatch.setattr(engine, "_probe_path", lambda url, token: probe(str(elsewhere), token))
+    monkeypatch.setattr(engine_checkpoint, "_probe_path", lambda url, token: probe(str(elsewhere), token))
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None,
                                   silence_logs=50) as cluster, distributed.Client(cluster) as c:
         with pytest.raises(ValueError, match=r"checkpoint=.*but 2 of 2 workers cannot use it.*FileNotFoundError"

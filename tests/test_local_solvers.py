@@ -19,7 +19,7 @@ from daskdca.losses import get_loss
 from daskdca.methods import SDCA, SDNA, CoCoAPlus
 from daskdca.methods import spdc as spdc_module
 from daskdca.methods.base import Ctx, DataInfo, add_contributions, dense, tree_reduce
-from daskdca.methods.sdca import DualGlobal, DualLocal
+from daskdca.methods.dual import DualGlobal, DualLocal
 from daskdca.partitions import MemoryPartition
 from daskdca.methods.spdc import step_parameters
 

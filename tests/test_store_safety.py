@@ -313,11 +313,11 @@ def test_each_checksum_kind_verifies_its_blocks(tmp_path, monkeypatch, kind):
     """New stores carry XXH3-64 block checksums; a store written with CRC-32C (daskdca before 2026-11-26) is
     still read and verified with CRC-32C, and a changed array fails either way.  The recorded checksum
     equals the one recomputed from the arrays (incremental digests across chunks = one-shot digests)."""
-    from daskdca import store as store_module
+    from daskdca.store import format as store_format  # CHECKSUM is read from here when a write starts
 
     from sklearn.datasets import dump_svmlight_file
 
-    monkeypatch.setattr(store_module, "CHECKSUM", kind)
+    monkeypatch.setattr(store_format, "CHECKSUM", kind)
     X, y = _small(8, n=700)
     svm = tmp_path / "s.svm"
     dump_svmlight_file(X, y, str(svm), zero_based=False)
@@ -330,8 +330,8 @@ def test_each_checksum_kind_verifies_its_blocks(tmp_path, monkeypatch, kind):
     opened = open_store(store.url)
     for k in range(opened.n_blocks):
         Xb, yb, sq = opened.read_block(k, with_sqnorm=True)
-        recomputed = store_module._block_checksum(Xb.indptr, Xb.indices, Xb.data, yb, sq,
-                                                  kind=store_module.CHECKSUM_KINDS[kind])
+        recomputed = store_format._block_checksum(Xb.indptr, Xb.indices, Xb.data, yb, sq,
+                                                  kind=store_format.CHECKSUM_KINDS[kind])
         assert recomputed == opened.attrs["block_checksums"][k]
     g = zarr.open_group(store.url, mode="a")
     g["y"][:] = -g["y"][:]

@@ -12,10 +12,10 @@ The drivers, the API's error messages and the contract tests
 from __future__ import annotations
 
 from daskdca.methods.base import Capabilities, Ctx, DataInfo, RoundReport
+from daskdca.methods.cocoa import SDCA, CoCoAPlus
 from daskdca.methods.dual_free import AdaptiveDualFreeSDCA, AdaptiveDualFreeSDCAPlus, DualFreeSDCA
 from daskdca.methods.minibatch import MinibatchSDCA
 from daskdca.methods.pegasos import MinibatchPegasos
-from daskdca.methods.sdca import SDCA, CoCoAPlus
 from daskdca.methods.sdna import SDNA
 from daskdca.methods.spdc import SPDC
 

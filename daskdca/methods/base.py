@@ -133,6 +133,11 @@ class PlanBase:
     ``combine``), and the model is the global state's ``w``.
     """
 
+    # Optional hooks the drivers read with ``getattr(plan, name, default)``: the same defaults, so that a
+    # plan is a :class:`daskdca.methods.protocol.Plan` without changing what the drivers do.
+    fused_rounds = None
+    l1_ratio = 0.0
+
     @property
     def name(self):
         return self.settings.name

@@ -92,6 +92,7 @@ from daskdca.methods.base import (
     compress,
     dense,
 )
+from daskdca.methods.dual import DualGlobal
 from daskdca.partitions import objective_sums_part, row_view
 
 __all__ = ["AggressiveGlobal", "AggressiveLocal", "AggressivePlan", "MinibatchSDCA", "MinibatchLocal",
@@ -296,8 +297,6 @@ class MinibatchPlan(PlanBase):
         return round_index % self.eval_every == 0
 
     def init_global(self):
-        from daskdca.methods.sdca import DualGlobal
-
         return DualGlobal(np.zeros(self.d))
 
     def init_local(self, part, ctx):

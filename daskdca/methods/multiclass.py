@@ -102,6 +102,9 @@ class OneVsRestPlan:
     base: object
     n_classes: int
     d: int
+    # the drivers' defaults for these optional hooks (daskdca.methods.protocol.Plan): no fused rounds, no L1
+    fused_rounds = None
+    l1_ratio = 0.0
 
     # -- what the drivers read, as the base plan has it
     @property

@@ -147,6 +147,9 @@ class PegasosPlan:
     eval_every: int
     rounds_per_epoch: int
     primal_from_dual = False
+    # the drivers' defaults for these optional hooks (daskdca.methods.protocol.Plan)
+    fused_rounds = None
+    l1_ratio = 0.0
 
     @property
     def name(self):

@@ -35,7 +35,7 @@ from daskdca.kernels.sdca import objective_sums
 from daskdca.kernels.sdna import local_sdna, sdna_batches
 from daskdca.losses import LOSSES
 from daskdca.methods.base import Capabilities, Contribution, check_local_iters, compress
-from daskdca.methods.sdca import DualLocal, DualPlan, sweep_blocks
+from daskdca.methods.dual import DualLocal, DualPlan, sweep_blocks
 
 __all__ = ["SDNA", "SDNAPlan"]
 

@@ -59,7 +59,8 @@ from daskdca.kernels.sdca import objective_sums
 from daskdca.kernels.sdna import sdna_batches
 from daskdca.losses import HINGE, LOSSES, SMOOTHED_HINGE
 from daskdca.methods.base import Capabilities, Contribution, Phase, RoundReport, compress, dense
-from daskdca.methods.sdca import DualLocal, LocalSDCAPlan, sweep_blocks
+from daskdca.methods.dual import DualLocal, sweep_blocks
+from daskdca.methods.sdca import LocalSDCAPlan
 from daskdca.partitions import row_view
 
 __all__ = ["LOCAL_BACKTRACK_STEPS", "LocalSPDCPlan", "SPDC", "SPDCGlobal", "SPDCLocal", "SPDCPlan", "optimal_mixing",

@@ -1,0 +1,196 @@
+"""The Dask executor: any method's rounds over store partitions on a cluster.
+
+This is the only package that imports Dask, and it names no method: it runs
+the phases a plan returns (:mod:`daskdca.methods.base`) under the round loop
+of :mod:`daskdca.driver`.  Each round submits one graph:
+
+    load (once)   round: local steps of group g's partitions, in order, on its worker
+                     |                     |
+              L_g' (stays there)    the reduction nodes group g holds whole --> nodes spanning groups
+                                                              |
+                                         combine(G, total) --> G', RoundReport (only this reaches the client)
+
+Partitions are grouped in contiguous runs, one per worker thread
+(:class:`_Placement`), and a round runs one local task per group, not per
+partition: it calls the method's local step on each of its partitions and
+sums their contributions as far as the fixed-order reduction tree over all
+partitions allows (:func:`~daskdca.methods.base.tree_reduce_within`), so the
+total has the same bits as one task per partition.  64 partitions on 2
+one-thread workers make about 8 tasks a round instead of about 150, which is what
+keeps the scheduler's per-task bookkeeping (and its memory) from growing
+with the partitions.  Local states stay on the workers as the chained output
+of each group's previous round (spec ``dask-zarr-numba.md`` §2: futures, not
+actors) and come back once, at the end.  A group's output is the pair
+``(states', nodes)`` and a combine's the pair ``(G', report)``.  The next
+round's local task reads the state half where it lies; one small task per
+group, on its worker, passes the nodes on, so only they travel to the
+reduction.  Partitions are loaded by tasks that read the store on the worker
+(a lost partition is re-read), and every random stream derives from
+``(random_state, round, partition)``, so a replayed task gives the same bits.
+The certificate and the checkpoint pick single partitions' states out of
+the groups.  Every ``checkpoint_every`` rounds the chains restart from a
+copy of the states (bounded lineage, spec Appendix A): with
+``checkpoint=PATH`` a zarr checkpoint there (``resume=True`` continues from
+the last complete one); without it, the states pass through this process and
+go back as tasks that hold them, so the round state never depends on a path
+that only the driver can see, and a lost task is recomputed from that copy.
+
+Every wait on the cluster goes through :meth:`DaskExecutor.gather`, which
+watches it: a fit whose workers are all gone for ``daskdca.no-workers-timeout``
+(Dask config, default 10 minutes: a nanny restart or a replaced jobqueue job
+comes back well within it) raises :class:`NoWorkersError`, and one whose
+client lost the scheduler raises :class:`SchedulerLostError` at once (Dask
+cancels every future then); both name what was saved and how to go on.  It
+also sends this fit's tasks that Dask leaves in ``no-worker`` behind a soft
+pin to a gone worker back to scheduling (:meth:`DaskExecutor._unstick`), so
+the only worker's nanny restart, at a new address, no longer hangs a fit.
+
+Task keys start with the kind of task (``daskdca-load``, ``daskdca-round``,
+``daskdca-reduce``, ``daskdca-combine``, ``daskdca-certify``,
+``daskdca-checkpoint``, ``daskdca-setup``) so the dashboard groups them.
+
+The package's modules: :mod:`~daskdca.engine.errors` (the cluster errors and
+the no-workers timeout), :mod:`~daskdca.engine.clients` (clients, workers,
+placement slots), :mod:`~daskdca.engine.watch` (the no-worker watchdog),
+:mod:`~daskdca.engine.tasks` (the tasks of a round, :class:`_Placement`),
+:mod:`~daskdca.engine.checkpoint` and :mod:`~daskdca.engine.executor`
+(:class:`DaskExecutor`); this one holds :func:`fit_on_cluster` and
+re-exports the names the rest of daskdca uses.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import uuid
+from functools import partial
+
+import dask
+import zarr
+
+from daskdca.driver import run_rounds
+
+# What the rest of daskdca, the tests and the benchmarks import from here is re-exported below.  A test that
+# patches a function must patch the module that looks it up (e.g. daskdca.engine.executor._save_state,
+# daskdca.engine.checkpoint._probe_path): patching the name here changes nothing.
+from daskdca.engine.checkpoint import (
+    CHECKPOINT_FORMAT,
+    DEFAULT_CHECKPOINT_EVERY,
+    _check_workers_share,
+    _checkpoint_meta,
+    _prepare_checkpoint,
+    _probe_path,
+    _save_state,
+)
+from daskdca.engine.clients import _check_workers, _thread_slots, _WarmUp, cluster_client, local_client
+from daskdca.engine.errors import (
+    DEFAULT_NO_WORKERS_TIMEOUT,
+    NO_WORKERS_TIMEOUT_KEY,
+    ClusterLostError,
+    NoWorkersError,
+    SchedulerLostError,
+    configured_no_workers_timeout,
+)
+from daskdca.engine.executor import DaskExecutor
+from daskdca.engine.tasks import _delayed, _held, _pinned, _Placement
+from daskdca.methods.base import DataInfo
+from daskdca.partitions import OneVsRestPartition, StorePartition, store_partition_ranges
+
+logger = logging.getLogger("daskdca")
+
+__all__ = ["ClusterLostError", "DaskExecutor", "NoWorkersError", "SchedulerLostError", "cluster_client",
+           "configured_no_workers_timeout", "fit_on_cluster", "local_client"]
+
+
+def _store_fingerprint(store):
+    """What identifies the data of a store: shape, block boundaries and stored checksums."""
+    attrs = getattr(store, "attrs", None) or store.group.attrs.asdict().get("daskdca", {})
+    checksums = attrs.get("block_checksums")
+    return {"n": store.n, "d": store.d, "blocks": [int(x) for x in store.block_row_offsets],
+            "checksums": checksums}
+
+
+def fit_on_cluster(store, *, client, method, loss, lam, positive_label, tol, max_rounds, random_state, n_partitions,
+                   in_memory, checkpoint, checkpoint_every, resume, verbose, callback, dual_init=None,
+                   store_is_local=False, problems=None):
+    """Run ``method`` over partitions of the store on the client's cluster.
+
+    See :func:`daskdca.fit` for the parameters (``dual_init`` checked, in the
+    store's row order); ``store`` is a complete
+    store, ``positive_label`` the label that maps to +1 (None for the
+    squared loss, and for a one-vs-rest fit, whose ``problems`` is a
+    :class:`~daskdca.partitions.OneVsRest` of the store's label values and
+    ``method`` a one-vs-rest method), ``n_partitions`` the number of contiguous runs of blocks
+    (None: one per block), ``in_memory`` whether partitions stay in worker
+    memory.  ``store_is_local``: the store is a staging copy that only this
+    process can see (in-memory arrays); the partitions are read here and
+    travel to the workers inside the tasks that hold them (which the
+    scheduler can rerun), so no worker reads that path.  Returns a
+    :class:`daskdca.driver.FitResult` in the store's row and feature order.
+
+    A cluster left without workers for ``daskdca.no-workers-timeout`` (Dask
+    config, default 10 minutes) raises :class:`NoWorkersError`, a client that
+    lost its scheduler :class:`SchedulerLostError` (both
+    :class:`ClusterLostError`, a RuntimeError); each names the last complete
+    checkpoint (``resume=True`` continues from it) and the fix.
+    """
+    ranges = store_partition_ranges(store.n_blocks, n_partitions or store.n_blocks)
+    K = len(ranges)
+    run_id = uuid.uuid4().hex[:8]
+    wait_for_workers = configured_no_workers_timeout()  # a bad setting fails here, before any work
+    n_workers = _check_workers(client)
+    client.register_plugin(_WarmUp(), name=_WarmUp.name)
+    if store_is_local:
+        if in_memory is False:
+            raise ValueError("in_memory=False needs the data in a store every worker can read; in-memory "
+                             "arrays go to the workers' memory. Write them with daskdca.write_store to a "
+                             "shared path and fit that store out of core.")
+        in_memory = True
+    if in_memory is None:
+        limits = [w.get("memory_limit") or 0 for w in client.scheduler_info()["workers"].values()]
+        raw = store.nnz * (store.group["data"].dtype.itemsize + store.group["indices"].dtype.itemsize) + 24 * store.n
+        # keep partitions in memory when they take under half the cluster's memory
+        in_memory = not all(limits) or raw < 0.5 * sum(limits)
+    offsets = store.block_row_offsets
+    sizes = tuple(int(offsets[b] - offsets[a]) for a, b in ranges)
+    column_nnz = store.column_nnz  # checksummed
+    info = DataInfo(n=store.n, d=store.d, partition_sizes=sizes, loss=loss, lam=lam,
+                    max_column_nnz=int(column_nnz.max(initial=0)))
+    placement = _Placement(K, len(_thread_slots(client)))
+    sources = [StorePartition(store, a, b, positive_label) for a, b in ranges]
+    if problems is not None:
+        sources = [OneVsRestPartition(src, problems) for src in sources]
+    if store_is_local:
+        homes = placement.homes(client)
+        with dask.config.set({"distributed.admin.large-graph-warning-threshold": "16 GiB"}):
+            parts = [client.submit(partial(_held, src.load()), key=f"daskdca-load-{run_id}-{k}", pure=False,
+                                   **_pinned(homes[k])) for k, src in enumerate(sources)]
+    elif in_memory:
+        homes = placement.homes(client)
+        parts = client.compute([_delayed(src.load, name=f"daskdca-load-{run_id}-{k}", worker=homes[k])
+                                for k, src in enumerate(sources)], optimize_graph=False)
+    else:
+        parts = sources
+    logger.info("daskdca: %s on %d partitions, %d workers, %s", method.name, K, n_workers,
+                "in memory" if in_memory else "out of core (blocks re-read every round)")
+    ckpt = None if checkpoint is None else os.fspath(checkpoint)
+    if ckpt is not None and not resume:
+        _prepare_checkpoint(ckpt)
+        if "://" not in ckpt:
+            os.makedirs(ckpt, exist_ok=True)
+    signature = {"data": _store_fingerprint(store), "loss": repr(loss), "lam": lam,
+                 "solver": repr(method) + ("" if problems is None else f" one-vs-rest {problems!r}"),
+                 "random_state": random_state, "n_partitions": K}
+    executor = DaskExecutor(client, parts, info, random_state, placement=placement, run_id=run_id,
+                            checkpoint=ckpt, checkpoint_every=checkpoint_every, signature=signature,
+                            dual_init=dual_init, no_workers_timeout=wait_for_workers)
+    if ckpt is not None:
+        _check_workers_share(client, ckpt)
+    plan = executor.setup(method)
+    start = executor.resume(plan) if resume else None
+    if start is None and ckpt is not None:
+        # a fresh fit replaces an old checkpoint at that path (only a daskdca one, checked above);
+        # the group is created here so that writer tasks only ever create their own arrays
+        zarr.open_group(ckpt, mode="w")
+    return run_rounds(executor, plan, tol=tol, max_rounds=max_rounds, callback=callback, verbose=verbose,
+                      start=start)

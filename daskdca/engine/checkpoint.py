@@ -1,0 +1,171 @@
+"""Checkpoints: the fields of every state written as zarr arrays, read back and checked.
+
+The tasks that write and read a state (:func:`_save_state`,
+:func:`_load_state`, generically over the state's NamedTuple fields), the
+checks of a resumed state (:func:`_check_resumed`,
+:func:`_check_resumed_local`), the check that every worker can use a local
+checkpoint folder (:func:`_check_workers_share`, :func:`_probe_path`), the
+checkpoint's metadata (:func:`_checkpoint_meta`,
+:func:`_prepare_checkpoint`) and :data:`CHECKPOINT_FORMAT` and
+:data:`DEFAULT_CHECKPOINT_EVERY`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import uuid
+
+import numpy as np
+import zarr
+
+from daskdca.partitions import objective_sums_part
+
+# Chains restart from a checkpoint this often unless told otherwise: between
+# restarts the scheduler keeps every round's task states (spec §2.4).
+DEFAULT_CHECKPOINT_EVERY = 10
+CHECKPOINT_FORMAT = 2
+
+
+# --- checkpoints: the fields of every state, generically --------------------
+
+def _class_path(obj):
+    cls = type(obj)
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def _class_from_path(path):
+    module, _, name = path.partition(":")
+    obj = importlib.import_module(module)
+    for part in name.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _save_state(out, url, prefix):
+    """Task: write each field of the NamedTuple state of ``out`` as a zarr array; returns its class path."""
+    state = out[0]
+    group = zarr.open_group(url, mode="a")
+    for field in state._fields:
+        values = np.asarray(getattr(state, field))
+        scalar = values.ndim == 0
+        if scalar:  # a 0-d field (e.g. a step size) is stored as one element
+            values = values.reshape(1)
+        arr = group.create_array(f"{prefix}_{field}", shape=values.shape, dtype=values.dtype, overwrite=True,
+                                 chunks=tuple(max(1, min(s, 2**20)) for s in values.shape))
+        arr[...] = values
+        arr.attrs["daskdca_scalar"] = scalar
+    return _class_path(state)
+
+
+def _load_state(url, prefix, class_path):
+    """Task: the state written by :func:`_save_state`, with the shapes it was written with."""
+    cls = _class_from_path(class_path)
+    group = zarr.open_group(url, mode="r")
+    names = [f"{prefix}_{f}" for f in cls._fields]
+    missing = [name for name in names if name not in group]
+    if missing:
+        raise ValueError(f"checkpoint {url!r} is missing the arrays {missing}; it is damaged. "
+                         "Start a new fit (resume=False) or use another checkpoint path.")
+    fields = []
+    for name in names:
+        arr = group[name]
+        values = arr[...]
+        fields.append(values.reshape(()) if arr.attrs.get("daskdca_scalar", False) else values)
+    return cls(*fields)
+
+
+def _check_resumed(out, fresh, where):
+    """Task: a loaded state (in its output pair) against a freshly initialised one of the same plan; returns ``out``.
+
+    Every float field must be finite, and one that starts with values (duals,
+    ``w``, row norms) keeps its initial shape; a field that starts empty (a
+    round's pending steps) and an integer or boolean field (an active set, a
+    batch) keep their rank.
+    """
+    state = out[0]
+    if type(state) is not type(fresh):
+        raise ValueError(f"{where} holds a {type(state).__name__}, this fit's method keeps a "
+                         f"{type(fresh).__name__}; the checkpoint is damaged. Start a new fit (resume=False).")
+    for field, value, init in zip(state._fields, state, fresh):
+        value, init = np.asarray(value), np.asarray(init)
+        bad = value.ndim != init.ndim
+        if value.dtype.kind == "f":
+            bad = bad or (init.size and value.shape != init.shape) or not np.all(np.isfinite(value))
+        if bad or value.dtype.kind != init.dtype.kind:
+            raise ValueError(f"{where}: field {field!r} has shape {value.shape} and dtype {value.dtype} "
+                             f"(the method starts it as {init.shape}, {init.dtype}, finite); the checkpoint is "
+                             "damaged. Start a new fit (resume=False) or use another checkpoint path.")
+    return out
+
+
+def _check_resumed_local(plan, part, L_out, G_out, ctx, info, where):
+    """Task: the loaded local state, checked like :func:`_check_resumed` and its dual point in the
+    loss's dual domain (a finite conjugate), so the certificate of the resumed fit means something."""
+    L_out = _check_resumed(L_out, plan.init_local(part, ctx), where)
+    alpha = plan.dual_point(part, L_out[0], G_out[0])
+    conj_sum = objective_sums_part(part, alpha, np.zeros(np.shape(alpha)[:-1] + (info.d,)), info.loss)[..., 1]
+    if not np.all(np.isfinite(conj_sum)):
+        raise ValueError(f"{where}: the dual variables lie outside the dual domain of the {info.loss.name} loss "
+                         "(an infinite conjugate); the checkpoint is damaged. Start a new fit (resume=False).")
+    return L_out
+
+
+def _probe_path(url, token):
+    """Worker task: read the driver's probe file under ``url`` and write one of its own; None or the error."""
+    try:
+        with open(os.path.join(url, f".daskdca-probe-{token}")) as f:
+            if f.read() != token:
+                return f"{url!r} holds a different probe file here: not the folder this process writes"
+        mine = os.path.join(url, f".daskdca-probe-{token}-{uuid.uuid4().hex[:8]}")
+        with open(mine, "w") as f:
+            f.write(token)
+        os.remove(mine)
+    except OSError as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def _check_workers_share(client, url):
+    """Every worker can read what this process writes under the local checkpoint folder ``url``, and write there.
+
+    The workers write the checkpoint and read it back, so a folder they cannot
+    see would fail only mid-fit.
+    """
+    if "://" in str(url) or not os.path.isdir(url):
+        return  # an fsspec URL is shared by definition; a missing folder fails in resume's own check
+    token = uuid.uuid4().hex
+    probe = os.path.join(url, f".daskdca-probe-{token}")
+    with open(probe, "w") as f:
+        f.write(token)
+    try:
+        answers = client.run(_probe_path, url, token)
+    finally:
+        os.remove(probe)
+    failed = {worker: error for worker, error in answers.items() if error}
+    if failed:
+        raise ValueError(f"checkpoint={url!r}, but {len(failed)} of {len(answers)} workers cannot use it "
+                         f"({'; '.join(f'{w}: {e}' for w, e in sorted(failed.items()))}); give a path on a file "
+                         "system shared by this process and every worker (or no checkpoint: the round state "
+                         "then stays in Dask).")
+
+
+def _checkpoint_meta(url):
+    with contextlib.suppress(Exception):
+        meta = zarr.open_group(url, mode="r").attrs.asdict().get("daskdca_checkpoint")
+        if isinstance(meta, dict) and meta.get("complete"):
+            return meta
+    return None
+
+
+def _prepare_checkpoint(url):
+    """Refuse a local folder that holds anything but a daskdca checkpoint (it would be overwritten)."""
+    if "://" in str(url) or not os.path.exists(url):
+        return
+    if not os.path.isdir(url):
+        raise ValueError(f"checkpoint={url!r} is a file; give a directory path for the checkpoint.")
+    if os.listdir(url) and _checkpoint_meta(url) is None:
+        raise ValueError(
+            f"checkpoint={url!r} is a folder that holds other files, not a daskdca checkpoint; "
+            "daskdca will not write into it. Give a new or empty folder.")

@@ -1,0 +1,260 @@
+"""The CoCoA+ and serial SDCA settings, and the local solvers they choose from.
+
+:class:`CoCoAPlus` (and :class:`SDCA`, CoCoA+ on one partition) are the
+settings a user passes; their ``setup`` resolves them for the data and picks
+the plan of the local solver named by ``local_solver`` from
+:data:`LOCAL_SOLVERS`: the SDCA steps of :mod:`daskdca.methods.sdca` (inside
+Catalyst's loop, :mod:`daskdca.methods.catalyst`, or with the line search),
+SDNA (:mod:`daskdca.methods.sdna`) or local SPDC (:mod:`daskdca.methods.spdc`).
+This module sits above them all; none of them imports it.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, replace
+
+from daskdca.losses import LOSSES
+from daskdca.methods.base import Capabilities, check_local_iters
+from daskdca.methods.catalyst import CatalystPlan, default_kappa
+from daskdca.methods.sdca import LineSearchPlan, LocalSDCAPlan
+from daskdca.methods.sdna import SDNA
+from daskdca.methods.spdc import LocalSPDCPlan
+
+__all__ = ["LOCAL_SOLVERS", "SDCA", "CoCoAPlus"]
+
+_SAMPLINGS = ("permutation", "iid")
+_AGGREGATIONS = ("adding", "line_search")
+_ACCELERATIONS = ("auto", None, "catalyst")
+
+
+def _sdca_plan(settings, info, ops):
+    """``local_solver="sdca"``: Catalyst around CoCoA+, the line search, or plain CoCoA+ (``sigma' = K``)."""
+    K = info.n_partitions
+    if settings.acceleration == "catalyst" or (settings.acceleration == "auto" and K > 1
+                                               and settings.local_solver == "sdca"
+                                               and settings.aggregation == "adding"):
+        kappa = (default_kappa(info.lam, info.n, K, ops.sqnorm_sum()) if settings.kappa is None
+                 else float(settings.kappa))
+        if kappa > 0.0:
+            return CatalystPlan(settings=settings, loss=info.loss, n=info.n, d=info.d,
+                                lam_n=(info.lam + kappa) * info.n, n_partitions=K, sigma_prime=float(K),
+                                lam=info.lam, kappa=kappa)
+    if settings.aggregation == "line_search" and K > 1:
+        return LineSearchPlan(settings=settings, loss=info.loss, n=info.n, d=info.d, lam_n=info.lam_n,
+                              n_partitions=K, sigma_prime=1.0)
+    return LocalSDCAPlan(settings=settings, loss=info.loss, n=info.n, d=info.d, lam_n=info.lam_n,
+                         n_partitions=K, sigma_prime=float(K))
+
+
+def _sdna_plan(settings, info, ops):
+    """``local_solver="sdna"``: exactly ``SDNA(batch_size=local_batch_size, local_iters=local_iters)``'s plan."""
+    return SDNA(batch_size=settings.local_batch_size, local_iters=settings.local_iters).setup(info, ops)
+
+
+def _spdc_plan(settings, info, ops):
+    """``local_solver="spdc"``: :class:`~daskdca.methods.spdc.LocalSPDCPlan` (refuses hinge)."""
+    return LocalSPDCPlan.for_data(settings, info)
+
+
+#: what may improve a partition's CoCoA+ subproblem (``CoCoAPlus.local_solver``): name -> plan builder
+#: ``(settings, info, ops) -> plan``
+LOCAL_SOLVERS = {"sdca": _sdca_plan, "sdna": _sdna_plan, "spdc": _spdc_plan}
+
+
+def _check(local_iters, sampling, shrinking):
+    check_local_iters(local_iters)
+    if sampling not in _SAMPLINGS:
+        raise ValueError(f"Unknown sampling {sampling!r}; use one of {list(_SAMPLINGS)}.")
+    if not isinstance(shrinking, bool):
+        raise ValueError(f"shrinking must be True or False, got {shrinking!r}.")
+
+
+@dataclass(frozen=True)
+class CoCoAPlus:
+    """CoCoA+ rounds with the adding aggregation (Ma et al. 2015, arXiv:1502.03508).
+
+    Solves ``min_w 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2`` through its dual.
+    Each round every partition improves its local subproblem ``G_k^{sigma'}``
+    with ``sigma' = K`` (the number of partitions) by ``local_iters`` passes
+    of a local solver; then ``w += sum_k delta_w_k``.  With one partition
+    ``sigma' = 1`` and the local subproblem is the whole dual.  On more than
+    one partition the rounds run, by default, inside Catalyst's accelerated
+    proximal-point loop (``acceleration``), which needs 10-40x fewer rounds
+    where plain CoCoA+ is slow (benchmarks/RESULTS.md, "Catalyst around
+    CoCoA+").
+
+    Parameters
+    ----------
+    local_iters : float, default=1.0
+        Rows visited per round, in multiples of the partition's rows (H / n_k).
+    sampling : {"permutation", "iid"} or None, default=None
+        Of the SDCA local solver: a fresh random permutation for every pass
+        (None means this), or rows drawn with replacement.  The other local
+        solvers draw their own samples (``local_batch_size`` rows at a time), and
+        refuse a value here.
+    shrinking : bool or None, default=None
+        Of the SDCA local solver: each round, visit only the rows whose step
+        at the round's ``w`` is non-zero (LIBLINEAR's shrinking, Hsieh et al.
+        2008 §3.2; only hinge-type losses have such rows).  None means True
+        for ``local_solver="sdca"`` and False for the others, which visit
+        every row and refuse ``shrinking=True``.
+    aggregation : {"adding", "line_search"}, default="adding"
+        ``"adding"``: ``sigma' = K``, ``w += sum_k delta_w_k`` (safe for any
+        data, and the most conservative local model).  ``"line_search"``
+        (``local_solver="sdca"`` only): every partition maximises the dual
+        restricted to its own rows (``sigma' = 1``); the combine takes the
+        step ``t`` along the summed direction that maximises the dual over
+        ``LINE_SEARCH_STEPS`` (``1/K`` ... ``1``), from conjugate sums every
+        partition returns in the same task.  ``t = 1/K`` is CoCoA's
+        averaging, which never lowers the dual (concavity), so neither does
+        the line search.
+    local_solver : {"sdca", "sdna", "spdc"}, default="sdca"
+        What improves each partition's subproblem:
+
+        * ``"sdca"``: sequential closed-form dual coordinate steps
+          (LocalSDCA, Ma et al. 2015 Algorithm 2).
+        * ``"sdna"``: local SDNA (paper 003 Algorithm 3, spec ``sdna.md``
+          §6.4); exactly ``SDNA(batch_size=local_batch_size, local_iters=local_iters)``.
+        * ``"spdc"``: local SPDC (paper 004 Algorithm 1, or Algorithm 2 with
+          ``local_batch_size`` rows) on the partition's subproblem written as a
+          saddle problem (spec ``spdc.md`` §5.5 (B)), restarted every round
+          at ``x = w``; the step is kept only where it does not lower the
+          subproblem (:class:`daskdca.methods.spdc.LocalSPDCPlan`).  Needs a
+          smooth loss: hinge is refused (``solver="spdc"`` smooths it).
+    local_batch_size : int or None, default=None
+        Rows of one local iteration, for ``local_solver="sdna"`` (``tau``;
+        None: 16, paper 003 Fig. 3) and ``"spdc"`` (``m``; None: 1, Algorithm
+        1, the most pass-efficient, 004 §2.2); at most the smallest
+        partition's rows.  The SDCA local solver takes one row per step and
+        refuses it.
+    acceleration : {"auto", None, "catalyst"}, default="auto"
+        ``"catalyst"``: the rounds run inside Catalyst's accelerated
+        proximal-point loop (:mod:`daskdca.methods.catalyst`): each round is
+        one CoCoA+ round on ``P(w) + kappa/2 ||w - y_k||^2`` followed by the
+        extrapolation of the centre ``y_k``, so the rounds needed grow like
+        the square root of the condition number.  The certificate is the
+        original problem's, with the iterate ``w`` as the primal point; the
+        dual is not monotone.  Needs ``local_solver="sdca"`` and
+        ``aggregation="adding"``.  None: plain CoCoA+ (Ma et al. 2015), whose
+        dual never falls.  ``"auto"``: ``"catalyst"`` on more than one
+        partition with ``local_solver="sdca"`` and ``aggregation="adding"``,
+        None otherwise (one partition is serial SDCA).
+    kappa : float or None, default=None
+        Catalyst's proximal weight (``acceleration="catalyst"`` only); None:
+        :func:`daskdca.methods.catalyst.default_kappa`, from ``lam``, ``K``
+        and the rows' mean squared norm (0, plain CoCoA+, when ``lam`` is
+        large enough).
+    """
+
+    local_iters: float = 1.0
+    sampling: str | None = None
+    shrinking: bool | None = None
+    aggregation: str = "adding"
+    local_solver: str = "sdca"
+    local_batch_size: int | None = None
+    acceleration: str | None = "auto"
+    kappa: float | None = None
+    name = "cocoa+"
+    capabilities = Capabilities(losses=tuple(LOSSES), many_partitions=True, cluster=True, shrinking=True,
+                                warm_start=True, sample_weight=True, multi_class=True)
+
+    def __post_init__(self):
+        if self.local_solver not in LOCAL_SOLVERS:
+            raise ValueError(f"Unknown local_solver {self.local_solver!r}; use one of {list(LOCAL_SOLVERS)}.")
+        value = self.local_batch_size
+        if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1):
+            raise ValueError(f"local_batch_size must be a positive int or None, got {value!r}.")
+        if self.local_solver == "sdca":
+            if value is not None:
+                raise ValueError(
+                    f"local_batch_size={value!r} does not apply to local_solver='sdca' (one row per step); drop it, "
+                    "or choose local_solver='sdna' or 'spdc', which take local_batch_size rows per local iteration.")
+            # None: the SDCA local solver's defaults (one permutation per pass, shrinking)
+            object.__setattr__(self, "sampling", "permutation" if self.sampling is None else self.sampling)
+            object.__setattr__(self, "shrinking", True if self.shrinking is None else self.shrinking)
+            _check(self.local_iters, self.sampling, self.shrinking)
+        else:
+            check_local_iters(self.local_iters)
+            if self.sampling is not None:
+                raise ValueError(
+                    f"sampling={self.sampling!r} applies to local_solver='sdca' only; "
+                    f"local_solver={self.local_solver!r} draws its own rows (local_batch_size at a time). "
+                    "Drop sampling.")
+            if self.shrinking is None:
+                object.__setattr__(self, "shrinking", False)
+            if self.shrinking is not False:
+                raise ValueError(
+                    f"shrinking={self.shrinking!r}: local_solver={self.local_solver!r} visits every row and has no "
+                    "shrinking; drop shrinking (or use local_solver='sdca').")
+            # the SDNA and SPDC local steps solve the unweighted subproblem, and their plans are not
+            # among those fitted one-vs-rest together
+            object.__setattr__(self, "capabilities", replace(self.capabilities, sample_weight=False,
+                                                             multi_class=False))
+        if self.aggregation not in _AGGREGATIONS:
+            raise ValueError(f"Unknown aggregation {self.aggregation!r}; use one of {list(_AGGREGATIONS)}.")
+        if self.aggregation == "line_search" and self.local_solver != "sdca":
+            raise ValueError(
+                f"aggregation='line_search' combines with local_solver='sdca' only (its local solves use "
+                f"sigma' = 1 and the SDCA sweep), got local_solver={self.local_solver!r}; use aggregation='adding'.")
+        self._check_acceleration()
+
+    def _check_acceleration(self):
+        if self.acceleration not in _ACCELERATIONS:
+            raise ValueError(f"Unknown acceleration {self.acceleration!r}; use one of {list(_ACCELERATIONS)}.")
+        if self.acceleration != "catalyst":
+            if self.kappa is not None:
+                raise ValueError(f"kappa={self.kappa!r} is Catalyst's proximal weight; it needs "
+                                 "acceleration='catalyst' (or drop kappa).")
+            return
+        if self.local_solver != "sdca" or self.aggregation != "adding":
+            raise ValueError(
+                f"acceleration='catalyst' runs CoCoA+ rounds with local_solver='sdca' and aggregation='adding', got "
+                f"local_solver={self.local_solver!r}, aggregation={self.aggregation!r}; drop acceleration or those.")
+        kappa = self.kappa
+        if kappa is not None and (isinstance(kappa, bool) or not isinstance(kappa, numbers.Real)
+                                  or not math.isfinite(kappa) or kappa <= 0):
+            raise ValueError(f"kappa must be a finite number > 0 or None (the default rule), got {kappa!r}.")
+
+    def setup(self, info, ops):
+        """The plan for this data: ``sigma' = K`` (adding, gamma = 1; Ma et al. 2015 §3), or the line search.
+
+        ``acceleration="catalyst"`` is :class:`~daskdca.methods.catalyst.CatalystPlan`
+        (its default ``kappa`` reads ``sum_i ||x_i||^2`` through ``ops``);
+        ``local_solver="sdna"`` is :class:`~daskdca.methods.sdna.SDNA`'s plan
+        for the same settings, ``"spdc"`` :class:`~daskdca.methods.spdc.LocalSPDCPlan`
+        (the builders of :data:`LOCAL_SOLVERS`).
+        """
+        K = info.n_partitions
+        smallest = int(min(info.partition_sizes))
+        if self.local_batch_size is not None and self.local_batch_size > smallest:
+            raise ValueError(
+                f"local_batch_size={self.local_batch_size} is more than the {smallest} rows of the smallest partition "
+                f"(of {K}); use local_batch_size <= {smallest}.")
+        return LOCAL_SOLVERS[self.local_solver](self, info, ops)
+
+
+@dataclass(frozen=True)
+class SDCA(CoCoAPlus):
+    """Serial SDCA (Shalev-Shwartz & Zhang, JMLR 2013), LIBLINEAR-style dual coordinate descent.
+
+    Solves ``min_w 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2`` by maximising its
+    dual one coordinate at a time, in closed form, on one partition.  One
+    round takes ``local_iters * n`` coordinate steps.  The parameters are
+    those of :class:`CoCoAPlus`; with one partition the two are the same
+    method (``sigma' = 1``).
+    """
+
+    name = "sdca"
+    capabilities = Capabilities(losses=tuple(LOSSES), many_partitions=False, cluster=False, shrinking=True,
+                                warm_start=True, sample_weight=True, multi_class=True)
+
+    def __post_init__(self):
+        if self.local_solver != "sdca" or self.local_batch_size is not None:
+            raise ValueError(
+                f"solver='sdca' is serial SDCA (one row per step), got local_solver={self.local_solver!r}, "
+                f"local_batch_size={self.local_batch_size!r}; drop them, or use solver='sdna' or 'spdc' (or "
+                "CoCoAPlus(local_solver=...)) for another solver.")
+        super().__post_init__()
+

@@ -1,0 +1,162 @@
+"""Writing in-memory or dask arrays: :func:`write_store` checks ``X``, ``y`` and the row weights, shuffles
+and renumbers in memory and writes the blocks; a dask array goes chunk by chunk through
+:mod:`daskdca.store.from_dask` (and, to be shuffled, through a temporary store and the bucket shuffle of
+:mod:`daskdca.store.rewrite`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from daskdca.problem import check_sample_weight
+from daskdca.store.format import (
+    DEFAULT_BLOCK_ROWS,
+    INT32_LIMIT,
+    _check_bool,
+    _check_int,
+    _check_storage_options,
+    _check_url,
+)
+from daskdca.store.from_dask import _append_dask, _check_dask_input, _is_dask_array
+from daskdca.store.publish import _destination
+from daskdca.store.rewrite import _rewrite_into
+from daskdca.store.writer import (
+    _as_labels,
+    _check_dtype,
+    _check_finite_block,
+    _check_writer_args,
+    _feature_order,
+    _order_attrs,
+    _Writer,
+    _writing,
+)
+
+
+def write_store(url, X, y, *, block_rows=DEFAULT_BLOCK_ROWS, compression="zstd", float32=False,
+                shuffle=True, seed=0, renumber_features=False, storage_options=None, source="arrays",
+                overwrite=False, sample_weight=None):
+    """Write in-memory or dask data to a complete store and return its handle.
+
+    Parameters
+    ----------
+    url : str or path
+        Local path or fsspec URL.  It must not exist, be an empty folder, or
+        (with ``overwrite=True``) be a daskdca store; any other folder is
+        refused.
+    X : scipy sparse matrix, ndarray, or dask array of row chunks
+        Real numbers (complex raises TypeError).  A dask array (one column
+        chunk; else ``X.rechunk({1: -1})``) is written one row chunk at a
+        time, each converted to CSR without densifying: its chunks may be
+        NumPy arrays, scipy.sparse matrices or arrays of any format (CSR,
+        CSC, COO, ...; e.g. AnnData's ``read_elem_lazy``) or pydata sparse
+        COO/GCXS arrays (fill value 0), and memory holds one chunk's
+        sparse form at a time.
+    y : array-like or dask array of shape (n,)
+        A dask array is computed chunk by chunk with X's row chunks.
+    block_rows : int
+        Rows per block (partition).
+    compression : {"zstd", "zstd:LEVEL", "none"}
+    float32 : bool
+        Store values as float32.
+    shuffle : bool, default True
+        Store the rows in a seeded uniform random order, so that every run of
+        blocks (a partition) sees the data's distribution: real files are
+        often sorted by label, and distributed solvers converge far slower
+        on such partitions.  In memory for arrays; a dask array goes through
+        a temporary store and the out-of-core bucket shuffle of
+        :func:`rewrite_store`.  ``shuffle=False`` keeps the given order.
+        :attr:`CSRStore.row_permutation` maps stored rows back.
+    seed : int
+        Seed of the permutation.
+    renumber_features : bool
+        Renumber columns by decreasing frequency and store the permutation.
+    storage_options : dict, optional
+        fsspec options for a URL.
+    source : str
+        Recorded in the attributes.
+    overwrite : bool, default False
+        Replace an existing daskdca store at ``url`` (atomically on local
+        file systems: the old store stays until the new one is complete).
+    sample_weight : array-like of shape (n,) or None, default None
+        Row weights ``s_i >= 0`` (finite, not all zero), stored beside ``y``
+        (shuffled with the rows, covered by the block checksums): every fit
+        on the store solves ``1/n sum_i s_i phi_i(x_i.w) + lam/2 ||w||^2``.
+        In-memory X only for now (a dask X with weights raises).
+
+    Returns
+    -------
+    CSRStore
+
+    Raises
+    ------
+    FileExistsError
+        ``url`` is a file or a folder that is not a daskdca store, or a store
+        and ``overwrite`` is False.
+    TypeError, ValueError
+        Bad arrays or parameters; the message names the value.
+    """
+    url = _check_url(url)
+    storage_options = _check_storage_options(storage_options)
+    _check_writer_args(block_rows, compression, float32)
+    shuffle = _check_bool("shuffle", shuffle)
+    renumber_features = _check_bool("renumber_features", renumber_features)
+    seed = _check_int("seed", seed, low=0)
+    _check_bool("overwrite", overwrite)
+    if _is_dask_array(X):
+        if sample_weight is not None:
+            raise ValueError("sample_weight with a dask array X is not supported yet; pass X in memory (e.g. "
+                             "X.compute()) with sample_weight, or write the store without weights.")
+        y = _check_dask_input(X, y)
+        index_dtype = np.int64 if X.shape[1] > INT32_LIMIT else np.int32
+        with _destination(url, storage_options, overwrite=overwrite) as dest:
+            if not (shuffle or renumber_features):
+                w = _Writer(dest.work_url, storage_options, block_rows=block_rows, compression=compression,
+                            float32=float32, source=source, index_dtype=index_dtype, dest=dest)
+                return _append_dask(w, X, y).finish(n_features=X.shape[1], extra_attrs=_order_attrs(False, None))
+            # rows are permuted out of core: staged as given, then bucket-shuffled like rewrite_store
+            w = _Writer(dest.scratch("staged"), storage_options, block_rows=block_rows, compression="none",
+                        float32=float32, source=source, index_dtype=index_dtype)
+            staged = _append_dask(w, X, y).finish(n_features=X.shape[1])
+            return _rewrite_into(staged, dest, storage_options, shuffle=shuffle, seed=seed,
+                                 renumber_features=renumber_features, block_rows=block_rows,
+                                 compression=compression, source_name=source)
+    if sp.issparse(X):
+        _check_dtype("X", X.dtype)
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-D, got {X.ndim}-D.")
+        X = sp.csr_matrix(X, dtype=np.float64 if X.dtype.kind != "f" else X.dtype)
+    else:
+        X = np.asarray(X)
+        _check_dtype("X", X.dtype)
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-D (rows x features), got shape {X.shape}.")
+        X = sp.csr_matrix(X, dtype=np.float64)
+    if X.shape[0] == 0:
+        raise ValueError("X has 0 rows; a store needs at least one row.")
+    if X.shape[1] == 0:
+        raise ValueError(f"X has 0 features (shape {X.shape}); a store needs at least one column.")
+    if y is not None and hasattr(y, "compute") and hasattr(y, "chunks"):
+        y = y.compute()
+    y = _as_labels(y, X.shape[0])
+    if sample_weight is not None:
+        sample_weight = check_sample_weight(sample_weight, X.shape[0])
+    X.sum_duplicates()
+    _check_finite_block(X, y, 0, "")
+    if shuffle:
+        perm = np.random.default_rng(seed).permutation(X.shape[0])
+        X, y = X[perm], y[perm]
+        if sample_weight is not None:
+            sample_weight = sample_weight[perm]
+    feature_permutation = None
+    if renumber_features:
+        counts = np.bincount(X.indices[X.data != 0], minlength=X.shape[1])
+        feature_permutation = _feature_order(counts)
+        X = X[:, feature_permutation].tocsr()
+    index_dtype = np.int64 if X.shape[1] > INT32_LIMIT else np.int32
+    with _writing(url, storage_options, overwrite=overwrite, block_rows=block_rows, compression=compression,
+                  float32=float32, source=source, index_dtype=index_dtype, weighted=sample_weight is not None) as w:
+        for start in range(0, X.shape[0], block_rows):
+            w.append(X[start:start + block_rows], y[start:start + block_rows],
+                     None if sample_weight is None else sample_weight[start:start + block_rows])
+        return w.finish(n_features=X.shape[1], extra_attrs=_order_attrs(shuffle, seed),
+                        feature_permutation=feature_permutation)
