@@ -24,6 +24,7 @@ from daskdca.methods import REGISTRY, check_supported
 from daskdca.methods.multiclass import OneVsRestMethod
 from daskdca.partitions import OneVsRest, random_row_order, store_partition_ranges
 from daskdca.problem import check_sample_weight, relative_gap
+from daskdca.routes import Workers, choose_route, data_bytes, explicit_route
 from daskdca.store import CSRStore, open_store
 
 __all__ = ["fit", "LinearModel"]
@@ -69,9 +70,13 @@ class LinearModel:
     plan_ :
         The method resolved for the data (e.g. ``plan_.batch_size``,
         ``plan_.sigma2``, ``plan_.sigma_prime``).
+    route_ : daskdca.routes.Route
+        Where the fit ran and why: ``route_.name`` is ``"in_process"``,
+        ``"one_worker"`` or ``"rounds"``, ``route_.reason`` the facts that
+        chose it (:mod:`daskdca.routes`).
     """
 
-    def __init__(self, *, loss, lam, solver, classes, result, random_state, n_features, coef):
+    def __init__(self, *, loss, lam, solver, classes, result, random_state, n_features, coef, route=None):
         self.loss = loss
         self.lam = lam
         self.solver = solver
@@ -88,6 +93,7 @@ class LinearModel:
         self.history_ = result.history
         self.n_rounds_ = result.n_rounds
         self.n_epochs_ = result.n_epochs
+        self.route_ = route
 
     def decision_function(self, X):
         """``X @ coef_`` (``X @ coef_.T``, one column per class, for more than two) for new data X.
@@ -297,7 +303,7 @@ def _resolve_random_state(random_state):
     return int(random_state)
 
 
-def _resolve_solver(solver, *, batch_size, local_iters, on_cluster, loss_name=None):
+def _resolve_solver(solver, *, batch_size, local_iters, on_cluster, loss_name=None, options=None):
     """The method object for ``solver`` (a registered name or a method object).
 
     On a cluster ``"spdc"`` for a smooth loss means SPDC as CoCoA+'s local
@@ -325,7 +331,7 @@ def _resolve_solver(solver, *, batch_size, local_iters, on_cluster, loss_name=No
     if local_iters != 1.0 and "local_iters" not in cls.__dataclass_fields__:
         raise ValueError(
             f"local_iters does not apply to solver={solver!r} (a round is one mini-batch); drop it.")
-    options = {}
+    options = dict(options or {})
     if "batch_size" in cls.__dataclass_fields__:
         options["batch_size"] = batch_size
     if "local_iters" in cls.__dataclass_fields__:
@@ -349,13 +355,14 @@ def _is_cluster_input(X):
     return type(X).__module__.startswith("dask.") and hasattr(X, "dask")
 
 
-def _warn_not_converged(result, tol):
+def _warn_not_converged(result, tol, max_epochs=None):
     if not result.converged and result.n_rounds >= result.max_rounds:
+        budget = "" if max_epochs is None else f" (max_epochs={max_epochs:g})"
         warnings.warn(
-            f"daskdca.fit reached max_rounds={result.max_rounds} with relative duality gap "
+            f"daskdca.fit reached max_rounds={result.max_rounds}{budget} with relative duality gap "
             f"{relative_gap(result.primal, result.dual):.3e} > tol={tol:g}"
             f"{' (the largest of its one-vs-rest problems)' if np.ndim(result.primal) else ''}; "
-            "increase max_rounds or tol.",
+            "increase max_epochs (or max_rounds) or tol.",
             ConvergenceWarning,
             stacklevel=3,
         )
@@ -492,10 +499,11 @@ def _check_dual_init_ovr(dual_init, class_index, loss, classes, weight, problems
     return alpha
 
 
-def fit(X, y=None, *, loss="hinge", lam=1e-4, solver=None, tol=1e-6, max_rounds=None,
+def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epochs=None, max_rounds=None,
         batch_size=None, local_iters=1.0, n_partitions=None, random_state=0, verbose=0,
         callback=None, client=None, in_memory=None, checkpoint=None, checkpoint_every=None,
-        resume=False, storage_options=None, dual_init=None, sample_weight=None, class_weight=None):
+        resume=False, overwrite=False, storage_options=None, dual_init=None, sample_weight=None,
+        class_weight=None):
     """Fit ``min_w P(w) = 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2`` by dual coordinate ascent.
 
     The dual is ``D(alpha) = -1/n sum_i phi_i*(-alpha_i) - lam/2 ||w(alpha)||^2``
@@ -523,24 +531,35 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver=None, tol=1e-6, max_rounds=
         A name, or an instance such as ``daskdca.losses.SmoothedHinge(gamma=0.5)``.
     lam : float, default=1e-4
         Regularisation strength, ``lam > 0``.
-    solver : str, method object or None, default=None
-        A name in ``daskdca.methods.REGISTRY`` or a method object such as
-        ``CoCoAPlus(local_solver="sdna")``.  ``"sdca"``: serial SDCA;
-        ``"cocoa+"``: CoCoA+ rounds over ``n_partitions`` partitions of the
-        rows; ``"minibatch_sdca"``: mini-batch SDCA with safe ESO steps;
-        ``"pegasos"``, ``"sdna"``, ``"dfsdca"``, ``"adfsdca"``,
-        ``"adfsdca+"``, ``"spdc"``: see the README's solver table.  On a
-        cluster ``"spdc"`` with a smooth loss runs SPDC as CoCoA+'s local
-        solver (measured faster than its global mini-batch rounds); pass
-        ``SPDC(...)`` for those.  None means ``"sdca"`` in memory and
-        ``"cocoa+"`` on a cluster.  ``daskdca.methods.capability_table()``
-        says what each supports.
+    solver : "auto", str or method object, default="auto"
+        ``"auto"`` (or None) picks the route and the method from the data's
+        size, ``lam`` and the cluster (:mod:`daskdca.routes`; the model's
+        ``route_`` says which and why): serial SDCA in this process for
+        in-memory X without a client; with a client, a store or a dask
+        array, the whole serial fit as one task on one worker when the data
+        fits there, else CoCoA+ rounds over one partition per worker; serial
+        SDCA runs inside Catalyst's loop when ``lam n < 0.1``.  A name in
+        ``daskdca.methods.REGISTRY`` or a method object such as
+        ``CoCoAPlus(local_solver="sdna")`` is always run as given:
+        ``"sdca"``: serial SDCA; ``"cocoa+"``: CoCoA+ rounds over
+        ``n_partitions`` partitions of the rows; ``"minibatch_sdca"``:
+        mini-batch SDCA with safe ESO steps; ``"pegasos"``, ``"sdna"``,
+        ``"dfsdca"``, ``"adfsdca"``, ``"adfsdca+"``, ``"spdc"``: see the
+        README's solver table.  On a cluster ``"spdc"`` with a smooth loss
+        runs SPDC as CoCoA+'s local solver (measured faster than its global
+        mini-batch rounds); pass ``SPDC(...)`` for those.
+        ``daskdca.methods.capability_table()`` says what each supports.
     tol : float, default=1e-6
         Relative duality gap at which to stop.
+    max_epochs : float or None, default=None
+        The most passes over the data, whatever the solver: a pass is one
+        round of serial SDCA or CoCoA+, ``ceil(n / batch_size)`` rounds of
+        the mini-batch methods.  Reaching it warns with
+        ``ConvergenceWarning``.  With ``max_rounds`` too, the smaller budget
+        holds; with neither, 1000 passes.
     max_rounds : int or None, default=None
-        Maximum number of rounds; reaching it warns with ``ConvergenceWarning``.
-        None allows 1000 epochs: 1000 rounds, or for ``"minibatch_sdca"``
-        (one mini-batch per round) ``1000 * ceil(n / batch_size)``.
+        The most rounds (what a round is depends on the solver; ``max_epochs``
+        means the same on every one).
     batch_size : int or None, default=None
         Rows per round (``"minibatch_sdca"`` only); see
         :class:`~daskdca.methods.MinibatchSDCA`.
@@ -550,7 +569,10 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver=None, tol=1e-6, max_rounds=
         In memory, rows go to partitions by a seeded random permutation
         (``dual_coef_`` still follows the rows of X): 1 for ``"sdca"`` and
         ``"minibatch_sdca"``, 2 for ``"cocoa+"`` when None.  On a cluster a
-        partition is a run of whole store blocks (None: one per block).
+        partition is a run of whole store blocks (of a dask array's row
+        chunks); None: one per worker at the start of the fit (at most one
+        per block), recorded in the checkpoint so that a resumed fit keeps
+        it.
     random_state : int or None, default=0
         Seed of every random stream ``(random_state, round, partition)``; None
         draws one (kept in ``model.random_state_``).
@@ -563,11 +585,14 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver=None, tol=1e-6, max_rounds=
         recorded round (``state.w``, ``state.alpha``, the method's states).
         A true return value (``True``, or a NumPy ``True`` such as
         ``record.gap <= 1e-3``) stops the fit at that state; None goes on.
-    client : distributed.Client or None, default=None
-        Run on this Dask cluster.  X given as a store path/URL, a
-        :class:`~daskdca.store.CSRStore` or a dask array always runs on a
-        cluster: this client, else the default client (e.g. ``Client()`` in a
-        notebook), else a LocalCluster started for the fit and closed after.
+    client : distributed.Client, str or None, default=None
+        Run on this Dask cluster (a ``Client``, or a scheduler address such
+        as ``"tcp://host:8786"``, connected for the fit).  X given as a store
+        path/URL, a :class:`~daskdca.store.CSRStore` or a dask array always
+        runs on a cluster: this client, else the default client (e.g.
+        ``Client()`` in a notebook), else the process's own LocalCluster on
+        127.0.0.1, started by the first such fit and reused by the later ones
+        (closed at exit, or by ``daskdca.engine.close_embedded()``).
         In-memory X with a client is put in a seeded random row order and
         sent to the workers inside the tasks that hold its partitions (no
         file is shared with them).
@@ -586,6 +611,11 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver=None, tol=1e-6, max_rounds=
         Rounds between checkpoints (10 when None).
     resume : bool, default=False
         Continue from the last complete checkpoint at ``checkpoint``.
+    overwrite : bool, default=False
+        Replace an old daskdca checkpoint at ``checkpoint`` with this fit's.
+        A checkpoint folder holds only what daskdca wrote there: a folder
+        with anything else in it is refused whatever this says, and only
+        daskdca's own entries are ever removed.
     storage_options : dict or None, default=None
         fsspec options for a store URL.
     dual_init : array-like of shape (n_samples,) or (n_classes, n_samples), or None, default=None
@@ -652,6 +682,9 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver=None, tol=1e-6, max_rounds=
     tol = _check_real("tol", tol, low=0.0, low_inclusive=True, hint="use e.g. tol=1e-6 (relative duality gap)")
     if max_rounds is not None:
         max_rounds = _check_int("max_rounds", max_rounds, low=1, hint="use e.g. max_rounds=1000 or None")
+    if max_epochs is not None:
+        max_epochs = _check_real("max_epochs", max_epochs, low=0.0, low_inclusive=False,
+                                 hint="use e.g. max_epochs=100 (passes over the data) or None")
     verbose = _check_int("verbose", verbose, low=0, hint="use 0 (silent) or 1")
     if n_partitions is not None:
         n_partitions = _check_int("n_partitions", n_partitions, low=1, hint="use None or a positive int")
@@ -659,29 +692,41 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver=None, tol=1e-6, max_rounds=
         raise TypeError(f"callback must be callable or None, got {type(callback).__name__}.")
     if in_memory is not None and not isinstance(in_memory, bool):
         raise ValueError(f"in_memory must be True, False or None, got {in_memory!r}.")
+    if not isinstance(overwrite, bool):
+        raise ValueError(f"overwrite must be True or False, got {overwrite!r}.")
     seed = _resolve_random_state(random_state)
     on_cluster = client is not None or _is_cluster_input(X)
-    if solver is None:
-        solver = "cocoa+" if on_cluster else "sdca"
-    method = _resolve_solver(solver, batch_size=batch_size, local_iters=local_iters, on_cluster=on_cluster,
-                             loss_name=loss_obj.name)
-    if n_partitions is None:
+    auto = solver is None or (isinstance(solver, str) and solver == "auto")
+    if auto and batch_size is not None:  # the routes' solvers take no batch: the same error as solver="sdca"
+        _resolve_solver("sdca", batch_size=batch_size, local_iters=local_iters, on_cluster=on_cluster)
+    if auto:
+        # the routes run serial SDCA or CoCoA+, which accept the same losses, weights and warm starts: CoCoA+'s
+        # capabilities check the input here, and the route picks between them once the data is known
+        provisional = "cocoa+" if on_cluster or (n_partitions or 1) > 1 else "sdca"
+        method = _resolve_solver(provisional, batch_size=None, local_iters=local_iters, on_cluster=on_cluster,
+                                 loss_name=loss_obj.name)
+    else:
+        method = _resolve_solver(solver, batch_size=batch_size, local_iters=local_iters, on_cluster=on_cluster,
+                                 loss_name=loss_obj.name)
+    if n_partitions is None and not auto:
         n_partitions = _default_partitions(method, on_cluster)
-    # on a cluster None means one partition per store block: several, as far as the check goes
+    # on a cluster None means one partition per worker: several, as far as the check goes
     check_supported(method, loss_name=loss_obj.name, on_cluster=on_cluster,
-                    n_partitions=2 if on_cluster and n_partitions is None else n_partitions,
+                    n_partitions=2 if on_cluster and n_partitions is None else (n_partitions or 1),
                     sample_weight=sample_weight is not None or class_weight is not None)
     if dual_init is not None:
         _check_warm_start_supported(method, resume)
     if on_cluster:
-        return _fit_cluster(X, y, loss_obj=loss_obj, lam=lam, method=method, tol=tol, max_rounds=max_rounds,
+        return _fit_cluster(X, y, loss_obj=loss_obj, lam=lam, method=None if auto else method,
+                            local_iters=local_iters, tol=tol, max_rounds=max_rounds, max_epochs=max_epochs,
                             n_partitions=n_partitions, seed=seed, verbose=verbose, callback=callback,
                             client=client, in_memory=in_memory, checkpoint=checkpoint,
-                            checkpoint_every=checkpoint_every, resume=resume, storage_options=storage_options,
-                            dual_init=dual_init, sample_weight=sample_weight, class_weight=class_weight)
+                            checkpoint_every=checkpoint_every, resume=resume, overwrite=overwrite,
+                            storage_options=storage_options, dual_init=dual_init, sample_weight=sample_weight,
+                            class_weight=class_weight)
     for name, value, default in (("in_memory", in_memory, None), ("checkpoint", checkpoint, None),
                                  ("checkpoint_every", checkpoint_every, None), ("resume", resume, False),
-                                 ("storage_options", storage_options, None)):
+                                 ("overwrite", overwrite, False), ("storage_options", storage_options, None)):
         if value is not default:
             raise ValueError(f"{name}={value!r} applies to cluster fits only; pass a store, a dask array "
                              "or client=... to fit on a Dask cluster.")
@@ -692,159 +737,278 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver=None, tol=1e-6, max_rounds=
     if n == 0 or d == 0:
         raise ValueError(f"X is empty (shape {X.shape}); it needs at least one row and one feature.")
     y_signed, classes = _check_y(y, n, loss_obj)
+    if auto:
+        route = choose_route(on_cluster=False, n=n, nnz=X.nnz, lam=lam, n_partitions=n_partitions)
+        method = _resolve_solver(route.solver, batch_size=None, local_iters=local_iters, on_cluster=False,
+                                 loss_name=loss_obj.name, options=route.options)
+        n_partitions = _default_partitions(method, False) if n_partitions is None else n_partitions
+    else:
+        route = explicit_route(method.name, on_cluster=False, n_partitions=n_partitions)
     if n_partitions > n:
         raise ValueError(f"n_partitions={n_partitions} is more than the {n} rows of X; use at most {n}.")
     if sample_weight is not None:
         sample_weight = check_sample_weight(sample_weight, n)
     sample_weight, problems = _weights_and_problems(class_weight, y_signed, classes, sample_weight)
+    method_run, dual_init = _problems_and_start(method, problems, dual_init, y_signed, loss_obj, classes,
+                                                sample_weight, n_partitions)
+    result = fit_in_process(method_run, X, y_signed, loss=loss_obj, lam=lam, n_partitions=n_partitions,
+                            random_state=seed, tol=tol, max_rounds=max_rounds, max_epochs=max_epochs,
+                            callback=callback, verbose=verbose, dual_init=dual_init, sample_weight=sample_weight,
+                            problems=problems)
+    _warn_not_converged(result, tol, max_epochs)
+    return LinearModel(loss=loss_obj, lam=lam, solver=method, classes=classes, result=result,
+                       random_state=seed, n_features=d, coef=result.w, route=route)
+
+
+def _problems_and_start(method, problems, dual_init, y_checked, loss_obj, classes, sample_weight, n_partitions):
+    """The method to run (one-vs-rest around ``method`` for more than two classes) and the checked warm start."""
     if problems is not None:
         check_supported(method, loss_name=loss_obj.name, on_cluster=False, n_partitions=n_partitions,
                         multi_class=True)
         if dual_init is not None:
-            dual_init = _check_dual_init_ovr(dual_init, y_signed, loss_obj, classes, sample_weight, problems)
-        method_run = OneVsRestMethod(method, problems.n_classes)
-    else:
-        if dual_init is not None:
-            dual_init = _check_dual_init(dual_init, y_signed, loss_obj, classes, sample_weight)
-        method_run = method
-    result = fit_in_process(method_run, X, y_signed, loss=loss_obj, lam=lam, n_partitions=n_partitions,
-                            random_state=seed, tol=tol, max_rounds=max_rounds, callback=callback, verbose=verbose,
-                            dual_init=dual_init, sample_weight=sample_weight, problems=problems)
-    _warn_not_converged(result, tol)
-    return LinearModel(loss=loss_obj, lam=lam, solver=method, classes=classes, result=result,
-                       random_state=seed, n_features=d, coef=result.w)
+            dual_init = _check_dual_init_ovr(dual_init, y_checked, loss_obj, classes, sample_weight, problems)
+        return OneVsRestMethod(method, problems.n_classes), dual_init
+    if dual_init is not None:
+        dual_init = _check_dual_init(dual_init, y_checked, loss_obj, classes, sample_weight)
+    return method, dual_init
 
 
-def _fit_cluster(X, y, *, loss_obj, lam, method, tol, max_rounds, n_partitions, seed, verbose, callback, client,
-                 in_memory, checkpoint, checkpoint_every, resume, storage_options, dual_init, sample_weight,
-                 class_weight):
-    import shutil
-    import tempfile
-
+def _fit_cluster(X, y, *, loss_obj, lam, method, local_iters, tol, max_rounds, max_epochs, n_partitions, seed,
+                 verbose, callback, client, in_memory, checkpoint, checkpoint_every, resume, overwrite,
+                 storage_options, dual_init, sample_weight, class_weight):
+    """A fit with a cluster: ``method`` None is ``solver="auto"``, which picks the route here, once the data's
+    size and the workers are known."""
     from daskdca import engine
-    from daskdca.store import write_store
-
 
     if checkpoint_every is None:
         checkpoint_every = engine.DEFAULT_CHECKPOINT_EVERY
     checkpoint_every = _check_int("checkpoint_every", checkpoint_every, low=1, hint="use e.g. 10")
     if resume and checkpoint is None:
         raise ValueError("resume=True needs checkpoint=PATH (the checkpoint of the interrupted fit).")
+    if overwrite and checkpoint is None:
+        raise ValueError("overwrite=True replaces an old checkpoint, so it needs checkpoint=PATH; drop overwrite.")
+    if overwrite and resume:
+        raise ValueError("overwrite=True replaces the checkpoint that resume=True would continue; drop one of them.")
     if y is not None and isinstance(X, (str, os.PathLike, CSRStore)):
         raise ValueError("y must be None for a store: its labels are stored with the data.")
     if sample_weight is not None and isinstance(X, (str, os.PathLike, CSRStore)):
         raise ValueError("sample_weight must be None for a store: a store carries its own row weights "
                          "(daskdca.write_store(url, X, y, sample_weight=...)), which every fit on it uses.")
-    tmpdir = None
-    staged_arrays = False
-    array_classes = problems = None
-    row_order = None
-    store_partitions = n_partitions
-    try:
-        if isinstance(X, CSRStore):
-            store = X
-        elif isinstance(X, (str, os.PathLike)):
-            store = open_store(X, storage_options)
+    # what only rounds honour: the one-worker route runs the whole fit as one task
+    needs_rounds = [name for name, given in (("checkpoint", checkpoint is not None), ("callback", callback is not None),
+                                             ("in_memory=False", in_memory is False)) if given]
+    with engine.cluster_client(client) as active:
+        workers = Workers(*engine.worker_resources(active))
+        job = _ClusterJob(loss_obj=loss_obj, lam=lam, method=method, local_iters=local_iters, seed=seed,
+                          workers=workers, needs_rounds=needs_rounds, n_partitions=n_partitions)
+        fit_args = dict(tol=tol, max_rounds=max_rounds, max_epochs=max_epochs, random_state=seed)
+        if not isinstance(X, (str, os.PathLike, CSRStore)) and not hasattr(X, "chunks"):
+            model = _fit_arrays_on_cluster(job, X, y, active, fit_args, dual_init=dual_init,
+                                           sample_weight=sample_weight, class_weight=class_weight)
+            if model is not None:
+                return model
+            X, y, staged = job.staged
         else:
-            if y is None:
-                raise ValueError("y is required when X is an array; labels come from the store only for stores.")
-            tmpdir = tempfile.mkdtemp(prefix="daskdca-data-")
-            # in-memory arrays travel to the workers inside tasks; a dask array's chunks pass
-            # through this process into the staging store, which the workers then read
-            staged_arrays = not hasattr(X, "chunks")
-            if hasattr(X, "chunks"):
-                if n_partitions is not None:
-                    raise ValueError(
-                        f"n_partitions={n_partitions} does not apply to a dask array: its row chunks are the "
-                        "partitions. Rechunk it instead, e.g. X.rechunk({0: rows_per_partition}).")
-                rows = int(max(X.chunks[0]))  # one partition per dask chunk (regular chunks)
+            staged = None
+        try:
+            if staged is not None:
+                store = staged
+            elif isinstance(X, CSRStore):
+                store = X
+            elif isinstance(X, (str, os.PathLike)):
+                store = open_store(X, storage_options)
             else:
-                X = _check_X(X)
-                # labels are mapped here (any two values, sorted, the second is +1) and
-                # the store gets -1/+1; the original classes are restored on the model
-                y, array_classes = _check_y(y, X.shape[0], loss_obj)
-                if sample_weight is not None:
-                    sample_weight = check_sample_weight(sample_weight, X.shape[0])
-                sample_weight, problems = _weights_and_problems(class_weight, y, array_classes, sample_weight)
-                if dual_init is not None and problems is not None:
-                    dual_init = _check_dual_init_ovr(dual_init, y, loss_obj, array_classes, sample_weight, problems)
-                elif dual_init is not None:
-                    dual_init = _check_dual_init(dual_init, y, loss_obj, array_classes, sample_weight)
-                if n_partitions is not None:
-                    parts = n_partitions
-                elif client is not None:
-                    parts = max(1, len(client.scheduler_info().get("workers", {})))
-                else:
-                    parts = DEFAULT_COCOA_PARTITIONS
-                if parts > X.shape[0]:
-                    raise ValueError(f"n_partitions={parts} is more than the {X.shape[0]} rows of X; "
-                                     f"use at most {X.shape[0]}.")
-                if parts > 1:  # rows go to partitions in a seeded random order, as in memory
-                    row_order = random_row_order(X.shape[0], seed)
-                    X, y = X[row_order], np.asarray(y)[row_order]
-                    if dual_init is not None:
-                        dual_init = dual_init[..., row_order]
-                    if sample_weight is not None:
-                        sample_weight = sample_weight[row_order]
-                rows = -(-X.shape[0] // parts)
-            # shuffle=False: the rows are already in the in-process partition order (above)
-            store = write_store(os.path.join(tmpdir, "data.zarr"), X, y, block_rows=rows, compression="none",
-                                shuffle=False, source="daskdca.fit input", sample_weight=sample_weight)
-            store_partitions = None
-        if store_partitions is not None and store_partitions > store.n_blocks:
-            raise ValueError(
-                f"n_partitions={store_partitions} but the store has only {store.n_blocks} blocks (a partition is a "
-                f"run of whole blocks); use n_partitions <= {store.n_blocks} or convert again with "
-                f"block_rows={-(-store.n // store_partitions)}.")
-        classes, positive = _store_labels(store, loss_obj)
-        multi = classes is not None and classes.shape[0] > 2
-        check_supported(method, loss_name=loss_obj.name, on_cluster=True, n_partitions=2,
-                        sample_weight=store.weighted or class_weight is not None,
-                        multi_class=multi)
-        if array_classes is not None:
-            classes = array_classes
+                store = job.stage_dask(X, y, sample_weight)
+            return _fit_store_on_cluster(job, store, active, fit_args, verbose=verbose, callback=callback,
+                                         in_memory=in_memory, checkpoint=checkpoint,
+                                         checkpoint_every=checkpoint_every, resume=resume, overwrite=overwrite,
+                                         dual_init=dual_init, class_weight=class_weight)
+        finally:
+            job.cleanup()
+
+
+class _ClusterJob:
+    """What a cluster fit carries between its steps: the route's inputs, the staging folder, the arrays' own
+    labels, rows order and problems."""
+
+    def __init__(self, *, loss_obj, lam, method, local_iters, seed, workers, needs_rounds, n_partitions):
+        self.loss_obj, self.lam, self.method, self.local_iters = loss_obj, lam, method, local_iters
+        self.seed, self.workers, self.needs_rounds, self.n_partitions = seed, workers, needs_rounds, n_partitions
+        self.tmpdir = None
+        self.staged = None
+        self.array_classes = self.problems = self.row_order = self.dual_init = None
+        self.store_partitions = n_partitions
+
+    def route(self, *, n, nnz, size=None):
+        """The route (and ``self.method``): the user's solver, or the one ``solver="auto"`` picks."""
+        if self.method is not None:
+            return explicit_route(self.method.name, on_cluster=True, n_partitions=self.n_partitions)
+        route = choose_route(on_cluster=True, n=n, nnz=nnz, lam=self.lam, workers=self.workers, size=size,
+                             needs_rounds=self.needs_rounds, n_partitions=self.n_partitions)
+        self.method = _resolve_solver(route.solver, batch_size=None, local_iters=self.local_iters, on_cluster=True,
+                                      loss_name=self.loss_obj.name, options=route.options)
+        return route
+
+    def staging_folder(self):
+        import tempfile
+
+        if self.tmpdir is None:
+            self.tmpdir = tempfile.mkdtemp(prefix="daskdca-data-")
+        return self.tmpdir
+
+    def stage_dask(self, X, y, sample_weight):
+        """A dask array's chunks, through this process, into a staging store the workers then read."""
+        from daskdca.store import write_store
+
+        if y is None:
+            raise ValueError("y is required when X is an array; labels come from the store only for stores.")
+        rows = int(max(X.chunks[0]))  # a block per dask chunk (regular chunks); partitions are runs of them
+        return write_store(os.path.join(self.staging_folder(), "data.zarr"), X, y, block_rows=rows,
+                           compression="none", shuffle=False, source="daskdca.fit input", sample_weight=sample_weight)
+
+    def cleanup(self):
+        import shutil
+
+        if self.tmpdir is not None:
+            shutil.rmtree(self.tmpdir, ignore_errors=True)
+            self.tmpdir = None
+
+
+def _fit_arrays_on_cluster(job, X, y, client, fit_args, *, dual_init, sample_weight, class_weight):
+    """In-memory arrays with a client: the whole fit on one worker (a LinearModel), or None after staging them
+    for rounds (``job.staged``: ``(X, y, store)`` in the seeded partition order)."""
+    from daskdca import engine
+    from daskdca.store import write_store
+
+    if y is None:
+        raise ValueError("y is required when X is an array; labels come from the store only for stores.")
+    X = _check_X(X)
+    n, d = X.shape
+    # labels are mapped here (any two values, sorted, the second is +1) and the store gets -1/+1; the
+    # original classes are restored on the model
+    y, job.array_classes = _check_y(y, n, job.loss_obj)
+    if sample_weight is not None:
+        sample_weight = check_sample_weight(sample_weight, n)
+    sample_weight, job.problems = _weights_and_problems(class_weight, y, job.array_classes, sample_weight)
+    if dual_init is not None and job.problems is not None:
+        dual_init = _check_dual_init_ovr(dual_init, y, job.loss_obj, job.array_classes, sample_weight, job.problems)
+    elif dual_init is not None:
+        dual_init = _check_dual_init(dual_init, y, job.loss_obj, job.array_classes, sample_weight)
+    route = job.route(n=n, nnz=X.nnz, size=data_bytes(n, X.nnz, X.dtype.itemsize, X.indices.dtype.itemsize))
+    if route.name == "one_worker":
+        from daskdca.driver import in_process_partitions
+        from daskdca.methods.base import DataInfo
+        from daskdca.problem import max_column_nnz
+
+        method_run = job.method if job.problems is None else OneVsRestMethod(job.method, job.problems.n_classes)
+        [part], _ = in_process_partitions(X, y, 1, job.seed, sample_weight, job.problems)
+        info = DataInfo(n=n, d=d, partition_sizes=(n,), loss=job.loss_obj, lam=job.lam,
+                        max_column_nnz=max_column_nnz(X))
+        result = engine.fit_on_one_worker(part, info, client=client, method=method_run, dual_init=dual_init,
+                                          ship=True, **fit_args)
+        _warn_not_converged(result, fit_args["tol"], fit_args["max_epochs"])
+        return LinearModel(loss=job.loss_obj, lam=job.lam, solver=job.method, classes=job.array_classes,
+                           result=result, random_state=job.seed, n_features=d, coef=result.w, route=route)
+    parts = job.n_partitions if job.n_partitions is not None else max(1, job.workers.n_workers)
+    if parts > n:
+        raise ValueError(f"n_partitions={parts} is more than the {n} rows of X; use at most {n}.")
+    if parts > 1:  # rows go to partitions in a seeded random order, as in memory
+        job.row_order = random_row_order(n, job.seed)
+        X, y = X[job.row_order], np.asarray(y)[job.row_order]
+        if dual_init is not None:
+            dual_init = dual_init[..., job.row_order]
+        if sample_weight is not None:
+            sample_weight = sample_weight[job.row_order]
+    job.dual_init = dual_init
+    job.store_partitions = parts
+    # shuffle=False: the rows are already in the in-process partition order (above)
+    store = write_store(os.path.join(job.staging_folder(), "data.zarr"), X, y, block_rows=-(-n // parts),
+                        compression="none", shuffle=False, source="daskdca.fit input", sample_weight=sample_weight)
+    job.staged = (None, None, store)
+    job.route_ = route
+    return None
+
+
+def _fit_store_on_cluster(job, store, client, fit_args, *, verbose, callback, in_memory, checkpoint,
+                          checkpoint_every, resume, overwrite, dual_init, class_weight):
+    """A store (given, or staged from arrays) on the cluster: one worker or rounds; returns the LinearModel."""
+    from daskdca import engine
+    from daskdca.methods.base import DataInfo
+    from daskdca.partitions import OneVsRestPartition, StorePartition
+
+    staged_arrays = job.staged is not None  # in-memory arrays, staged where only this process can read them
+    if job.staged is None and job.store_partitions is not None and job.store_partitions > store.n_blocks:
+        raise ValueError(
+            f"n_partitions={job.store_partitions} but the store has only {store.n_blocks} blocks (a partition is "
+            f"a run of whole blocks); use n_partitions <= {store.n_blocks} or convert again with "
+            f"block_rows={-(-store.n // job.store_partitions)}.")
+    classes, positive = _store_labels(store, job.loss_obj)
+    multi = classes is not None and classes.shape[0] > 2
+    problems = job.problems
+    if staged_arrays:
+        classes = job.array_classes
+        dual_init = job.dual_init
+    else:
+        if multi or dual_init is not None or class_weight is not None:
+            y_stored = np.asarray(store.group["y"][:])  # the stored labels, in the store's row order
+            weight = np.asarray(store.group["sample_weight"][:]) if store.weighted else None
+        if multi:
+            class_index = np.searchsorted(classes, y_stored)
+            problems = _problems(_class_weights(class_weight, y_stored, classes, weight), classes.shape[0],
+                                 labels=classes)
+            if dual_init is not None:
+                dual_init = _check_dual_init_ovr(dual_init, class_index, job.loss_obj, classes, weight, problems)
         else:
-            _warn_if_partitions_differ(store, positive, store_partitions)
-            if multi or dual_init is not None or class_weight is not None:
-                y_stored = np.asarray(store.group["y"][:])  # the stored labels, in the store's row order
-                weight = np.asarray(store.group["sample_weight"][:]) if store.weighted else None
-            if multi:
-                class_index = np.searchsorted(classes, y_stored)
-                problems = _problems(_class_weights(class_weight, y_stored, classes, weight), classes.shape[0],
-                                     labels=classes)
-                if dual_init is not None:
-                    dual_init = _check_dual_init_ovr(dual_init, class_index, loss_obj, classes, weight, problems)
-            else:
-                if class_weight is not None:
-                    raise ValueError(
-                        f"class_weight={class_weight!r} with a two-class store needs row weights, which a store "
-                        "carries itself: write them with daskdca.write_store(url, X, y, sample_weight=...) (e.g. "
-                        "sklearn's compute_sample_weight(class_weight, y)), or fit in-memory arrays.")
-                if dual_init is not None:
-                    signed = (y_stored.astype(np.float64) if positive is None
-                              else np.where(y_stored == positive, 1.0, -1.0))
-                    dual_init = _check_dual_init(dual_init, signed, loss_obj, classes, weight)
-        method_run = method if problems is None else OneVsRestMethod(method, problems.n_classes)
-        with engine.cluster_client(client) as active:
-            result = engine.fit_on_cluster(
-                store, client=active, method=method_run, loss=loss_obj, lam=lam, positive_label=positive, tol=tol,
-                max_rounds=max_rounds, random_state=seed, n_partitions=store_partitions, in_memory=in_memory,
-                checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume, verbose=verbose,
-                callback=callback, dual_init=dual_init, store_is_local=staged_arrays, problems=problems)
-    finally:
-        if tmpdir is not None:
-            shutil.rmtree(tmpdir, ignore_errors=True)
-    _warn_not_converged(result, tol)
-    if row_order is not None:
+            if class_weight is not None:
+                raise ValueError(
+                    f"class_weight={class_weight!r} with a two-class store needs row weights, which a store "
+                    "carries itself: write them with daskdca.write_store(url, X, y, sample_weight=...) (e.g. "
+                    "sklearn's compute_sample_weight(class_weight, y)), or fit in-memory arrays.")
+            if dual_init is not None:
+                signed = (y_stored.astype(np.float64) if positive is None
+                          else np.where(y_stored == positive, 1.0, -1.0))
+                dual_init = _check_dual_init(dual_init, signed, job.loss_obj, classes, weight)
+    if job.staged is not None:
+        route = job.route_
+    else:
+        size = data_bytes(store.n, store.nnz, store.group["data"].dtype.itemsize,
+                          store.group["indices"].dtype.itemsize)
+        route = job.route(n=store.n, nnz=store.nnz, size=size)
+    method = job.method
+    rounds = route.name == "rounds"  # the one-worker route runs the in-process driver, on one partition
+    check_supported(method, loss_name=job.loss_obj.name, on_cluster=rounds, n_partitions=2 if rounds else 1,
+                    sample_weight=store.weighted or class_weight is not None, multi_class=multi)
+    method_run = method if problems is None else OneVsRestMethod(method, problems.n_classes)
+    if route.name == "one_worker":
+        source = StorePartition(store, 0, store.n_blocks, positive)
+        if problems is not None:
+            source = OneVsRestPartition(source, problems)
+        info = DataInfo(n=store.n, d=store.d, partition_sizes=(store.n,), loss=job.loss_obj, lam=job.lam,
+                        max_column_nnz=int(store.column_nnz.max(initial=0)))
+        result = engine.fit_on_one_worker(source, info, client=client, method=method_run, dual_init=dual_init,
+                                          **fit_args)
+    else:
+        n_partitions = job.store_partitions or engine.default_partitions(
+            store, job.workers.n_workers, checkpoint if resume else None)
+        if not staged_arrays:
+            _warn_if_partitions_differ(store, positive, n_partitions)
+        result = engine.fit_on_cluster(
+            store, client=client, method=method_run, loss=job.loss_obj, lam=job.lam, positive_label=positive,
+            n_partitions=n_partitions, in_memory=in_memory, checkpoint=checkpoint,
+            checkpoint_every=checkpoint_every, resume=resume, checkpoint_overwrite=overwrite, verbose=verbose,
+            callback=callback, dual_init=dual_init, store_is_local=staged_arrays, problems=problems, **fit_args)
+        route = route._replace(n_partitions=n_partitions)
+    _warn_not_converged(result, fit_args["tol"], fit_args["max_epochs"])
+    if job.row_order is not None:
         alpha = np.empty_like(result.alpha)
-        alpha[..., row_order] = result.alpha
+        alpha[..., job.row_order] = result.alpha
         result = result._replace(alpha=alpha)
     coef = result.w
     if store.feature_permutation is not None:
         coef = np.empty_like(result.w)
         coef[..., store.feature_permutation] = result.w
-    return LinearModel(loss=loss_obj, lam=lam, solver=method, classes=classes, result=result, random_state=seed,
-                       n_features=store.d, coef=coef)
+    return LinearModel(loss=job.loss_obj, lam=job.lam, solver=method, classes=classes, result=result,
+                       random_state=job.seed, n_features=store.d, coef=coef, route=route)
 
 
 # An unshuffled store whose partitions' positive fractions differ by more than

@@ -166,19 +166,37 @@ def _rounds_to_run(plan, executor, r, max_rounds):
     return max(1, min(n, executor.rounds_until_checkpoint(r)))
 
 
-def run_rounds(executor, plan, *, tol, max_rounds, callback: Callable | None = None, verbose=0, start=None):
+def round_budget(plan, max_rounds=None, max_epochs=None):
+    """The most rounds a fit may run: ``max_rounds``, the rounds of ``max_epochs`` passes over the data, or both
+    (the smaller); neither means :data:`DEFAULT_MAX_EPOCHS` passes.
+
+    A pass is ``plan.rounds_per_epoch`` rounds: one round of serial SDCA or
+    CoCoA+ (whatever its ``local_iters``), ``ceil(n / batch)`` rounds of the
+    mini-batch methods, so a budget means the same on every solver.
+    """
+    budgets = []
+    if max_rounds is not None:
+        budgets.append(int(max_rounds))
+    if max_epochs is not None:
+        budgets.append(max(1, math.ceil(float(max_epochs) * plan.rounds_per_epoch)))
+    if not budgets:
+        budgets.append(DEFAULT_MAX_EPOCHS * plan.rounds_per_epoch)
+    return min(budgets)
+
+
+def run_rounds(executor, plan, *, tol, max_rounds, max_epochs=None, callback: Callable | None = None, verbose=0,
+               start=None):
     """Run ``plan``'s rounds on ``executor`` until the certified relative gap is ``<= tol``.
 
-    ``max_rounds`` None means 1000 epochs' worth of rounds
-    (``1000 * plan.rounds_per_epoch``).  ``start`` is
+    At most :func:`round_budget` rounds (``max_rounds`` and ``max_epochs``
+    None: 1000 passes over the data).  ``start`` is
     ``(global_state, local_states, round, n_epochs, history)``
     (a resumed fit), or None for a fresh one.  ``callback(record, state)``
     is called after every gap evaluation with a :class:`FitState`; a true
     return value (``True``, a NumPy ``True``) stops the loop, None or a false
     one goes on.
     """
-    if max_rounds is None:
-        max_rounds = DEFAULT_MAX_EPOCHS * plan.rounds_per_epoch
+    max_rounds = round_budget(plan, max_rounds, max_epochs)
     if start is None:
         G, Ls = executor.init(plan)
         r, epochs, history = 0, 0.0, []
@@ -374,8 +392,8 @@ def in_process_partitions(X, y, n_partitions, random_state, weight=None, problem
     return parts, order
 
 
-def fit_in_process(method, X, y, *, loss, lam, n_partitions, random_state, tol, max_rounds, callback=None,
-                   verbose=0, dual_init=None, sample_weight=None, problems=None):
+def fit_in_process(method, X, y, *, loss, lam, n_partitions, random_state, tol, max_rounds, max_epochs=None,
+                   callback=None, verbose=0, dual_init=None, sample_weight=None, problems=None):
     """Fit ``method`` on in-memory CSR data (validated, labels signed) in this process.
 
     ``dual_init`` (checked, in the rows' order) starts a warm fit there;
@@ -390,5 +408,6 @@ def fit_in_process(method, X, y, *, loss, lam, n_partitions, random_state, tol, 
                     lam=lam, max_column_nnz=max_column_nnz(X))
     executor = InProcess(parts, info, random_state, order, dual_init=dual_init)
     plan = executor.setup(method)
-    return run_rounds(executor, plan, tol=tol, max_rounds=max_rounds, callback=callback, verbose=verbose)
+    return run_rounds(executor, plan, tol=tol, max_rounds=max_rounds, max_epochs=max_epochs, callback=callback,
+                      verbose=verbose)
 

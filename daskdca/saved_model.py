@@ -39,12 +39,25 @@ tol            float64, ()                  the relative gap asked for
 solver         str, ()                      the method's name
 random_state   int64, ()                    the seed of every random stream
 ============== ============================ =====================================================
+
+Integrity (version 2): the zip archive's comment, the last 32 bytes of the
+file, is ``daskdca-xxh3-64:`` and the XXH3-64 (16 hex digits) of every byte
+before those 16 digits, so a changed byte anywhere in the file is refused
+(:func:`load_model` checks it before it parses anything).  Every field is
+then checked on its own and against the others (:func:`check_model`): types
+and shapes, finite numbers, a known loss with its parameters, two distinct
+labels for a classification loss and none for regression, no intercept
+without ``fit_intercept``, ``gap = primal - dual >= 0`` and ``converged``
+agreeing with ``gap <= tol |primal|``.  Files of version 1 (saved before the
+checksum) are still read, with every field checked, but are not covered by a
+checksum: save them again to cover them.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import io
 import json
 import math
 import os
@@ -52,12 +65,23 @@ import tempfile
 import zipfile
 
 import numpy as np
+import xxhash
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "SavedModel", "save_model", "load_model", "atomic_output"]
+__all__ = ["FORMAT", "FORMAT_VERSION", "SavedModel", "save_model", "load_model", "check_model", "atomic_output"]
 
 FORMAT = "daskdca-linear-model"
 # 1: the first format (coef, intercept, classes, loss, lam and the certificate).
-FORMAT_VERSION = 1
+# 2: the same fields; the file ends with the checksum trailer (_TRAILER), required.  Version 1 is still read.
+FORMAT_VERSION = 2
+READ_VERSIONS = (1, 2)
+# The zip comment that ends a version-2 file: this prefix, then the XXH3-64 of every byte before the
+# digest, as 16 hex digits (the zip format allows a comment of up to 65,535 bytes at the end of the
+# archive: PKWARE APPNOTE.TXT 4.3.16; numpy's npz reader ignores it).
+_TRAILER = b"daskdca-xxh3-64:"
+_DIGITS = 16
+# Slack of the certificate's checks: the saved P, D and gap are float64 copies of what the fit computed
+# (gap = P - D exactly, converged = gap <= tol |P|); this only absorbs rounding of hand-made models.
+_SLACK = 1e-9
 
 _FLOATS = ("intercept", "intercept_scaling", "lam", "primal", "dual", "gap", "epochs", "tol")
 _INTS = ("n_samples", "n_features", "rounds", "random_state")
@@ -386,12 +410,158 @@ def save_model(path, model, *, overwrite=False):
     ------
     FileExistsError
         ``path`` exists and ``overwrite`` is False.
+    ValueError
+        The model has impossible fields (:func:`check_model`); nothing is
+        written.
     """
     if not isinstance(model, SavedModel):
         raise TypeError(f"model must be a SavedModel, got {type(model).__name__}; use SavedModel.from_fit(...).")
+    check_model(model, where="the model to save")
     arrays = _arrays(model)
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    with zipfile.ZipFile(buffer, "a") as archive:  # rewrites the central directory with the comment
+        archive.comment = _TRAILER + b"0" * _DIGITS
+    content = bytearray(buffer.getvalue())
+    content[-_DIGITS:] = _digest(bytes(content[:-_DIGITS]))
     with atomic_output(path, overwrite=overwrite) as handle:
-        np.savez(handle, **arrays)
+        handle.write(content)
+
+
+def _digest(content):
+    """The 16 hex digits of the XXH3-64 of ``content`` (ASCII bytes)."""
+    return xxhash.xxh3_64_hexdigest(content).encode("ascii")
+
+
+def _check_trailer(content, path):
+    """Whether ``content`` ends with a checksum trailer; a trailer that does not match raises ValueError."""
+    if len(content) < len(_TRAILER) + _DIGITS or content[-_DIGITS - len(_TRAILER):-_DIGITS] != _TRAILER:
+        return False
+    if content[-_DIGITS:] != _digest(content[:-_DIGITS]):
+        raise ValueError(f"{path!r}: the file does not match its checksum (XXH3-64 {content[-_DIGITS:]!r} "
+                         f"recorded, {_digest(content[:-_DIGITS])!r} computed): it was changed or damaged "
+                         "after it was saved. Fit and save the model again (daskdca fit ... --save MODEL).")
+    return True
+
+
+def _problems(model):
+    """What is impossible about the fields of ``model`` (a :class:`SavedModel`): a list of messages."""
+    from daskdca.losses import LOSSES
+    from daskdca.methods import REGISTRY
+
+    problems = []
+    coef = model.coef
+    if not isinstance(coef, np.ndarray) or coef.dtype != np.float64 or coef.ndim != 1 or coef.size < 1:
+        shape = getattr(coef, "shape", None)
+        problems.append(f"coef is {type(coef).__name__} of shape {shape}, not a float64 vector of >= 1 entries")
+    elif not np.all(np.isfinite(coef)):
+        problems.append(f"coef holds the non-finite value {float(coef[~np.isfinite(coef)][0])!r}")
+    numbers = {name: getattr(model, name) for name in _FLOATS}
+    for name, value in numbers.items():
+        if isinstance(value, bool) or not isinstance(value, (float, int, np.floating, np.integer)) \
+                or not math.isfinite(value):
+            problems.append(f"{name} is {value!r}, not a finite number")
+    for name in _INTS:
+        value = getattr(model, name)
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            problems.append(f"{name} is {value!r}, not an int")
+    for name in _BOOLS:
+        if not isinstance(getattr(model, name), (bool, np.bool_)):
+            problems.append(f"{name} is {getattr(model, name)!r}, not True or False")
+    for name in ("loss", "solver"):
+        if not isinstance(getattr(model, name), str):
+            problems.append(f"{name} is {getattr(model, name)!r}, not a str")
+    if problems:  # the checks below compare values of the right types
+        return problems
+    if model.lam <= 0:
+        problems.append(f"lam is {model.lam!r}; the regularisation of a fitted model is > 0")
+    if model.intercept_scaling <= 0:
+        problems.append(f"intercept_scaling is {model.intercept_scaling!r}; it is > 0")
+    if not model.fit_intercept and (model.intercept != 0.0 or model.intercept_scaling != 1.0):
+        problems.append(f"fit_intercept is False but intercept is {model.intercept!r} and intercept_scaling "
+                        f"{model.intercept_scaling!r} (a model without an intercept has 0.0 and 1.0)")
+    if model.n_features != getattr(coef, "shape", (None,))[0]:
+        problems.append(f"n_features is {model.n_features} but coef has {coef.shape[0]} entries")
+    if model.n_samples < 1:
+        problems.append(f"n_samples is {model.n_samples}; a fit has >= 1 rows")
+    if model.rounds < 0:
+        problems.append(f"rounds is {model.rounds}; it is >= 0")
+    if model.epochs < 0:
+        problems.append(f"epochs is {model.epochs!r}; it is >= 0")
+    if model.tol < 0:
+        problems.append(f"tol is {model.tol!r}; it is >= 0")
+    if not 0 <= model.random_state < 2**63:
+        problems.append(f"random_state is {model.random_state}; it is in [0, 2**63)")
+    if model.solver not in REGISTRY:
+        problems.append(f"solver is {model.solver!r}, not one of {sorted(REGISTRY)}")
+    loss = LOSSES.get(model.loss)
+    if loss is None:
+        problems.append(f"loss is {model.loss!r}, not one of {sorted(LOSSES)}")
+    else:
+        params = model.loss_params
+        fields = sorted(f.name for f in dataclasses.fields(loss)) if dataclasses.is_dataclass(loss) else []
+        if not isinstance(params, dict) or sorted(params) != fields:
+            problems.append(f"loss_params {params!r} do not name the parameters {fields} of the {model.loss} loss")
+        elif any(isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
+                 for v in params.values()):
+            problems.append(f"loss_params {params!r} hold a value that is not a finite number")
+        else:
+            try:
+                loss(**params)
+            except (TypeError, ValueError) as exc:
+                problems.append(f"loss_params {params!r}: {exc}")
+        classes = model.classes
+        if loss.is_classification and classes is None:
+            problems.append(f"the {model.loss} loss classifies, but the model has no class labels")
+        if not loss.is_classification and classes is not None:
+            problems.append(f"the {model.loss} loss is a regression, but the model has class labels "
+                            f"{np.asarray(classes).tolist()}")
+    if model.classes is not None:
+        classes = np.asarray(model.classes)
+        if classes.shape != (2,) or classes.dtype.kind not in "biuf":
+            problems.append(f"classes has dtype {classes.dtype} and shape {classes.shape}, not two numbers")
+        elif classes.dtype.kind == "f" and not np.all(np.isfinite(classes)):
+            problems.append(f"classes {classes.tolist()} hold a non-finite label")
+        elif classes[0] == classes[1]:
+            problems.append(f"classes {classes.tolist()} are two equal labels; a binary model has two distinct "
+                            "ones")
+    primal, dual, gap = model.primal, model.dual, model.gap
+    slack = _SLACK * max(1.0, abs(primal), abs(dual))
+    if primal < -slack:
+        problems.append(f"primal is {primal!r}; the primal objective (a mean loss plus a norm) is >= 0")
+    if abs(gap - (primal - dual)) > slack:
+        problems.append(f"gap is {gap!r} but primal - dual is {primal - dual!r}")
+    elif gap < -slack:
+        problems.append(f"gap is {gap!r}; the duality gap is >= 0 (weak duality)")
+    met = gap <= model.tol * abs(primal)
+    if model.converged and gap > model.tol * abs(primal) + slack:
+        problems.append(f"converged is True but gap {gap!r} > tol {model.tol!r} * |primal| {abs(primal)!r}")
+    elif not model.converged and met and gap < model.tol * abs(primal) - slack:
+        problems.append(f"converged is False but gap {gap!r} <= tol {model.tol!r} * |primal| {abs(primal)!r}")
+    return problems
+
+
+def check_model(model, where="the model"):
+    """Raise ValueError naming every impossible field of ``model``.
+
+    Parameters
+    ----------
+    model : SavedModel
+        The model to check.
+    where : str, default="the model"
+        How the message names the model (a file name when loading).
+
+    Raises
+    ------
+    ValueError
+        A field has the wrong type or shape, is not finite, or contradicts
+        another (see the module docstring).
+    """
+    problems = _problems(model)
+    if problems:
+        raise ValueError(f"{where} has impossible fields: {'; '.join(problems)}. A model written by daskdca never "
+                         "has them: the file was changed or damaged, or was not written by daskdca; fit and save "
+                         "the model again (daskdca fit ... --save MODEL).")
 
 
 def _scalar(data, name, kind, path):
@@ -419,8 +589,10 @@ def load_model(path):
     FileNotFoundError
         No file at ``path``.
     ValueError
-        The file is not a daskdca saved model, is damaged, or has a format
-        version this daskdca does not read.
+        The file is not a daskdca saved model, is damaged, does not match
+        its checksum (version 2; version-1 files have none), has a format
+        version this daskdca does not read, or holds impossible fields
+        (:func:`check_model`).
     """
     path = os.fspath(path)
     if not os.path.exists(path):
@@ -429,10 +601,12 @@ def load_model(path):
         raise IsADirectoryError(f"{path!r} is a folder, not a saved model (a .npz file from --save).")
     not_a_model = f"{path!r} is not a daskdca saved model (a .npz file written by --save)"
     with open(path, "rb") as handle:
-        if handle.read(4) != b"PK\x03\x04":  # np.savez writes a zip archive
-            raise ValueError(f"{not_a_model}: it is not a .npz (zip) archive.")
+        content = handle.read()
+    if content[:4] != b"PK\x03\x04":  # np.savez writes a zip archive
+        raise ValueError(f"{not_a_model}: it is not a .npz (zip) archive.")
+    covered = _check_trailer(content, path)  # before parsing: any changed byte is named as such
     try:
-        data = np.load(path, allow_pickle=False)
+        data = np.load(io.BytesIO(content), allow_pickle=False)
         if not isinstance(data, np.lib.npyio.NpzFile):
             raise ValueError("it holds a single NumPy array")
         with data:
@@ -442,15 +616,25 @@ def load_model(path):
     if "format" not in fields or fields["format"].shape != () or str(fields["format"][()]) != FORMAT:
         raise ValueError(f"{not_a_model}: it has no format field {FORMAT!r}.")
     version = _scalar(fields, "format_version", "iu", path)
-    if int(version) != FORMAT_VERSION:
+    if int(version) not in READ_VERSIONS:
         raise ValueError(f"{path!r} is a saved model of format version {int(version)}; this daskdca reads "
-                         f"version {FORMAT_VERSION} only. Use the daskdca version that wrote it, or fit again.")
+                         f"version 1 (files without a checksum) and {FORMAT_VERSION} only. Use the daskdca "
+                         "version that wrote it, or fit again.")
     missing = [name for name in _KEYS if name not in fields]
     if missing:
         raise ValueError(f"{path!r}: the saved model lacks the fields {missing}; the file is damaged.")
+    extra = sorted(set(fields) - set(_KEYS))
+    if extra:
+        raise ValueError(f"{path!r}: the saved model has the fields {extra}, which format version {int(version)} "
+                         "does not have; the file was changed or was not written by daskdca. Fit and save again.")
+    if int(version) >= 2 and not covered:
+        raise ValueError(f"{path!r}: a version-{int(version)} saved model ends with its checksum "
+                         f"({_TRAILER.decode()}...), and this file does not: it was changed or damaged after "
+                         "it was saved. Fit and save the model again (daskdca fit ... --save MODEL).")
     coef = fields["coef"]
     if coef.ndim != 1 or coef.dtype != np.float64 or not np.all(np.isfinite(coef)):
-        raise ValueError(f"{path!r}: coef is not a finite float64 vector; the file is damaged.")
+        raise ValueError(f"{path!r}: coef is not a finite float64 vector (dtype {coef.dtype}, shape "
+                         f"{coef.shape}); the file is damaged. Fit and save the model again.")
     values = {name: float(_scalar(fields, name, "f", path)) for name in _FLOATS}
     values.update({name: int(_scalar(fields, name, "iu", path)) for name in _INTS})
     values.update({name: bool(_scalar(fields, name, "b", path)) for name in _BOOLS})
@@ -473,4 +657,6 @@ def load_model(path):
             classes = _check_classes(classes)
         except ValueError as exc:
             raise ValueError(f"{path!r}: {exc}") from None
-    return SavedModel(coef=coef, classes=classes, **values)
+    model = SavedModel(coef=coef, classes=classes, **values)
+    check_model(model, where=repr(path))
+    return model

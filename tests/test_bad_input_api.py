@@ -196,7 +196,7 @@ CASES = [
       ValueError, "rows"),
     c("dask-y-shorter", "fit_client", lambda ctx: ((_dask_X(), _dask_y(Y0[:-3])), {}), ValueError, "rows"),
     c("numpy-y-longer-dask-X", "fit_client", lambda ctx: ((_dask_X(), np.r_[Y0, 1]), {}), ValueError, "rows"),
-    c("dask-n_partitions", "fit_client", lambda ctx: ((_dask_X(), _dask_y(Y0)), {"n_partitions": 2}),
+    c("dask-n_partitions-over-chunks", "fit_client", lambda ctx: ((_dask_X(), _dask_y(Y0)), {"n_partitions": 1000}),
       ValueError, "n_partitions"),
     c("dask-nan-X", "fit_client",
       lambda ctx: ((_dask_y(with_value(X0, (2, 2), np.nan)).rechunk((10, D)), _dask_y(Y0)), {}),

@@ -1,4 +1,4 @@
-"""fit on a store with no client: it starts a LocalCluster and closes it again.
+"""fit on a store with no client: it starts the process's own LocalCluster once and reuses it.
 
 Kept in its own module: a live client from another module's fixture would
 be the default client and be used instead.
@@ -15,16 +15,31 @@ from conftest import load_dataset  # noqa: E402
 
 
 def test_embedded_local_cluster_when_no_client(tmp_path):
+    from daskdca.engine import close_embedded, embedded_client
+
     X, y = load_dataset("heart")
     store = write_store(tmp_path / "h.zarr", X, y, block_rows=135, shuffle=False)
     with pytest.raises(ValueError):
         distributed.default_client()  # no client anywhere before the fit
-    m = daskdca.fit(str(tmp_path / "h.zarr"), loss="logistic", lam=1e-2, tol=1e-8)  # cocoa+ by default
-    assert m.solver.name == "cocoa+"
+    m = daskdca.fit(str(tmp_path / "h.zarr"), loss="logistic", lam=1e-2, tol=1e-8)
+    # the data fits one worker: solver="auto" runs serial SDCA as one task there
+    assert m.route_.name == "one_worker" and m.solver.name == "sdca"
+    started = embedded_client()
     ref = daskdca.fit(X, y, loss="logistic", lam=1e-2, tol=1e-10)
     assert m.primal_ == pytest.approx(ref.primal_, rel=1e-7)
+    # ten more fits without a client reuse the same cluster: it starts once per process
+    for _ in range(10):
+        again = daskdca.fit(str(tmp_path / "h.zarr"), loss="logistic", lam=1e-2, tol=1e-8)
+        assert embedded_client() is started
+        assert again.primal_ == m.primal_  # same route, same bits
+    # rounds on it: one partition per worker (2 blocks, at most 2 partitions)
+    rounds = daskdca.fit(str(tmp_path / "h.zarr"), loss="logistic", lam=1e-2, tol=1e-8, solver="cocoa+")
+    assert rounds.route_.name == "rounds" and rounds.route_.n_partitions == min(2, len(
+        started.scheduler_info()["workers"]))
     with pytest.raises(ValueError):
-        distributed.default_client()  # the LocalCluster it started is closed again
+        distributed.default_client()  # the process's own cluster is never the user's default client
+    close_embedded()
+    assert started.status in ("closed", "closing")
     assert store.n_blocks == 2
 
 

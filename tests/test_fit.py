@@ -201,7 +201,7 @@ def test_predict_validates_features(heart):
     ({"solver": "sgd"}, "Unknown solver 'sgd'.*'cocoa\\+'.*'minibatch_sdca'.*'sdca'"),
     ({"tol": -1.0}, "tol must be >= 0"),
     ({"max_rounds": 0}, "max_rounds must be >= 1"),
-    ({"n_partitions": 2}, "solver='sdca' is serial"),
+    ({"solver": "sdca", "n_partitions": 2}, "solver='sdca' is serial"),
     ({"solver": "cocoa+", "n_partitions": 1000}, "n_partitions=1000 is more than the 270 rows"),
     ({"batch_size": 8}, r"batch_size applies to solver=\[.*'minibatch_sdca'.*\] only"),
     ({"solver": "minibatch_sdca", "batch_size": 300}, "batch_size=300 is more than the 270 rows"),

@@ -174,7 +174,8 @@ def test_make_cluster_uses_tls_with_temporary_credentials(jobqueue_cluster_modul
             assert option in worker_line
         # the workers' copy of the temporary key: in the private folder, readable by the user only
         key_file = worker_line.split("--tls-key ", 1)[1].split()[0]
-        assert Path(key_file).parent == tls_dir
+        assert Path(key_file).parent.parent == tls_dir  # in this cluster's own folder, removed when it closes
+        assert stat.S_IMODE(os.stat(Path(key_file).parent).st_mode) == 0o700
         assert stat.S_IMODE(os.stat(key_file).st_mode) & 0o077 == 0
         assert stat.S_IMODE(os.stat(tls_dir).st_mode) == 0o700
         # no client without the credentials gets in

@@ -66,7 +66,6 @@ import uuid
 from functools import partial
 
 import dask
-import zarr
 
 from daskdca.driver import run_rounds
 
@@ -78,11 +77,21 @@ from daskdca.engine.checkpoint import (
     DEFAULT_CHECKPOINT_EVERY,
     _check_workers_share,
     _checkpoint_meta,
+    _clear_checkpoint,
     _prepare_checkpoint,
     _probe_path,
     _save_state,
 )
-from daskdca.engine.clients import _check_workers, _thread_slots, _WarmUp, cluster_client, local_client
+from daskdca.engine.clients import (
+    _check_workers,
+    _thread_slots,
+    _WarmUp,
+    close_embedded,
+    cluster_client,
+    embedded_client,
+    local_client,
+    worker_resources,
+)
 from daskdca.engine.errors import (
     DEFAULT_NO_WORKERS_TIMEOUT,
     NO_WORKERS_TIMEOUT_KEY,
@@ -92,6 +101,7 @@ from daskdca.engine.errors import (
     configured_no_workers_timeout,
 )
 from daskdca.engine.executor import DaskExecutor
+from daskdca.engine.one_worker import fit_on_one_worker
 from daskdca.engine.tasks import _delayed, _held, _pinned, _Placement
 from daskdca.methods.base import DataInfo
 from daskdca.partitions import OneVsRestPartition, StorePartition, store_partition_ranges
@@ -99,7 +109,8 @@ from daskdca.partitions import OneVsRestPartition, StorePartition, store_partiti
 logger = logging.getLogger("daskdca")
 
 __all__ = ["ClusterLostError", "DaskExecutor", "NoWorkersError", "SchedulerLostError", "cluster_client",
-           "configured_no_workers_timeout", "fit_on_cluster", "local_client"]
+           "configured_no_workers_timeout", "default_partitions", "fit_on_cluster", "fit_on_one_worker",
+           "local_client", "worker_resources"]
 
 
 def _store_fingerprint(store):
@@ -110,9 +121,28 @@ def _store_fingerprint(store):
             "checksums": checksums}
 
 
+def default_partitions(store, n_workers, resumed_checkpoint=None):
+    """Partitions of a cluster fit when the caller names none: one per worker, at most one per store block.
+
+    The number is fixed at the start of the fit and recorded in the
+    checkpoint's signature, so a resumed fit (``resumed_checkpoint``: the
+    checkpoint it continues) takes the recorded number whatever the workers
+    now, and its bits are those of the undisturbed run.  More partitions
+    than workers buy nothing on a cluster: a round's time is that of its
+    largest group, and CoCoA+'s rounds grow with the partitions
+    (``sigma' = K``, Ma et al. 2015, arXiv:1502.03508, §3).
+    """
+    if resumed_checkpoint is not None:
+        meta = _checkpoint_meta(os.fspath(resumed_checkpoint))
+        recorded = (meta or {}).get("signature", {}).get("n_partitions")
+        if isinstance(recorded, int) and 1 <= recorded <= store.n_blocks:
+            return recorded
+    return max(1, min(int(n_workers), store.n_blocks))
+
+
 def fit_on_cluster(store, *, client, method, loss, lam, positive_label, tol, max_rounds, random_state, n_partitions,
                    in_memory, checkpoint, checkpoint_every, resume, verbose, callback, dual_init=None,
-                   store_is_local=False, problems=None):
+                   checkpoint_overwrite=False, max_epochs=None, store_is_local=False, problems=None):
     """Run ``method`` over partitions of the store on the client's cluster.
 
     See :func:`daskdca.fit` for the parameters (``dual_init`` checked, in the
@@ -121,7 +151,7 @@ def fit_on_cluster(store, *, client, method, loss, lam, positive_label, tol, max
     squared loss, and for a one-vs-rest fit, whose ``problems`` is a
     :class:`~daskdca.partitions.OneVsRest` of the store's label values and
     ``method`` a one-vs-rest method), ``n_partitions`` the number of contiguous runs of blocks
-    (None: one per block), ``in_memory`` whether partitions stay in worker
+    (None: :func:`default_partitions`), ``in_memory`` whether partitions stay in worker
     memory.  ``store_is_local``: the store is a staging copy that only this
     process can see (in-memory arrays); the partitions are read here and
     travel to the workers inside the tasks that hold them (which the
@@ -134,11 +164,13 @@ def fit_on_cluster(store, *, client, method, loss, lam, positive_label, tol, max
     :class:`ClusterLostError`, a RuntimeError); each names the last complete
     checkpoint (``resume=True`` continues from it) and the fix.
     """
-    ranges = store_partition_ranges(store.n_blocks, n_partitions or store.n_blocks)
-    K = len(ranges)
-    run_id = uuid.uuid4().hex[:8]
     wait_for_workers = configured_no_workers_timeout()  # a bad setting fails here, before any work
     n_workers = _check_workers(client)
+    if n_partitions is None:
+        n_partitions = default_partitions(store, n_workers, checkpoint if resume else None)
+    ranges = store_partition_ranges(store.n_blocks, n_partitions)
+    K = len(ranges)
+    run_id = uuid.uuid4().hex[:8]
     client.register_plugin(_WarmUp(), name=_WarmUp.name)
     if store_is_local:
         if in_memory is False:
@@ -174,9 +206,10 @@ def fit_on_cluster(store, *, client, method, loss, lam, positive_label, tol, max
     logger.info("daskdca: %s on %d partitions, %d workers, %s", method.name, K, n_workers,
                 "in memory" if in_memory else "out of core (blocks re-read every round)")
     ckpt = None if checkpoint is None else os.fspath(checkpoint)
-    if ckpt is not None and not resume:
-        _prepare_checkpoint(ckpt)
-        if "://" not in ckpt:
+    replaced = None
+    if ckpt is not None:
+        replaced = _prepare_checkpoint(ckpt, overwrite=checkpoint_overwrite, resume=resume)
+        if "://" not in ckpt and not resume:
             os.makedirs(ckpt, exist_ok=True)
     signature = {"data": _store_fingerprint(store), "loss": repr(loss), "lam": lam,
                  "solver": repr(method) + ("" if problems is None else f" one-vs-rest {problems!r}"),
@@ -189,8 +222,9 @@ def fit_on_cluster(store, *, client, method, loss, lam, positive_label, tol, max
     plan = executor.setup(method)
     start = executor.resume(plan) if resume else None
     if start is None and ckpt is not None:
-        # a fresh fit replaces an old checkpoint at that path (only a daskdca one, checked above);
-        # the group is created here so that writer tasks only ever create their own arrays
-        zarr.open_group(ckpt, mode="w")
-    return run_rounds(executor, plan, tol=tol, max_rounds=max_rounds, callback=callback, verbose=verbose,
+        # a fresh fit removes only an old checkpoint's own entries (asked for by overwrite=True, checked
+        # above); the group is created here so that writer tasks only ever create their own arrays
+        _clear_checkpoint(ckpt, replaced)
+    return run_rounds(executor, plan, tol=tol, max_rounds=max_rounds, max_epochs=max_epochs, callback=callback,
+                      verbose=verbose,
                       start=start)

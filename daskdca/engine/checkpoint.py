@@ -15,6 +15,9 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
+import posixpath
+import re
+import shutil
 import uuid
 
 import numpy as np
@@ -137,8 +140,12 @@ def _check_workers_share(client, url):
         return  # an fsspec URL is shared by definition; a missing folder fails in resume's own check
     token = uuid.uuid4().hex
     probe = os.path.join(url, f".daskdca-probe-{token}")
-    with open(probe, "w") as f:
-        f.write(token)
+    try:
+        with open(probe, "w") as f:
+            f.write(token)
+    except OSError as exc:
+        raise ValueError(f"checkpoint={url!r} cannot be written by this process ({type(exc).__name__}: "
+                         f"{exc.strerror or exc}); give a folder this process and every worker can write.") from None
     try:
         answers = client.run(_probe_path, url, token)
     finally:
@@ -159,13 +166,102 @@ def _checkpoint_meta(url):
     return None
 
 
-def _prepare_checkpoint(url):
-    """Refuse a local folder that holds anything but a daskdca checkpoint (it would be overwritten)."""
-    if "://" in str(url) or not os.path.exists(url):
-        return
-    if not os.path.isdir(url):
+# What a checkpoint folder may hold: the group's zarr.json, the state arrays that _save_state writes
+# ("slot0_global_w", "slot1_local3_alpha"), and the probe files of _check_workers_share (a killed driver
+# may leave one).  Anything else was put there by someone else and is never removed.
+_OWN_ENTRY = re.compile(r"^(zarr\.json|slot[01]_(global|local[0-9]+)_[A-Za-z_][A-Za-z0-9_]*"
+                        r"|\.daskdca-probe-[0-9a-f]{32}(-[0-9a-f]{8})?)$")
+#: the root attribute a checkpoint folder carries from its creation, before its first complete checkpoint
+FOLDER_MARK = "daskdca_checkpoint_folder"
+
+
+def _is_checkpoint_folder(url):
+    """Whether ``url`` holds a daskdca checkpoint group (complete or not)."""
+    with contextlib.suppress(Exception):
+        attrs = zarr.open_group(url, mode="r").attrs.asdict()
+        return FOLDER_MARK in attrs or isinstance(attrs.get("daskdca_checkpoint"), dict)
+    return False
+
+
+def _entries(url):
+    """The names directly under a checkpoint location (local folder or fsspec URL), or None if it does not exist."""
+    if "://" not in str(url):
+        if not os.path.exists(url):
+            return None
+        if not os.path.isdir(url):
+            raise ValueError(f"checkpoint={url!r} is a file; give a directory path for the checkpoint.")
+        return sorted(os.listdir(url))
+    import fsspec
+
+    fs, path = fsspec.core.url_to_fs(url)
+    if not fs.exists(path):
+        return None
+    if not fs.isdir(path):
         raise ValueError(f"checkpoint={url!r} is a file; give a directory path for the checkpoint.")
-    if os.listdir(url) and _checkpoint_meta(url) is None:
+    return sorted(posixpath.basename(p.rstrip("/")) for p in fs.ls(path, detail=False))
+
+
+def _shown(names, limit=5):
+    more = f" and {len(names) - limit} more" if len(names) > limit else ""
+    return ", ".join(repr(n) for n in names[:limit]) + more
+
+
+def _prepare_checkpoint(url, *, overwrite=False, resume=False):
+    """Check the checkpoint location before a fit writes there; returns the entries a fresh fit will replace.
+
+    A checkpoint folder holds only what daskdca wrote there.  A new or empty
+    location is used as it is.  A folder that holds anything else is refused
+    (nothing in it is touched), and so is an old daskdca checkpoint unless the
+    caller asked to continue it (``resume=True``, checked against the fit
+    later) or to replace it (``overwrite=True``: only daskdca's own entries
+    are removed, by :func:`_clear_checkpoint`).
+    """
+    names = _entries(url)
+    if not names:
+        return []
+    foreign = [n for n in names if not _OWN_ENTRY.match(n)]
+    if not _is_checkpoint_folder(url):
         raise ValueError(
-            f"checkpoint={url!r} is a folder that holds other files, not a daskdca checkpoint; "
+            f"checkpoint={url!r} is a folder that holds other files ({_shown(names)}), not a daskdca checkpoint; "
             "daskdca will not write into it. Give a new or empty folder.")
+    if foreign:
+        raise ValueError(
+            f"checkpoint={url!r} holds a daskdca checkpoint and also {len(foreign)} entr"
+            f"{'y' if len(foreign) == 1 else 'ies'} daskdca did not write ({_shown(foreign)}); daskdca will not "
+            "write into or replace it. Move those out, or give a new folder.")
+    if resume:
+        return []
+    if not overwrite:
+        meta = _checkpoint_meta(url)
+        held = f"round {meta['round']}" if meta else "no complete round yet"
+        raise ValueError(
+            f"checkpoint={url!r} already holds a daskdca checkpoint ({held}); pass resume=True to continue that "
+            "fit, overwrite=True to replace it, or give a new folder.")
+    return names
+
+
+def _clear_checkpoint(url, names):
+    """Remove ``names`` (daskdca's own entries, from :func:`_prepare_checkpoint`) and start an empty checkpoint
+    group marked as one; anything else found there now is left alone and refused."""
+    if "://" not in str(url):
+        os.makedirs(url, exist_ok=True)
+        for name in names:
+            path = os.path.join(url, name)
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path)
+            elif os.path.lexists(path):
+                os.remove(path)
+    else:
+        import fsspec
+
+        fs, path = fsspec.core.url_to_fs(url)
+        for name in names:
+            target = posixpath.join(path, name)
+            if fs.exists(target):
+                fs.rm(target, recursive=True)
+    left = _entries(url) or []
+    if left:
+        raise ValueError(f"checkpoint={url!r} gained entries daskdca did not write ({_shown(left)}) while the fit "
+                         "started; daskdca will not write into it. Move those out, or give a new folder.")
+    group = zarr.open_group(url, mode="a")
+    group.attrs[FOLDER_MARK] = CHECKPOINT_FORMAT

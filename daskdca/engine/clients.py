@@ -1,7 +1,9 @@
 """The client a cluster fit runs on and what it asks of the workers.
 
-:func:`cluster_client` (the given client, the default one, or a
-LocalCluster of its own), :func:`local_client` (a LocalCluster on
+:func:`cluster_client` (the given client, an address, the default one,
+or the process's own LocalCluster, started once and reused:
+:func:`embedded_client`), :func:`worker_resources` (threads and memory
+limits, which the route reads), :func:`local_client` (a LocalCluster on
 127.0.0.1 for the command line and the tests), :func:`_check_workers`
 (a fit needs at least one worker), :func:`_thread_slots` (the worker
 threads alive now, which :class:`daskdca.engine.tasks._Placement` maps
@@ -11,9 +13,12 @@ numba kernels once per worker.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import os
+import threading
+import warnings
 
 import dask
 from distributed.diagnostics.plugin import WorkerPlugin
@@ -22,25 +27,87 @@ from daskdca.kernels import warm_up
 
 logger = logging.getLogger("daskdca")
 
-__all__ = ["cluster_client", "local_client"]
+__all__ = ["close_embedded", "cluster_client", "embedded_client", "local_client", "worker_resources"]
+
+
+# The LocalCluster that fits without a client start: one per process, reused by every later such fit
+# (a loop of fits or a grid search starts it once), closed at interpreter exit or by close_embedded().
+_EMBEDDED = {"cluster": None, "client": None}
+_EMBEDDED_LOCK = threading.Lock()
+
+
+def _embedded_alive():
+    client = _EMBEDDED["client"]
+    return client is not None and client.status == "running"
+
+
+def embedded_client():
+    """The process's own LocalCluster client, started on first use (on 127.0.0.1, one thread a worker, no
+    dashboard) and reused by every later fit that has no client; closed at exit."""
+    from distributed import Client, LocalCluster
+
+    with _EMBEDDED_LOCK:
+        if _embedded_alive():
+            return _EMBEDDED["client"]
+        close_embedded()
+        n_workers = max(1, min(os.cpu_count() or 1, 8))
+        logger.info("daskdca: starting a LocalCluster with %d workers (kept for later fits)", n_workers)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=r"Port \d+ is already in use", category=UserWarning)
+            cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                   dashboard_address=None, silence_logs=logging.ERROR)
+        _EMBEDDED["cluster"], _EMBEDDED["client"] = cluster, Client(cluster, set_as_default=False)
+        if not _EMBEDDED.get("registered"):
+            atexit.register(close_embedded)
+            _EMBEDDED["registered"] = True
+        return _EMBEDDED["client"]
+
+
+def close_embedded():
+    """Close the process's own LocalCluster, if one was started (:func:`embedded_client`)."""
+    client, cluster = _EMBEDDED["client"], _EMBEDDED["cluster"]
+    _EMBEDDED["client"] = _EMBEDDED["cluster"] = None
+    with contextlib.suppress(Exception):
+        if client is not None:
+            client.close()
+    with contextlib.suppress(Exception):
+        if cluster is not None:
+            cluster.close()
 
 
 @contextlib.contextmanager
 def cluster_client(client):
-    """The given client, the default one, or a LocalCluster started (and closed) here."""
+    """The client a cluster fit runs on.
+
+    ``client`` is a :class:`distributed.Client` (used as it is), a scheduler
+    address such as ``"tcp://10.0.0.5:8786"`` (connected for the fit and
+    closed after), or None: the default client (e.g. ``Client()`` in a
+    notebook), else the process's own LocalCluster (:func:`embedded_client`),
+    started once and reused.
+    """
+    from distributed import Client, default_client
+
+    if isinstance(client, (str, os.PathLike)):
+        address = os.fspath(client)
+        try:
+            connected = Client(address, set_as_default=False, timeout="30s")
+        except (OSError, TimeoutError) as exc:
+            raise ValueError(f"client={address!r}: no Dask scheduler answered there ({type(exc).__name__}: "
+                             f"{exc}); pass the address a scheduler listens on (e.g. 'tcp://host:8786'), a "
+                             "distributed.Client, or None.") from None
+        with connected:
+            yield connected
+        return
     if client is not None:
+        if not (hasattr(client, "submit") and hasattr(client, "scheduler_info")):
+            raise TypeError(f"client must be a distributed.Client, a scheduler address string or None, got "
+                            f"{type(client).__name__}.")
         yield client
         return
-    from distributed import Client, LocalCluster, default_client
-
     with contextlib.suppress(ValueError):
         yield default_client()
         return
-    n_workers = max(1, min(os.cpu_count() or 1, 8))
-    logger.info("daskdca: starting a LocalCluster with %d workers", n_workers)
-    with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster, Client(cluster) as new_client:
-        yield new_client
+    yield embedded_client()
 
 
 @contextlib.contextmanager
@@ -51,8 +118,6 @@ def local_client(n_workers, *, scratch=None):
     (Dask's ``temporary-directory`` and the workers' ``local_directory``),
     so nothing is left in the system's temporary folder.
     """
-    import warnings
-
     from distributed import Client, LocalCluster
 
     config = {} if scratch is None else {"temporary-directory": os.fspath(scratch)}
@@ -96,3 +161,10 @@ class _WarmUp(WorkerPlugin):
 
     def setup(self, worker):
         warm_up()
+
+
+def worker_resources(client):
+    """``(nthreads, memory_limits)`` of the workers now, sorted by address (memory limits in bytes, 0: none)."""
+    workers = client.scheduler_info().get("workers", {})
+    return (tuple(int(workers[a].get("nthreads") or 1) for a in sorted(workers)),
+            tuple(int(workers[a].get("memory_limit") or 0) for a in sorted(workers)))

@@ -15,6 +15,7 @@ from daskdca.methods.base import Capabilities, Ctx, DataInfo, RoundReport
 from daskdca.methods.cocoa import SDCA, CoCoAPlus
 from daskdca.methods.dual_free import AdaptiveDualFreeSDCA, AdaptiveDualFreeSDCAPlus, DualFreeSDCA
 from daskdca.methods.minibatch import MinibatchSDCA
+from daskdca.methods.newton import Newton
 from daskdca.methods.pegasos import MinibatchPegasos
 from daskdca.methods.sdna import SDNA
 from daskdca.methods.spdc import SPDC
@@ -32,6 +33,7 @@ __all__ = [
     "DataInfo",
     "MinibatchPegasos",
     "MinibatchSDCA",
+    "Newton",
     "RoundReport",
     "SDCA",
     "SDNA",
@@ -42,7 +44,7 @@ __all__ = [
 
 #: name -> settings class, for every method a user can ask for by name
 REGISTRY = {cls.name: cls for cls in (SDCA, CoCoAPlus, MinibatchSDCA, SDNA, DualFreeSDCA, AdaptiveDualFreeSDCA,
-                                      AdaptiveDualFreeSDCAPlus, SPDC, MinibatchPegasos)}
+                                      AdaptiveDualFreeSDCAPlus, SPDC, MinibatchPegasos, Newton)}
 SOLVERS = REGISTRY
 
 #: settings other than a method's defaults that change its algorithm; the

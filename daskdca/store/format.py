@@ -10,6 +10,7 @@ when a write starts (patch it here).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 
@@ -21,7 +22,12 @@ from zarr.codecs import ZstdCodec
 
 # 2: block checksums (attribute ``checksum``: CHECKSUM_KINDS) over all per-block arrays, recorded from memory,
 # block nnz offsets, checksummed column counts (format 1 covered no row norms).
-FORMAT_VERSION = 2
+# 3: format 2 plus the attribute checksum ``attrs_checksum`` (ATTRS_CHECKSUM), required.  Format 2 stores
+# are still read (their attributes are not covered until rewritten); a format-3 store without it is refused.
+# Rule: bump the version whenever a reader of the old version would misread a new store, or a new
+# guarantee must not be removable by editing the store back into an older format.
+FORMAT_VERSION = 3
+READ_VERSIONS = (2, 3)
 DEFAULT_BLOCK_ROWS = 2**15
 # Chunk sizes measured in spec dask-zarr-numba.md §4.2 (1 Mi elements for the
 # nnz arrays: 12-32 ms per 2.3 M-nnz block; 64 Ki for per-row arrays).
@@ -41,6 +47,13 @@ CHECKSUM = "xxh3-64"
 TMP_MARKER = ".daskdca-write"
 _TMP_SUFFIX = re.compile(r"\.tmp-[0-9a-f]{16}")
 _PER_BLOCK_ARRAYS = ("indptr", "indices", "data", "y", "row_sqnorm")
+# The attribute checksum: an XXH3-64 of the canonical JSON of every attribute a fit or a prediction can
+# depend on (the group's top-level ANNDATA_ATTRS and every key of the ``daskdca`` block except ``complete``,
+# written after it as the commit marker, and the record itself), one per attribute (to name what changed)
+# and one over all of them.
+ATTRS_CHECKSUM = "attrs_checksum"
+ANNDATA_ATTRS = ("encoding-type", "encoding-version", "shape")
+_NOT_COVERED = ("complete", ATTRS_CHECKSUM)
 
 
 class StoreError(ValueError):
@@ -63,6 +76,16 @@ def _check_bool(name, value):
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be True or False, got {value!r}.")
     return bool(value)
+
+
+def _check_source(name, value, *, optional=False):
+    """The text recorded as a store's ``source`` attribute: a str (or None where ``optional``)."""
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str (the name of the data, recorded in the store's attributes), got "
+                        f"{value!r} ({type(value).__name__}); pass e.g. {name}={str(value)!r}.")
+    return value
 
 
 def _check_storage_options(storage_options):
@@ -169,3 +192,53 @@ def _block_checksum(indptr_local, indices, data, y, row_sqnorm, weight=None, kin
     if weight is not None:
         digests.append(kind.of(np.asarray(weight, dtype=np.float64)))
     return kind.combine(len(indptr_local) - 1, len(indices), digests)
+
+
+# ----------------------------------------------------------------- attribute checksum
+
+
+def _canonical_json(value):
+    """The canonical JSON bytes of an attribute value (sorted keys, no spaces, ASCII; tuples as lists)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode("ascii")
+
+
+def _covered_attrs(attrs):
+    """``{name: value}`` of the attributes the attribute checksum covers (see ``ATTRS_CHECKSUM``)."""
+    meta = attrs.get("daskdca")
+    covered = {name: attrs.get(name) for name in ANNDATA_ATTRS}
+    if isinstance(meta, dict):
+        covered.update({key: value for key, value in meta.items() if key not in _NOT_COVERED})
+    return covered
+
+
+def _attrs_checksum(attrs, kind=_XXH3):
+    """The attribute checksum record of a store's group attributes ``attrs`` (the ``daskdca`` block inside)."""
+    covered = _covered_attrs(attrs)
+
+    def digest(value):
+        return int(kind.of(np.frombuffer(_canonical_json(value), dtype=np.uint8)))
+
+    return {"kind": kind.name, "attributes": {name: digest(value) for name, value in covered.items()},
+            "all": digest(covered)}
+
+
+def _changed_attrs(attrs):
+    """The covered attributes that differ from the stored record: ``[]`` when all match, None without a record.
+
+    An attribute added or removed since the write counts as changed; a
+    record that itself was edited is named ``attrs_checksum``.
+    """
+    meta = attrs.get("daskdca") if isinstance(attrs.get("daskdca"), dict) else {}
+    record = meta.get(ATTRS_CHECKSUM)
+    if record is None:
+        return None
+    if not (isinstance(record, dict) and record.get("kind") in CHECKSUM_KINDS
+            and isinstance(record.get("attributes"), dict)):
+        return [ATTRS_CHECKSUM]
+    fresh = _attrs_checksum(attrs, CHECKSUM_KINDS[record["kind"]])
+    if fresh["all"] == record.get("all") and fresh["attributes"] == record["attributes"]:
+        return []
+    stored = record["attributes"]
+    changed = [name for name in sorted(set(fresh["attributes"]) | set(stored))
+               if fresh["attributes"].get(name) != stored.get(name)]
+    return changed or [ATTRS_CHECKSUM]

@@ -63,28 +63,113 @@ def _local_path(url):
     return url
 
 
-def _is_daskdca_store_json(text):
+# Root attributes of a daskdca checkpoint folder (daskdca/engine/checkpoint.py): the folder mark written
+# at its creation and the record of its complete slot.
+_CHECKPOINT_KEYS = ("daskdca_checkpoint", "daskdca_checkpoint_folder")
+
+
+def _zarr_json_kind(text):
+    """'store' (a daskdca store, complete or not), 'checkpoint' (a daskdca checkpoint folder), 'array' (a
+    zarr array), 'group' (another zarr group) or None, from the text of a ``zarr.json``."""
     try:
         doc = json.loads(text)
     except (ValueError, UnicodeDecodeError):
-        return False
-    meta = doc.get("attributes", {}).get("daskdca") if isinstance(doc, dict) else None
-    return isinstance(doc.get("attributes"), dict) and isinstance(meta, dict) and "format_version" in meta
+        return None
+    if not isinstance(doc, dict):
+        return None
+    attrs = doc.get("attributes")
+    if isinstance(attrs, dict):
+        if any(key in attrs for key in _CHECKPOINT_KEYS):
+            return "checkpoint"
+        meta = attrs.get("daskdca")
+        if isinstance(meta, dict) and "format_version" in meta:
+            return "store"
+    return "array" if doc.get("node_type") == "array" else "group"
+
+
+def _is_daskdca_store_json(text):
+    return _zarr_json_kind(text) == "store"
+
+
+def _local_kind(folder):
+    """What the ``zarr.json`` in local ``folder`` says it is (see :func:`_zarr_json_kind`), None without one."""
+    try:
+        with open(os.path.join(folder, "zarr.json"), "rb") as f:
+            return _zarr_json_kind(f.read())
+    except OSError:
+        return None
 
 
 def _local_state(path):
-    """'missing', 'empty', 'store' (a daskdca store, complete or not), 'file' or 'other'."""
+    """'missing', 'empty', 'store' (a daskdca store, complete or not), 'checkpoint', 'file' or 'other'."""
     if not os.path.lexists(path):
         return "missing"
     if not os.path.isdir(path):
         return "file"
     if not os.listdir(path):
         return "empty"
-    try:
-        with open(os.path.join(path, "zarr.json"), "rb") as f:
-            return "store" if _is_daskdca_store_json(f.read()) else "other"
-    except OSError:
-        return "other"
+    kind = _local_kind(path)
+    return kind if kind in ("store", "checkpoint") else "other"
+
+
+_NESTING_WORDS = {"store": "daskdca store", "checkpoint": "daskdca checkpoint folder"}
+
+
+def _nesting_error(url, outer, kind):
+    return ValueError(f"the output {url!r} lies inside the {_NESTING_WORDS[kind]} {outer!r}; daskdca never writes "
+                      f"a store inside a store or a checkpoint (replacing or removing {outer!r} would take the "
+                      "new store with it, and the outer one would hold files it does not list). Write the store "
+                      "to a path outside it.")
+
+
+def _local_enclosing(target):
+    """The nearest folder above the (absolute) ``target`` that is a daskdca store or checkpoint: (path, kind) or
+    None.  Symbolic links are resolved first."""
+    folder = os.path.dirname(os.path.realpath(target))
+    while True:
+        kind = _local_kind(folder)
+        if kind in _NESTING_WORDS:
+            return folder, kind
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
+def _local_nested(store):
+    """The first daskdca store or checkpoint strictly below the store folder ``store``: (path, kind) or None.
+
+    The chunk folders (``c``) of the store's own zarr arrays are not walked.
+    """
+    for folder, dirs, _ in os.walk(store):
+        if folder != store:
+            kind = _local_kind(folder)
+            if kind in _NESTING_WORDS:
+                return folder, kind
+            if kind == "array" and "c" in dirs:
+                dirs.remove("c")
+        dirs.sort()
+    return None
+
+
+def _remote_enclosing(url, storage_options):
+    """As :func:`_local_enclosing` for an fsspec URL: one read of ``zarr.json`` per folder above it."""
+    import fsspec
+
+    fs, path = fsspec.core.url_to_fs(url, **storage_options)
+    parts = path.rstrip("/").split("/")
+    for depth in range(len(parts) - 1, 0, -1):
+        folder = "/".join(parts[:depth])
+        if not folder:
+            continue
+        try:
+            text = fs.cat_file(f"{folder}/zarr.json")
+        except (FileNotFoundError, OSError, ValueError):
+            continue
+        kind = _zarr_json_kind(text)
+        if kind in _NESTING_WORDS:
+            return folder, kind
+    return None
 
 
 def _remote_state(url, storage_options):
@@ -214,6 +299,7 @@ class _Destination:
         self._fd = None
         self._scratch = []
         self._wrote_in_place = False
+        self._made = []  # parent folders this write created, outermost first
         self.writer_id = uuid.uuid4().hex
 
     # -- checks before anything is written
@@ -239,24 +325,48 @@ class _Destination:
             raise FileExistsError(f"{where!r} exists and is not a daskdca store; daskdca never writes into "
                                   "other folders (nothing was changed). Pick another path, e.g. a new "
                                   "folder name ending in .zarr.")
+        if state == "checkpoint":
+            raise FileExistsError(f"{where!r} is a daskdca checkpoint folder, not a store; daskdca never writes "
+                                  "a store into it (nothing was changed). Pick another path for the store.")
         if state == "store" and not self.overwrite:
             raise FileExistsError(f"{where!r} is an existing daskdca store; pass overwrite=True (CLI: "
                                   "--overwrite) to replace it, or pick another path.")
+
+    def _check_nesting(self, state):
+        """A store is never written inside a store or a checkpoint, nor around one (docs/reliability.md)."""
+        if self.local is None:
+            found = _remote_enclosing(self.url, self.storage_options)
+            if found:
+                raise _nesting_error(self.url, *found)
+            return
+        found = _local_enclosing(self.target)
+        if found:
+            raise _nesting_error(self.url, *found)
+        if state == "store":  # the store being replaced: nothing of anyone else's may live inside it
+            nested = _local_nested(self.target)
+            if nested:
+                raise ValueError(f"the output {self.url!r} is a daskdca store that holds the "
+                                 f"{_NESTING_WORDS[nested[1]]} {nested[0]!r}; replacing it would delete that "
+                                 "too. Move it out first, or write the store to another path.")
 
     def begin(self):
         """Check the target, clean leftovers of killed writes, create the temporary folder."""
         self._check_inputs()
         if self.local is None:
+            self._check_nesting(None)
             self._refuse(_remote_state(self.url, self.storage_options), self.url)
             self.work_url = self.url
             return self
         target = os.path.abspath(self.local)
         self.target = target
+        self._check_nesting(None)  # before anything, even the cleanup, happens inside a store or checkpoint
         if os.path.isdir(os.path.dirname(target)):
             # first: a store that a killed replacement moved aside goes back before the target is judged
             self.cleaned = _clean_leftovers(target)
-        self._refuse(_local_state(target), self.url)
-        os.makedirs(os.path.dirname(target), exist_ok=True)
+        state = _local_state(target)
+        self._refuse(state, self.url)
+        self._check_nesting(state)
+        self._make_parents(os.path.dirname(target))
         tmp = f"{target}.tmp-{uuid.uuid4().hex[:16]}"
         os.mkdir(tmp)
         self.tmp = tmp
@@ -267,6 +377,19 @@ class _Destination:
                                  "host": socket.gethostname(), "started": time.time()}).encode())
         self.work_url = os.path.join(tmp, "store")
         return self
+
+    def _make_parents(self, folder):
+        """Create the missing folders of ``folder``, remembering them (a failed write removes them again)."""
+        missing = []
+        while folder and not os.path.isdir(folder):
+            missing.append(folder)
+            parent = os.path.dirname(folder)
+            if parent == folder:
+                break
+            folder = parent
+        for path in reversed(missing):
+            os.makedirs(path, exist_ok=True)
+            self._made.append(path)
 
     def scratch(self, name):
         """URL of a temporary location for ``name``, removed when the write ends."""
@@ -344,6 +467,10 @@ class _Destination:
         if self._wrote_in_place:
             _remove(self.url, self.storage_options)
         self.close()
+        for path in reversed(self._made):  # only the folders this write created, and only while empty
+            with contextlib.suppress(OSError):
+                os.rmdir(path)
+        self._made = []
 
 
 def _remove(url, storage_options):

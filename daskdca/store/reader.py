@@ -11,9 +11,14 @@ import scipy.sparse as sp
 import zarr
 
 from daskdca.store.format import (
+    ATTRS_CHECKSUM,
     CHECKSUM_KINDS,
     FORMAT_VERSION,
+    MAX_LABEL_VALUES,
+    READ_VERSIONS,
+    ROW_CHUNK,
     StoreError,
+    _changed_attrs,
     _block_checksum,
     _check_storage_options,
     _check_url,
@@ -127,7 +132,12 @@ class CSRStore:
         """``perm`` with stored column ``j`` = source feature ``perm[j]``, or None (verified)."""
         if not self.attrs.get("renumbered_features"):
             return None
-        return self._read_checked("feature_permutation", self.attrs.get("feature_permutation_checksum"))
+        perm = self._read_checked("feature_permutation", self.attrs.get("feature_permutation_checksum"))
+        problem = _permutation_problem(perm, self.d)
+        if problem:
+            raise StoreError(f"feature_permutation of {self.url!r} {problem}; the store is inconsistent. "
+                             "Convert the data again.")
+        return perm
 
     @property
     def shuffled(self):
@@ -267,6 +277,113 @@ def _read_group_attrs(url, storage_options):
         raise StoreError(f"{url!r} has unreadable attributes ({type(exc).__name__}: {exc}).") from exc
 
 
+def _permutation_problem(perm, d):
+    """Why ``perm`` is not a permutation of ``range(d)``, or None."""
+    perm = np.asarray(perm)
+    if perm.shape != (d,) or perm.dtype.kind not in "iu":
+        return f"has shape {perm.shape} and dtype {perm.dtype}, not {d} integers"
+    if d and (int(perm.min()) < 0 or int(perm.max()) >= d):
+        return f"holds {int(perm.min())}..{int(perm.max())}, outside 0..{d - 1}"
+    seen = np.zeros(d, dtype=bool)
+    seen[perm] = True
+    if not seen.all():
+        return f"is not a permutation of range({d}): feature {int(np.flatnonzero(~seen)[0])} is missing"
+    return None
+
+
+def _label_problem(y_array, n, label_values):
+    """Why the stored labels disagree with the ``label_values`` attribute, or None.
+
+    Reads ``y`` (8 bytes a row) in pieces of 16 row chunks; with
+    ``label_values`` None (more than 64 distinct values, a regression target)
+    it stops as soon as 65 distinct values are seen, usually in the first
+    piece.
+    """
+    step = 16 * ROW_CHUNK
+    if label_values is None:
+        seen = set()
+        for lo in range(0, n, step):
+            y = y_array[lo:min(n, lo + step)]
+            if not np.all(np.isfinite(y)):
+                return f"y holds the non-finite value {float(y[~np.isfinite(y)][0])!r}"
+            seen.update(np.unique(y).tolist())
+            if len(seen) > MAX_LABEL_VALUES:
+                return None
+        return (f"label_values is None (more than {MAX_LABEL_VALUES} distinct labels) but y holds "
+                f"{len(seen)} distinct values")
+    try:
+        values = np.asarray(label_values, dtype=np.float64)
+    except (TypeError, ValueError):
+        return f"label_values is {label_values!r}, not a list of numbers"
+    if values.ndim != 1 or not values.size or not np.all(np.isfinite(values)) \
+            or np.any(np.diff(values) <= 0):
+        return f"label_values {label_values!r} is not a sorted list of distinct finite numbers"
+    hit = np.zeros(values.size, dtype=bool)
+    for lo in range(0, n, step):
+        y = y_array[lo:min(n, lo + step)]
+        if values.size <= 8:  # a few comparisons beat a binary search per row (1-2 ns a row each)
+            found = np.zeros(y.shape, dtype=bool)
+            for j, value in enumerate(values):
+                equal = y == value
+                hit[j] |= bool(equal.any())
+                found |= equal
+        else:
+            where = np.minimum(np.searchsorted(values, y), values.size - 1)
+            found = values[where] == y
+            hit[where[found]] = True
+        if not found.all():
+            return f"y holds the label {float(y[~found][0])!r}, which label_values {values.tolist()} lacks"
+    if not hit.all():
+        return f"label_values {values.tolist()} names {values[~hit].tolist()}, which no row of y holds"
+    return None
+
+
+def _meta_problems(group, meta, n, d):
+    """Disagreements between the ``daskdca`` attributes and each other or the arrays (cheap: y and
+    feature_permutation are read, nothing else)."""
+    problems = []
+    for name in ("weighted", "renumbered_features", "shuffled"):
+        if name in meta and not isinstance(meta[name], bool):
+            problems.append(f"{name} is {meta[name]!r}, not true or false")
+    seed = meta.get("shuffle_seed")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        problems.append(f"shuffle_seed is {seed!r}, not null or an int >= 0")
+    for name, array in (("value_dtype", "data"), ("index_dtype", "indices")):
+        if name in meta:
+            try:
+                got = group[array].dtype
+            except Exception:  # reported by the array checks
+                continue
+            if str(meta[name]) != str(got):
+                problems.append(f"{name} is {meta[name]!r} but the array {array!r} holds {got}")
+    labels = meta.get("label_values")
+    mapping = meta.get("label_mapping")
+    if "label_mapping" in meta:
+        want = {"-1": labels[0], "+1": labels[1]} if isinstance(labels, list) and len(labels) == 2 else None
+        if mapping != want:
+            problems.append(f"label_mapping {mapping!r} does not match label_values {labels!r}")
+    if "label_values" in meta:
+        try:
+            problem = _label_problem(group["y"], n, labels)
+        except Exception as exc:  # a damaged y chunk
+            problem = f"y cannot be read ({type(exc).__name__}: {exc})"
+        if problem:
+            problems.append(problem)
+    if meta.get("renumbered_features") is True:
+        try:
+            perm = group["feature_permutation"][:]
+        except Exception as exc:
+            problems.append(f"renumbered_features is true but feature_permutation cannot be read "
+                            f"({type(exc).__name__}: {exc})")
+        else:
+            problem = _permutation_problem(perm, d)
+            if problem:
+                problems.append(f"feature_permutation {problem}")
+            elif meta.get("feature_permutation_checksum") is None or _crc(perm) != int(meta["feature_permutation_checksum"]):
+                problems.append("feature_permutation does not match its checksum")
+    return problems
+
+
 def open_store(url, storage_options=None):
     """Open a complete daskdca store (local path or fsspec URL) for reading.
 
@@ -298,10 +415,12 @@ def open_store(url, storage_options=None):
             "failed write left it, or it is not a daskdca store. Write it again with overwrite=True "
             "(CLI: --overwrite)."
         )
-    if meta.get("format_version") != FORMAT_VERSION:
-        raise StoreError(f"{url!r} has store format {meta.get('format_version')!r}; this daskdca reads format "
-                         f"{FORMAT_VERSION} (block checksums that cover row norms and detect missing chunks). "
-                         "Convert the data again (daskdca convert IN OUT --overwrite, or write_store).")
+    version = meta.get("format_version")
+    if version not in READ_VERSIONS or isinstance(version, bool):
+        raise StoreError(f"{url!r} has store format {version!r}; this daskdca reads formats "
+                         f"{', '.join(map(str, READ_VERSIONS))} (block checksums that cover row norms and detect "
+                         "missing chunks). Convert the data again (daskdca convert IN OUT --overwrite, or "
+                         "write_store).")
     try:
         n, d = (int(v) for v in attrs["shape"])
         nnz = int(meta["nnz"])
@@ -339,6 +458,19 @@ def open_store(url, storage_options=None):
         problems.append("there is not one checksum per block")
     if meta.get("checksum") not in CHECKSUM_KINDS:
         problems.append(f"checksum kind is {meta.get('checksum')!r}, expected one of {sorted(CHECKSUM_KINDS)}")
+    if problems:
+        raise StoreError(f"{url!r} is inconsistent ({'; '.join(problems)}); convert the data again.")
+    changed = _changed_attrs(attrs)
+    if changed is None and version >= 3:
+        raise StoreError(f"{url!r} is a format-{version} store without its attribute checksum "
+                         f"({ATTRS_CHECKSUM!r}): it was removed after the write. Convert the data again "
+                         "(daskdca convert IN OUT --overwrite, or write_store(..., overwrite=True)).")
+    if changed:
+        raise StoreError(f"{url!r}: the attributes {changed} were changed, added or removed after the store was "
+                         f"written (they do not match the attribute checksum {ATTRS_CHECKSUM!r}); a fit or a "
+                         "prediction would silently use the changed values. Convert the data again from its "
+                         "source (daskdca convert IN OUT --overwrite, or write_store(..., overwrite=True)).")
+    problems = _meta_problems(group, meta, n, d)
     if problems:
         raise StoreError(f"{url!r} is inconsistent ({'; '.join(problems)}); convert the data again.")
     return CSRStore(url, storage_options, _Meta(n, d, nnz, offsets, nnz_offsets, checksums, meta))

@@ -14,6 +14,7 @@ from daskdca.store.format import (
     NNZ_CHUNK,
     _check_bool,
     _check_int,
+    _check_source,
     _check_storage_options,
     _check_url,
 )
@@ -100,6 +101,7 @@ def rewrite_store(store, url, *, shuffle=False, seed=0, renumber_features=False,
     shuffle = _check_bool("shuffle", shuffle)
     renumber_features = _check_bool("renumber_features", renumber_features)
     seed = _check_int("seed", seed, low=0)
+    source_name = _check_source("source_name", source_name, optional=True)
     with _destination(url, storage_options, overwrite=overwrite, inputs=[store.url]) as dest:
         return _rewrite_into(store, dest, storage_options, shuffle=shuffle, seed=seed,
                              renumber_features=renumber_features, block_rows=block_rows, compression=compression,

@@ -14,6 +14,7 @@ from daskdca.store.format import (
     INT32_LIMIT,
     _check_bool,
     _check_int,
+    _check_source,
     _check_storage_options,
     _check_url,
 )
@@ -72,8 +73,9 @@ def write_store(url, X, y, *, block_rows=DEFAULT_BLOCK_ROWS, compression="zstd",
         Renumber columns by decreasing frequency and store the permutation.
     storage_options : dict, optional
         fsspec options for a URL.
-    source : str
-        Recorded in the attributes.
+    source : str, default "arrays"
+        The name of the data, recorded in the attributes (anything but a str
+        raises TypeError before anything is written).
     overwrite : bool, default False
         Replace an existing daskdca store at ``url`` (atomically on local
         file systems: the old store stays until the new one is complete).
@@ -102,6 +104,7 @@ def write_store(url, X, y, *, block_rows=DEFAULT_BLOCK_ROWS, compression="zstd",
     renumber_features = _check_bool("renumber_features", renumber_features)
     seed = _check_int("seed", seed, low=0)
     _check_bool("overwrite", overwrite)
+    source = _check_source("source", source)
     if _is_dask_array(X):
         if sample_weight is not None:
             raise ValueError("sample_weight with a dask array X is not supported yet; pass X in memory (e.g. "

@@ -17,6 +17,7 @@ import zarr
 from daskdca.problem import row_sqnorms
 from daskdca.store import format as _format
 from daskdca.store.format import (
+    ATTRS_CHECKSUM,
     CHECKSUM_KINDS,
     FORMAT_VERSION,
     INT32_LIMIT,
@@ -28,6 +29,7 @@ from daskdca.store.format import (
     _check_int,
     _check_storage_options,
     _check_url,
+    _attrs_checksum,
     _compressors,
     _crc,
 )
@@ -248,12 +250,14 @@ class _Writer:
             "weighted": self.weighted,
         }
         meta.update(extra_attrs or {})
+        top = {"encoding-type": "csr_matrix", "encoding-version": "0.1.0", "shape": [int(self.n), int(d)]}
+        # every attribute a result depends on, covered from the values in memory (verified by open_store)
+        meta[ATTRS_CHECKSUM] = _attrs_checksum({**top, "daskdca": meta})
         self._verify_written(d, meta)
         if self.dest is not None:
             self.dest.check_before_commit(self.group)
         meta["complete"] = True  # written last, with the anndata keys, in one update: the commit marker
-        self.group.attrs.update({"encoding-type": "csr_matrix", "encoding-version": "0.1.0",
-                                 "shape": [int(self.n), int(d)], "daskdca": meta})
+        self.group.attrs.update({**top, "daskdca": meta})
         if self.dest is not None:
             return self.dest.publish(checksums)
         return open_store(self.url, self.storage_options)

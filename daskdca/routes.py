@@ -1,0 +1,166 @@
+"""Which route a fit takes, chosen before anything runs: here, on one worker, or in rounds across workers.
+
+``solver="auto"`` (the default of :func:`daskdca.fit`) solves
+``min_w P(w) = 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2`` by the fastest
+certified route this module can tell from the data's shape, ``lam`` and the
+cluster, without reading a row:
+
+``"in_process"``
+    In-memory X and no client: serial SDCA in this process (Shalev-Shwartz &
+    Zhang, JMLR 2013), LIBLINEAR's dual coordinate descent.
+``"one_worker"``
+    A client, a store or a dask array, and the data fits in one worker's
+    memory: the whole serial fit runs as one task on one worker, which reads
+    the data itself.  No rounds, so no Dask round trip per epoch; the
+    certificate and the bits are those of serial SDCA on the same rows.
+``"rounds"``
+    The data does not fit in one worker (or the fit needs what only rounds
+    give: a checkpoint, a resume, a per-evaluation callback, out-of-core
+    reads): CoCoA+ rounds over one partition per worker, fixed at the start
+    of the fit.
+
+Serial SDCA runs inside Catalyst's accelerated proximal-point loop (Lin,
+Mairal & Harchaoui, "Catalyst acceleration for first-order convex
+optimization", JMLR 2018, Algorithm 1) when ``lam n < CATALYST_LAM_N``: the
+regime where plain SDCA's epochs grow like ``1/(lam n)``.  An explicit
+``solver=`` is always obeyed; the route then only says where it runs.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+__all__ = ["CATALYST_LAM_N", "ONE_WORKER_MEMORY_FRACTION", "Route", "Workers", "choose_route", "data_bytes",
+           "explicit_route", "fits_one_worker"]
+
+#: Serial SDCA runs inside Catalyst when ``lam n`` (``1/C`` in LIBLINEAR's terms) is below this.  Measured
+#: (benchmarks/RESULTS.md, "Catalyst around serial SDCA"): at lam n = 0.03-0.05 (lam 1e-6 on a9a, w8a,
+#: ijcnn1) Catalyst was 1.3-33x faster in 5 of 6 cells; at lam n = 0.3-0.5 (lam 1e-5) it won on a9a only and
+#: lost on ijcnn1 (1.5x slower); at lam n = 3-5 (lam 1e-4) it lost in 4 of 6 cells.
+CATALYST_LAM_N = 0.1
+
+#: The one-worker route is taken when the data's in-memory size is at most this fraction of the smallest
+#: worker's memory limit: loading a store holds its blocks and their joined copy at once (about 2x), and the
+#: fit's duals, row norms and ``w`` come on top.
+ONE_WORKER_MEMORY_FRACTION = 0.25
+
+#: With no memory limit known (a worker started with ``memory_limit=0``), data up to this size goes to one
+#: worker.
+ONE_WORKER_UNLIMITED_BYTES = 4 << 30
+
+ROUTES = ("in_process", "one_worker", "rounds")
+
+
+class Workers(NamedTuple):
+    """What the route needs to know of a cluster: its workers' thread counts and memory limits (bytes, 0 if
+    none)."""
+
+    nthreads: tuple
+    memory_limits: tuple
+
+    @property
+    def n_workers(self) -> int:
+        return len(self.nthreads)
+
+
+class Route(NamedTuple):
+    """Where a fit runs and why.
+
+    Attributes
+    ----------
+    name : {"in_process", "one_worker", "rounds"}
+        This process, one task on one worker, or rounds across the workers.
+    solver : str
+        The registered name of the method to run.
+    options : dict
+        Settings of that method other than its defaults (e.g. ``{"acceleration": "catalyst"}``).
+    n_partitions : int or None
+        Partitions of the rows (None: the driver's own default).
+    reason : str
+        One sentence a user can read: the facts that chose the route.
+    """
+
+    name: str
+    solver: str
+    options: dict
+    n_partitions: int | None
+    reason: str
+
+
+def data_bytes(n, nnz, value_itemsize=8, index_itemsize=4):
+    """In-memory size of n rows holding nnz stored values as CSR, with the per-row arrays a fit keeps."""
+    return int(nnz) * (int(value_itemsize) + int(index_itemsize)) + 24 * int(n)
+
+
+def _serial_solver(lam, n):
+    """``(options, why)`` of serial SDCA for ``lam n``."""
+    if lam * n < CATALYST_LAM_N:
+        return {"acceleration": "catalyst"}, f"lam n = {lam * n:.3g} < {CATALYST_LAM_N:g}: SDCA inside Catalyst"
+    return {}, f"lam n = {lam * n:.3g} >= {CATALYST_LAM_N:g}: plain SDCA"
+
+
+def fits_one_worker(size, workers):
+    """Whether data of ``size`` bytes fits in the smallest worker's memory, with room for the fit."""
+    if not workers.n_workers:
+        return False
+    limits = [int(m or 0) for m in workers.memory_limits]
+    if not all(limits):
+        return size <= ONE_WORKER_UNLIMITED_BYTES
+    return size <= ONE_WORKER_MEMORY_FRACTION * min(limits)
+
+
+def choose_route(*, on_cluster, n, nnz, lam, workers=None, size=None, needs_rounds=(), n_partitions=None):
+    """The route of a ``solver="auto"`` fit.
+
+    Parameters
+    ----------
+    on_cluster : bool
+        Whether the fit has a cluster: a client was given, or X is a store or a dask array.
+    n, nnz : int
+        Rows and stored values of X.
+    lam : float
+        The regularisation of ``P(w)``.
+    workers : Workers or None
+        The cluster's workers now (None without a cluster).
+    size : int or None
+        The data's in-memory size in bytes (:func:`data_bytes` when None).
+    needs_rounds : sequence of str
+        The options given that only rounds honour (e.g. ``"checkpoint"``).
+    n_partitions : int or None
+        Partitions the user asked for; a number above 1 means CoCoA+ rounds.
+
+    Returns
+    -------
+    Route
+    """
+    size = data_bytes(n, nnz) if size is None else int(size)
+    options, why_solver = _serial_solver(lam, n)
+    if n_partitions is not None and n_partitions > 1:
+        return Route("rounds" if on_cluster else "in_process", "cocoa+", {}, n_partitions,
+                     f"n_partitions={n_partitions} asks for {n_partitions} partitions: CoCoA+ rounds")
+    if not on_cluster:
+        return Route("in_process", "sdca", options, 1,
+                     f"in-memory data and no client: serial SDCA here ({why_solver})")
+    workers = workers or Workers((), ())
+    if needs_rounds:
+        return Route("rounds", "cocoa+", {}, None,
+                     f"{', '.join(needs_rounds)} given, which only rounds honour: CoCoA+ rounds over "
+                     f"{max(1, workers.n_workers)} partition(s), one per worker")
+    if fits_one_worker(size, workers):
+        limit = min((int(m or 0) for m in workers.memory_limits), default=0)
+        room = f"of a {limit / 2**30:.1f} GiB worker" if limit else "with no worker memory limit"
+        return Route("one_worker", "sdca", options, 1,
+                     f"the data ({size / 2**20:.1f} MiB in memory) fits one worker ({room}): the whole fit "
+                     f"is one task, no rounds ({why_solver})")
+    return Route("rounds", "cocoa+", {}, None,
+                 f"the data ({size / 2**20:.1f} MiB in memory) does not fit one worker: CoCoA+ rounds over "
+                 f"{max(1, workers.n_workers)} partitions, one per worker")
+
+
+def explicit_route(solver_name, *, on_cluster, n_partitions):
+    """The route of a fit whose solver the user named: where it runs, never what runs."""
+    if not on_cluster:
+        return Route("in_process", solver_name, {}, n_partitions, f"solver={solver_name!r} given: run as asked, "
+                     "in this process")
+    return Route("rounds", solver_name, {}, n_partitions, f"solver={solver_name!r} given: run as asked, in rounds "
+                 "on the cluster")

@@ -1,0 +1,114 @@
+"""Readable NumPy versions of the primal Newton kernels and rounds (``daskdca/kernels/newton.py``).
+
+For ``P(w) = 1/n sum_i s_i phi_i(x_i.w) + lam/2 ||w||^2``: the per-row loss,
+derivative, (generalised) second derivative and conjugate written out here
+with no daskdca code, the sums a partition sends, and whole Newton rounds
+(``np.linalg.solve`` for the direction, Armijo on the ladder of steps).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+LADDER = 0.5 ** np.arange(21)
+C1 = 1e-4
+
+
+def _margin(loss, y, z):
+    return z if loss == "squared" else y * z
+
+
+def loss_values(loss, y, z, gamma=1.0):
+    """``phi_i(z_i)`` for every row."""
+    a = _margin(loss, y, z)
+    if loss == "logistic":
+        return np.logaddexp(0.0, -a)
+    if loss == "squared_hinge":
+        return np.maximum(0.0, 1.0 - a) ** 2
+    if loss == "smoothed_hinge":
+        return np.where(a >= 1.0, 0.0, np.where(a <= 1.0 - gamma, 1.0 - a - gamma / 2, (1.0 - a) ** 2 / (2 * gamma)))
+    if loss == "squared":
+        return 0.5 * (z - y) ** 2
+    raise ValueError(loss)
+
+
+def derivatives(loss, y, z, gamma=1.0):
+    """``phi_i'(z_i)``."""
+    a = _margin(loss, y, z)
+    if loss == "logistic":
+        return -y / (1.0 + np.exp(a))
+    if loss == "squared_hinge":
+        return -2.0 * y * np.maximum(0.0, 1.0 - a)
+    if loss == "smoothed_hinge":
+        return -y * np.clip((1.0 - a) / gamma, 0.0, 1.0)
+    return z - y
+
+
+def curvatures(loss, y, z, gamma=1.0):
+    """``phi_i''(z_i)``, the generalised one at the kinks (0 on the flat side, as LIBLINEAR's TRON)."""
+    a = _margin(loss, y, z)
+    if loss == "logistic":
+        p = 1.0 / (1.0 + np.exp(-a))
+        return p * (1.0 - p)
+    if loss == "squared_hinge":
+        return np.where(a < 1.0, 2.0, 0.0)
+    if loss == "smoothed_hinge":
+        return np.where((a < 1.0) & (a > 1.0 - gamma), 1.0 / gamma, 0.0)
+    return np.ones_like(z)
+
+
+def conjugates(loss, y, alpha, gamma=1.0):
+    """``phi_i*(-alpha_i)`` on the domain (the tests only evaluate feasible points)."""
+    if loss == "squared":
+        return 0.5 * alpha**2 - alpha * y
+    b = y * alpha
+    if loss == "squared_hinge":
+        return -b + b**2 / 4
+    if loss == "smoothed_hinge":
+        return -b + gamma / 2 * b**2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ent = np.where(b > 0, b * np.log(np.where(b > 0, b, 1.0)), 0.0)
+        ent += np.where(b < 1, (1 - b) * np.log(np.where(b < 1, 1 - b, 1.0)), 0.0)
+    return ent
+
+
+def newton_sums(X, y, w, loss, weight=None, gamma=1.0):
+    """``(sum s phi, sum (s phi)*(-alpha), sum s phi' x_i, sum s phi'' x_i x_i^T)`` at ``w``, ``alpha = -s phi'``."""
+    X = sp.csr_matrix(X, dtype=np.float64)
+    s = np.ones(X.shape[0]) if weight is None else np.asarray(weight, dtype=np.float64)
+    z = X @ w
+    dphi = derivatives(loss, y, z, gamma)
+    # (s phi)*(u) = s phi*(u / s) and alpha / s = -phi'
+    conj = s * conjugates(loss, y, -dphi, gamma)
+    H = (X.T @ sp.diags(s * curvatures(loss, y, z, gamma)) @ X).toarray()
+    return float(np.sum(s * loss_values(loss, y, z, gamma))), float(np.sum(conj)), X.T @ (s * dphi), H
+
+
+def ladder_sums(X, y, w, direction, loss, weight=None, gamma=1.0, steps=LADDER):
+    """``sum_i s_i phi_i(x_i.(w + t s))`` for every ``t`` of the ladder."""
+    X = sp.csr_matrix(X, dtype=np.float64)
+    s = np.ones(X.shape[0]) if weight is None else np.asarray(weight, dtype=np.float64)
+    m, q = X @ w, X @ direction
+    return np.array([np.sum(s * loss_values(loss, y, m + t * q, gamma)) for t in steps])
+
+
+def newton_rounds(X, y, lam, loss, rounds, weight=None, gamma=1.0):
+    """The iterates ``w_1 .. w_rounds`` of Newton from ``w_0 = 0``: direction by ``np.linalg.solve``,
+    step the largest ``t`` of the ladder with ``P(w + t s) <= P(w) + c1 t grad.s``."""
+    n, d = X.shape
+    w = np.zeros(d)
+    out = []
+    for _ in range(rounds):
+        loss_sum, _, g, H = newton_sums(X, y, w, loss, weight, gamma)
+        grad = g / n + lam * w
+        direction = np.linalg.solve(H / n + lam * np.eye(d), -grad)
+        primal = loss_sum / n + lam / 2 * w @ w
+        values = ladder_sums(X, y, w, direction, loss, weight, gamma)
+        for t, v in zip(LADDER, values):
+            trial = w + t * direction
+            if v / n + lam / 2 * trial @ trial <= primal + C1 * t * grad @ direction:
+                w = trial
+                break
+        out.append(w.copy())
+    return out
