@@ -45,6 +45,21 @@ def _method(name, eval_every=None):
     return method
 
 
+# When the faults strike: after the first copy of the states (checkpoint_every), well before the fit ends.
+# Newton reaches the optimum to rounding in about 6 rounds on heart (its gap is <= 0 from then on, which stops
+# even a tol=0 fit), so its faults come earlier.
+FAULT_SCHEDULE = {"newton": dict(rounds=5, checkpoint_every=2, eval_every=1)}
+
+
+def _schedule(X, y, name, random_state):
+    """``(rounds, checkpoint_every, eval_every)`` of the fault tests for method ``name``."""
+    if name in FAULT_SCHEDULE:
+        s = FAULT_SCHEDULE[name]
+        return s["rounds"], s["checkpoint_every"], s["eval_every"]
+    rounds = max(20, 2 * _fit(X, y, name, eval_every=5, max_rounds=1, random_state=random_state).plan_.eval_every)
+    return rounds, 7, 5
+
+
 def _fit(X, y, name, eval_every=None, **kwargs):
     with warnings.catch_warnings():  # a fixed number of rounds (serial SDCA may reach a gap <= 0 first)
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -155,8 +170,8 @@ def test_a_killed_worker_changes_nothing(heart, fault_client, tmp_path, name):
     client = fault_client
     store = write_store(tmp_path / "h.zarr", X, y, block_rows=135, shuffle=False)
     # the kill comes at the first record after round 7 (checkpoint_every), so the fit must go on past it
-    rounds = max(20, 2 * _fit(X, y, name, eval_every=5, max_rounds=1, random_state=3).plan_.eval_every)
-    kwargs = dict(max_rounds=rounds, random_state=3, client=client, checkpoint_every=7, eval_every=5)
+    rounds, every, eval_every = _schedule(X, y, name, 3)
+    kwargs = dict(max_rounds=rounds, random_state=3, client=client, checkpoint_every=every, eval_every=eval_every)
     undisturbed = _fit(store, None, name, **kwargs)
     # SIGKILL by process id: no message to the dying worker that could wait on its answer
     victim = sorted(client.run(os.getpid).items())[0][1]
@@ -193,8 +208,8 @@ def test_a_worker_killed_while_writing_a_checkpoint_changes_nothing(heart, fault
     X, y = heart
     client = fault_client
     store = write_store(tmp_path / "h.zarr", X, y, block_rows=135, shuffle=False)
-    rounds = max(20, 2 * _fit(X, y, name, eval_every=5, max_rounds=1, random_state=4).plan_.eval_every)
-    kwargs = dict(max_rounds=rounds, random_state=4, client=client, checkpoint_every=7, eval_every=5)
+    rounds, every, eval_every = _schedule(X, y, name, 4)
+    kwargs = dict(max_rounds=rounds, random_state=4, client=client, checkpoint_every=every, eval_every=eval_every)
     undisturbed = _fit(store, None, name, checkpoint=tmp_path / "a", **kwargs)
     marker = str(tmp_path / "killed")
     real_save = engine._save_state
@@ -222,8 +237,8 @@ def test_a_killed_driver_resumes_to_the_undisturbed_result(heart, client, tmp_pa
     with the undisturbed bits and history."""
     X, y = heart
     store = write_store(tmp_path / "h.zarr", X, y, block_rows=135, shuffle=False)
-    rounds = max(20, 2 * _fit(X, y, name, eval_every=5, max_rounds=1, random_state=2).plan_.eval_every)
-    kwargs = dict(max_rounds=rounds, random_state=2, client=client, checkpoint_every=7, eval_every=5)
+    rounds, every, eval_every = _schedule(X, y, name, 2)
+    kwargs = dict(max_rounds=rounds, random_state=2, client=client, checkpoint_every=every, eval_every=eval_every)
     undisturbed = _fit(store, None, name, checkpoint=tmp_path / "a", **kwargs)
 
     class DriverDied(Exception):

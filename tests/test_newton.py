@@ -147,7 +147,7 @@ def test_liblinear_optimum_on_heart_and_the_smooth_losses():
 
 
 def test_squared_loss_is_the_closed_form():
-    X, y = load_dataset("heart")
+    X, _ = load_dataset("heart")
     target = np.asarray(X @ np.linspace(-1, 1, X.shape[1])).ravel() + 0.1 * np.cos(np.arange(X.shape[0]))
     lam = 1e-4
     model = daskdca.fit(X, target, loss="squared", lam=lam, solver="newton", tol=1e-12)
@@ -191,7 +191,8 @@ def test_one_vs_rest_has_the_bits_of_the_binary_fits():
 
     X, labels = load_iris(return_X_y=True)
     X = sp.csr_matrix(X / X.max(axis=0))
-    kwargs = dict(loss="logistic", lam=1e-3, solver="newton", n_partitions=2, tol=0.0, max_rounds=4, random_state=3)
+    kwargs = {"loss": "logistic", "lam": 1e-3, "solver": "newton", "n_partitions": 2, "tol": 0.0, "max_rounds": 4,
+              "random_state": 3}
     joint = daskdca.fit(X, labels, **kwargs)
     for k in range(3):
         binary = daskdca.fit(X, (labels == k).astype(int), **kwargs)
@@ -242,7 +243,7 @@ def test_a_killed_worker_changes_nothing(fault_client, tmp_path):
     store = write_store(tmp_path / "h.zarr", X, y, block_rows=135, shuffle=False)
     undisturbed = _cluster_fit(store, client=fault_client, random_state=3)
     assert all(r.gap > 0 for r in undisturbed.history_) and undisturbed.n_rounds_ == FAULT_ROUNDS
-    victim = sorted(fault_client.run(os.getpid).items())[0][1]
+    victim = min(fault_client.run(os.getpid).items())[1]
     killed = []
 
     def kill_one_worker(record, state):

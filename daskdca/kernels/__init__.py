@@ -35,6 +35,7 @@ def warm_up():
     """
     import numpy as np
 
+    from daskdca.kernels.newton import cholesky_solve, dual_point, ladder_loss_sums, newton_sums, newton_system
     from daskdca.kernels.sdca import local_sdca, minibatch_sdca, movable_rows, objective_sums_movable
 
     indptr = np.array([0, 1], dtype=np.int64)
@@ -52,3 +53,8 @@ def warm_up():
                                1.0, 1.0, 1.0)
         minibatch_sdca(indptr, indices, data, one, unweighted, one, np.zeros(1), np.zeros(1), np.zeros(1),
                        np.zeros((1, 1), dtype=np.int64), kind, 1.0, 1.0)
+    # the primal Newton method's kernels (the loss kind is a runtime argument: one call compiles them)
+    newton_sums(indptr, indices, data, one, unweighted, np.zeros(1), 0, 1, 3, 0.0, np.zeros(2), np.zeros(2))
+    ladder_loss_sums(indptr, indices, data, one, unweighted, np.zeros(1), np.zeros(1), 0, 1, 3, 0.0, one, np.zeros(1))
+    dual_point(indptr, indices, data, one, unweighted, np.zeros(1), 0, 1, 3, 0.0)
+    cholesky_solve(newton_system(one, 1, 1.0, 1.0), one)

@@ -59,7 +59,14 @@ from daskdca.kernels.newton import (
     newton_system,
     packed_size,
 )
-from daskdca.methods.base import Capabilities, Contribution, Phase, RoundReport, compress, dense
+from daskdca.methods.base import (
+    Capabilities,
+    Contribution,
+    Phase,
+    RoundReport,
+    compress,
+    dense,
+)
 
 __all__ = ["Newton", "NewtonGlobal", "NewtonLocal", "NewtonPlan"]
 
