@@ -8,7 +8,7 @@ Layout (one zarr v3 group, anndata-compatible CSR, spec ``dask-zarr-numba.md`` Â
                                      block_nnz_offsets, block_checksums, checksum,
                                      column_nnz_checksum, label_values, label_mapping,
                                      value_dtype, index_dtype, source, max_row_norm,
-                                     shuffled, shuffle_seed, ...}
+                                     shuffled, shuffle_seed, ..., attrs_checksum}
       data        (nnz,)  float64 | float32   chunks 2**20
       indices     (nnz,)  int32 (int64 when d >= 2**31)
       indptr      (n+1,)  int64               chunks 2**16
@@ -32,7 +32,12 @@ Writes lose nothing (``docs/reliability.md``):
   ``complete`` attribute, written last, is the commit marker that
   :func:`open_store` requires.
 * A folder that is not a daskdca store is never written into; replacing a
-  store needs ``overwrite=True``; the output may not be or contain the input.
+  store needs ``overwrite=True``; the output may not be or contain the input,
+  nor lie inside a store or a checkpoint folder, nor (a store replaced) hold one.
+
+``attrs_checksum`` (format 3) covers every other attribute of the group except
+``complete``; :func:`open_store` verifies it and checks ``label_values``
+against ``y`` and ``feature_permutation`` against ``range(d)``.
 
 Reads are verified every time: :meth:`CSRStore.read_block` checks the block's
 XXH3-64 checksum (CRC-32C in stores written before 2026-11-26) over every

@@ -19,7 +19,6 @@ import numpy as np
 import xxhash
 from zarr.codecs import ZstdCodec
 
-
 # 2: block checksums (attribute ``checksum``: CHECKSUM_KINDS) over all per-block arrays, recorded from memory,
 # block nnz offsets, checksummed column counts (format 1 covered no row norms).
 # 3: format 2 plus the attribute checksum ``attrs_checksum`` (ATTRS_CHECKSUM), required.  Format 2 stores

@@ -18,7 +18,6 @@ import uuid
 from daskdca.store.format import _TMP_SUFFIX, TMP_MARKER, StoreError, _check_bool
 from daskdca.store.reader import open_store
 
-
 try:  # POSIX advisory locks: a temporary folder's writer holds one while it lives
     import fcntl
 except ImportError:  # pragma: no cover - Windows

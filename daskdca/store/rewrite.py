@@ -20,7 +20,12 @@ from daskdca.store.format import (
 )
 from daskdca.store.publish import _destination
 from daskdca.store.reader import CSRStore
-from daskdca.store.writer import _check_writer_args, _feature_order, _order_attrs, _Writer
+from daskdca.store.writer import (
+    _check_writer_args,
+    _feature_order,
+    _order_attrs,
+    _Writer,
+)
 
 
 class _BucketArrays:

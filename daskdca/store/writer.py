@@ -25,11 +25,11 @@ from daskdca.store.format import (
     NNZ_CHUNK,
     ROW_CHUNK,
     StoreError,
+    _attrs_checksum,
     _check_bool,
     _check_int,
     _check_storage_options,
     _check_url,
-    _attrs_checksum,
     _compressors,
     _crc,
 )
