@@ -738,7 +738,8 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
         raise ValueError(f"X is empty (shape {X.shape}); it needs at least one row and one feature.")
     y_signed, classes = _check_y(y, n, loss_obj)
     if auto:
-        route = choose_route(on_cluster=False, n=n, nnz=X.nnz, lam=lam, n_partitions=n_partitions)
+        route = choose_route(on_cluster=False, n=n, nnz=X.nnz, lam=lam, d=d, loss_name=loss_obj.name,
+                             warm_start=dual_init is not None, n_partitions=n_partitions)
         method = _resolve_solver(route.solver, batch_size=None, local_iters=local_iters, on_cluster=False,
                                  loss_name=loss_obj.name, options=route.options)
         n_partitions = _default_partitions(method, False) if n_partitions is None else n_partitions
@@ -839,11 +840,12 @@ class _ClusterJob:
         self.array_classes = self.problems = self.row_order = self.dual_init = None
         self.store_partitions = n_partitions
 
-    def route(self, *, n, nnz, size=None):
+    def route(self, *, n, nnz, d, warm_start, size=None):
         """The route (and ``self.method``): the user's solver, or the one ``solver="auto"`` picks."""
         if self.method is not None:
             return explicit_route(self.method.name, on_cluster=True, n_partitions=self.n_partitions)
-        route = choose_route(on_cluster=True, n=n, nnz=nnz, lam=self.lam, workers=self.workers, size=size,
+        route = choose_route(on_cluster=True, n=n, nnz=nnz, lam=self.lam, d=d, loss_name=self.loss_obj.name,
+                             warm_start=warm_start, workers=self.workers, size=size,
                              needs_rounds=self.needs_rounds, n_partitions=self.n_partitions)
         self.method = _resolve_solver(route.solver, batch_size=None, local_iters=self.local_iters, on_cluster=True,
                                       loss_name=self.loss_obj.name, options=route.options)
@@ -894,7 +896,8 @@ def _fit_arrays_on_cluster(job, X, y, client, fit_args, *, dual_init, sample_wei
         dual_init = _check_dual_init_ovr(dual_init, y, job.loss_obj, job.array_classes, sample_weight, job.problems)
     elif dual_init is not None:
         dual_init = _check_dual_init(dual_init, y, job.loss_obj, job.array_classes, sample_weight)
-    route = job.route(n=n, nnz=X.nnz, size=data_bytes(n, X.nnz, X.dtype.itemsize, X.indices.dtype.itemsize))
+    route = job.route(n=n, nnz=X.nnz, d=d, warm_start=dual_init is not None,
+                      size=data_bytes(n, X.nnz, X.dtype.itemsize, X.indices.dtype.itemsize))
     if route.name == "one_worker":
         from daskdca.driver import in_process_partitions
         from daskdca.methods.base import DataInfo
@@ -973,7 +976,7 @@ def _fit_store_on_cluster(job, store, client, fit_args, *, verbose, callback, in
     else:
         size = data_bytes(store.n, store.nnz, store.group["data"].dtype.itemsize,
                           store.group["indices"].dtype.itemsize)
-        route = job.route(n=store.n, nnz=store.nnz, size=size)
+        route = job.route(n=store.n, nnz=store.nnz, d=store.d, warm_start=dual_init is not None, size=size)
     method = job.method
     rounds = route.name == "rounds"  # the one-worker route runs the in-process driver, on one partition
     check_supported(method, loss_name=job.loss_obj.name, on_cluster=rounds, n_partitions=2 if rounds else 1,

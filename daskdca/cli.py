@@ -225,11 +225,14 @@ def build_parser():
     p.add_argument("--class-weight", type=_class_weight, default=None, metavar="balanced|LABEL:W,...",
                    help="multiply the loss of each label's rows (LIBLINEAR's -wi; 'balanced': n / (2 count)), "
                         "e.g. '1:5,-1:1' (an svmlight file; a store carries its own weights)")
-    p.add_argument("--solver", choices=sorted(SOLVERS), default=None,
-                   help="solver (default: sdca in memory, cocoa+ on a cluster)")
+    p.add_argument("--solver", choices=["auto"] + sorted(SOLVERS), default="auto",
+                   help="solver (default: auto, which picks the route and the method and prints why: serial "
+                        "SDCA here, the whole fit on one worker, or CoCoA+ rounds)")
     p.add_argument("--tol", type=float, default=1e-6,
                    help="stop when (P - D) <= tol |P| (default: 1e-6)")
-    p.add_argument("--max-rounds", type=int, default=1000, help="round limit (default: 1000)")
+    p.add_argument("--max-epochs", type=_positive_float, default=None,
+                   help="the most passes over the data, whatever the solver (default: 1000)")
+    p.add_argument("--max-rounds", type=int, default=None, help="round limit (default: none beyond --max-epochs)")
     p.add_argument("--batch-size", type=int, default=None, help="rows per mini-batch (minibatch_sdca)")
     p.add_argument("--local-iters", type=float, default=1.0,
                    help="passes over each partition per round (default: 1.0)")
@@ -484,7 +487,7 @@ def _fit(args):
                          "daskdca.SDCAClassifier), or binarise the labels.")
     lam, lam_text = _lam(args, n)
     kwargs = dict(loss=loss, lam=lam, solver=args.solver, tol=args.tol, max_rounds=args.max_rounds,
-                  batch_size=args.batch_size, local_iters=args.local_iters, n_partitions=args.n_partitions,
+                  max_epochs=args.max_epochs, batch_size=args.batch_size, local_iters=args.local_iters, n_partitions=args.n_partitions,
                   random_state=args.random_state, verbose=0 if args.quiet else 1)
     if args.class_weight is not None:
         kwargs["sample_weight"] = _row_weights(args.class_weight, y)
@@ -497,6 +500,7 @@ def _fit(args):
     else:
         model = fit(X, y, **kwargs)
     saved = SavedModel.from_fit(model, n_samples=n, tol=args.tol, intercept_scaling=scaling)
+    print(f"route: {model.route_.name}, {model.solver.name} ({model.route_.reason})")
     print(_certificate(model))
     intercept = (f"; intercept {saved.intercept:.10g} (intercept_scaling {scaling:g}, regularised)"
                  if scaling is not None else "; no intercept")
@@ -560,7 +564,8 @@ def _demo(args):
                                     progress=not args.quiet)
         print(f"data: wrote {store.n:,} x {store.d:,}, {store.nnz:,} non-zeros, {store.n_blocks} blocks of "
               f"{block_rows:,} rows in {time.perf_counter() - started:.1f} s")
-        kwargs = dict(loss=loss, lam=lam, tol=args.tol, max_rounds=args.max_rounds, random_state=seed)
+        kwargs = dict(loss=loss, lam=lam, tol=args.tol, max_rounds=args.max_rounds, max_epochs=args.max_epochs,
+                      random_state=seed)
         # the scheduler's and the workers' scratch space goes to the folder too, not to a
         # dask-scratch-space left behind in the system's temporary folder
         with local_client(workers, scratch=folder) as client:

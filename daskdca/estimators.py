@@ -46,11 +46,16 @@ from daskdca.store import CSRStore, open_store
 
 __all__ = ["SDCAClassifier", "SDCAClassifierCV", "SDCARegressor"]
 
-_SOLVERS = ("sdca", "minibatch_sdca", "cocoa+")
+_SOLVERS = ("auto", "sdca", "minibatch_sdca", "cocoa+")
 
 # daskdca.fit warns on its own when it runs out of rounds; the estimators
 # warn once per fit instead, in terms of max_iter and the gap per class.
 _FIT_WARNING = r"daskdca\.fit reached max_rounds"
+
+
+def _solver_name(solver):
+    """The registered name of ``solver`` (a name, a method object, or None for "auto")."""
+    return "auto" if solver is None else solver if isinstance(solver, str) else solver.name
 
 
 def _seed(random_state):
@@ -181,7 +186,7 @@ class _SDCAMixin:
 
     _common_constraints: dict = {
         "C": [Interval(Real, 0, None, closed="neither")],
-        "solver": [StrOptions(set(_SOLVERS)), None],
+        "solver": [StrOptions(set(_SOLVERS)), None, HasMethods(["setup"])],
         "tol": [Interval(Real, 0, None, closed="left")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "fit_intercept": ["boolean"],
@@ -189,7 +194,7 @@ class _SDCAMixin:
         "random_state": ["random_state"],
         "warm_start": ["boolean"],
         "n_partitions": [Interval(Integral, 1, None, closed="left"), None],
-        "client": [None, HasMethods(["submit", "scheduler_info"])],
+        "client": [None, str, HasMethods(["submit", "scheduler_info"])],
         "verbose": ["verbose"],
         "keep_dual": ["boolean"],
     }
@@ -254,7 +259,7 @@ class _SDCAMixin:
         # in memory, daskdca.fit's documented default is 2 partitions for "cocoa+", else 1
         partitions = self.n_partitions
         if partitions is None:
-            partitions = 2 if self.solver == "cocoa+" and client is None else 1
+            partitions = 2 if _solver_name(self.solver) == "cocoa+" and client is None else 1
         if n < partitions:
             raise ValueError(
                 f"n_samples={n} is fewer than the {partitions} row partitions of solver={self.solver!r}; "
@@ -263,7 +268,7 @@ class _SDCAMixin:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=_FIT_WARNING, category=ConvergenceWarning)
             return daskdca.fit(
-                X, y, loss=loss, lam=lam, solver=self.solver, tol=self.tol, max_rounds=self.max_iter,
+                X, y, loss=loss, lam=lam, solver=self.solver, tol=self.tol, max_epochs=self.max_iter,
                 n_partitions=self.n_partitions, random_state=seed, client=client,
                 verbose=int(self.verbose), dual_init=dual_init, sample_weight=sample_weight,
                 class_weight=class_weight,
@@ -281,7 +286,7 @@ class _SDCAMixin:
         rel = np.atleast_1d(_relative_gap(self.gap_, self.primal_))
         parts = [f"{label}: {r:.3e}" for label, r, ok in zip(labels, rel, converged) if not ok]
         warnings.warn(
-            f"{type(self).__name__} reached max_iter={self.max_iter} rounds before the relative "
+            f"{type(self).__name__} reached max_iter={self.max_iter} passes over the data before the relative "
             f"duality gap fell to tol={self.tol:g} ({'; '.join(parts)}); increase max_iter or tol.",
             ConvergenceWarning,
             stacklevel=stacklevel,
@@ -499,15 +504,19 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
     C : float, default=1.0
         Inverse regularisation strength as in LIBLINEAR: ``lam = 1 / (C n)``
         with ``n`` the number of training rows.  Must be > 0.
-    solver : {"sdca", "minibatch_sdca", "cocoa+"} or None, default=None
-        Passed to :func:`daskdca.fit`; None means ``"sdca"`` in memory and
-        ``"cocoa+"`` on a cluster.
+    solver : {"auto", "sdca", "minibatch_sdca", "cocoa+"}, method object or None, default="auto"
+        Passed to :func:`daskdca.fit`: ``"auto"`` (or None) picks the route
+        and the method (serial SDCA here, inside Catalyst's loop for small
+        ``lam n``; with a client, the whole fit on one worker or CoCoA+
+        rounds) and says why in ``route_``; a name or a method object such
+        as ``daskdca.SDCA(acceleration="catalyst")`` is run as given.
     tol : float, default=1e-6
         Relative duality gap at which each fit stops: ``P - D <= tol * |P|``.
     max_iter : int, default=1000
-        Maximum number of rounds per binary problem (an SDCA round is one
-        pass over the data); reaching it warns with ``ConvergenceWarning``,
-        naming the gap reached.
+        Maximum number of passes over the data per binary problem, whatever
+        the solver (:func:`daskdca.fit`'s ``max_epochs``, as scikit-learn's
+        SAG and SAGA count ``max_iter``); reaching it warns with
+        ``ConvergenceWarning``, naming the gap reached.
     fit_intercept : bool, default=True
         Fit an intercept, LIBLINEAR's way (the default, as in ``LinearSVC``
         and ``LogisticRegression``, which fit the same one): each row gets a
@@ -584,6 +593,8 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         Whether each problem reached ``gap <= tol * |primal|``.
     n_iter_ : ndarray of int of shape (1,) or (n_classes,)
         Rounds taken per problem.
+    route_ : daskdca.routes.Route
+        Where the fit ran and why (:mod:`daskdca.routes`); the first problem's with K fits in turn.
     history_ : list of list of HistoryRecord
         Per problem, one ``(round, epochs, seconds, primal, dual, gap)``
         record per gap evaluation; see :func:`daskdca.plot.convergence`.
@@ -622,7 +633,7 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         **_SDCAMixin._common_constraints,
     }
 
-    def __init__(self, loss="hinge", C=1.0, *, solver=None, tol=1e-6, max_iter=1000, fit_intercept=True,
+    def __init__(self, loss="hinge", C=1.0, *, solver="auto", tol=1e-6, max_iter=1000, fit_intercept=True,
                  intercept_scaling=1.0, class_weight=None, random_state=0, warm_start=False, n_partitions=None,
                  client=None, verbose=0, keep_dual=False):
         self.loss = loss
@@ -688,7 +699,10 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         others fit them one after another."""
         from daskdca.methods import REGISTRY
 
-        name = self.solver if self.solver is not None else ("cocoa+" if client is not None else "sdca")
+        if self.solver is not None and not isinstance(self.solver, str):
+            return self.solver.capabilities.multi_class
+        # "auto" runs serial SDCA or CoCoA+, which fit the problems together alike
+        name = "sdca" if self.solver in (None, "auto") else self.solver
         return REGISTRY[name].capabilities.multi_class
 
     def _fit_one_vs_rest(self, X, y, classes, C, *, client, weights, sample_weight):
@@ -728,6 +742,7 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         self.converged_ = np.array([bool(m.converged_) for m in models])
         self.n_iter_ = np.array([int(m.n_rounds_) for m in models])
         self.history_ = [list(m.history_) for m in models]
+        self.route_ = models[0].route_
         if self.keep_dual:
             self.dual_coef_ = np.stack([np.asarray(m.dual_coef_, dtype=np.float64) for m in models])
         elif hasattr(self, "dual_coef_"):
@@ -975,7 +990,7 @@ n_features_in_, feature_names_in_ :
     warm_start = False
     client = None
 
-    def __init__(self, Cs=10, *, cv=5, scoring=None, loss="hinge", solver=None, tol=1e-6, max_iter=1000,
+    def __init__(self, Cs=10, *, cv=5, scoring=None, loss="hinge", solver="auto", tol=1e-6, max_iter=1000,
                  fit_intercept=True, intercept_scaling=1.0, class_weight=None, random_state=0, n_partitions=None,
                  verbose=0, keep_dual=False):
         self.Cs = Cs
@@ -1095,13 +1110,17 @@ class SDCARegressor(_SDCAMixin, RegressorMixin, BaseEstimator):
     C : float, default=1.0
         Inverse regularisation strength, ``lam = 1 / (C n)`` (Ridge's
         ``alpha = 1 / C``).  Must be > 0.
-    solver : {"sdca", "minibatch_sdca", "cocoa+"} or None, default=None
-        Passed to :func:`daskdca.fit`; None means ``"sdca"`` in memory and
-        ``"cocoa+"`` on a cluster.
+    solver : {"auto", "sdca", "minibatch_sdca", "cocoa+"}, method object or None, default="auto"
+        Passed to :func:`daskdca.fit`: ``"auto"`` (or None) picks the route
+        and the method (serial SDCA here, inside Catalyst's loop for small
+        ``lam n``; with a client, the whole fit on one worker or CoCoA+
+        rounds) and says why in ``route_``; a name or a method object such
+        as ``daskdca.SDCA(acceleration="catalyst")`` is run as given.
     tol : float, default=1e-6
         Relative duality gap at which the fit stops.
     max_iter : int, default=1000
-        Maximum number of rounds; reaching it warns with ``ConvergenceWarning``.
+        Maximum number of passes over the data (:func:`daskdca.fit`'s
+        ``max_epochs``); reaching it warns with ``ConvergenceWarning``.
     fit_intercept : bool, default=True
         Fit LIBLINEAR's regularised intercept (the default, as ``Ridge`` fits
         an intercept by default; see :class:`SDCAClassifier`): a synthetic
@@ -1145,6 +1164,8 @@ class SDCARegressor(_SDCAMixin, RegressorMixin, BaseEstimator):
     converged_ : bool
     n_iter_ : int
         Rounds taken.
+    route_ : daskdca.routes.Route
+        Where the fit ran and why (:mod:`daskdca.routes`).
     history_ : list of HistoryRecord
         One ``(round, epochs, seconds, primal, dual, gap)`` record per gap
         evaluation.
@@ -1171,7 +1192,7 @@ class SDCARegressor(_SDCAMixin, RegressorMixin, BaseEstimator):
         **_SDCAMixin._common_constraints,
     }
 
-    def __init__(self, loss="squared", C=1.0, *, solver=None, tol=1e-6, max_iter=1000, fit_intercept=True,
+    def __init__(self, loss="squared", C=1.0, *, solver="auto", tol=1e-6, max_iter=1000, fit_intercept=True,
                  intercept_scaling=1.0, random_state=0, warm_start=False, n_partitions=None, client=None,
                  verbose=0, keep_dual=False):
         self.loss = loss
@@ -1226,6 +1247,7 @@ class SDCARegressor(_SDCAMixin, RegressorMixin, BaseEstimator):
         self.converged_ = bool(model.converged_)
         self.n_iter_ = int(model.n_rounds_)
         self.history_ = list(model.history_)
+        self.route_ = model.route_
         if self.keep_dual:
             self.dual_coef_ = np.asarray(model.dual_coef_, dtype=np.float64).copy()
         elif hasattr(self, "dual_coef_"):

@@ -199,7 +199,7 @@ def path(X, y, Cs, *, loss="hinge", solver=None, tol=1e-6, max_rounds=None, fit_
     Cs = _check_Cs(Cs)
     if Cs.shape[0] > 1:  # before the first fit, not after it
         default = "cocoa+" if on_cluster else "sdca"
-        method = _resolve_solver(default if solver is None else solver, batch_size=None, local_iters=1.0,
+        method = _resolve_solver(default if solver in (None, "auto") else solver, batch_size=None, local_iters=1.0,
                                  on_cluster=on_cluster)
         _check_warm_start_supported(method, resume=False)
     if not isinstance(fit_intercept, (bool, np.bool_)):

@@ -19,10 +19,15 @@ cluster, without reading a row:
     reads): CoCoA+ rounds over one partition per worker, fixed at the start
     of the fit.
 
-Serial SDCA runs inside Catalyst's accelerated proximal-point loop (Lin,
-Mairal & Harchaoui, "Catalyst acceleration for first-order convex
-optimization", JMLR 2018, Algorithm 1) when ``lam n < CATALYST_LAM_N``: the
-regime where plain SDCA's epochs grow like ``1/(lam n)``.  An explicit
+The method: where the features are few (``d <= NEWTON_MAX_FEATURES``) and
+the loss is twice differentiable, the primal Newton method
+(:mod:`daskdca.methods.newton`) needs 6-9 rounds to a certified 1e-8 on
+real data whatever ``lam``, so it runs the rounds route, and in one process
+it runs where SDCA's epochs grow like ``1/(lam n)`` (``lam n <
+CATALYST_LAM_N``).  Otherwise serial SDCA runs, inside Catalyst's
+accelerated proximal-point loop (Lin, Mairal & Harchaoui, "Catalyst
+acceleration for first-order convex optimization", JMLR 2018, Algorithm 1)
+when ``lam n < CATALYST_LAM_N``, and rounds are CoCoA+'s.  An explicit
 ``solver=`` is always obeyed; the route then only says where it runs.
 """
 
@@ -30,7 +35,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["CATALYST_LAM_N", "ONE_WORKER_MEMORY_FRACTION", "Route", "Workers", "choose_route", "data_bytes",
+__all__ = ["CATALYST_LAM_N", "NEWTON_LOSSES", "NEWTON_MAX_FEATURES", "ONE_WORKER_MEMORY_FRACTION", "Route", "Workers", "choose_route", "data_bytes",
            "explicit_route", "fits_one_worker"]
 
 #: Serial SDCA runs inside Catalyst when ``lam n`` (``1/C`` in LIBLINEAR's terms) is below this.  Measured
@@ -38,6 +43,16 @@ __all__ = ["CATALYST_LAM_N", "ONE_WORKER_MEMORY_FRACTION", "Route", "Workers", "
 #: ijcnn1) Catalyst was 1.3-33x faster in 5 of 6 cells; at lam n = 0.3-0.5 (lam 1e-5) it won on a9a only and
 #: lost on ijcnn1 (1.5x slower); at lam n = 3-5 (lam 1e-4) it lost in 4 of 6 cells.
 CATALYST_LAM_N = 0.1
+
+#: The most features for which solver="auto" picks the primal Newton method: a round forms the d x d Hessian
+#: (``r_i^2`` work per row of ``r_i`` stored values, ``d^3 / 3`` for its Cholesky) and sends it through the
+#: reduction.  Measured (benchmarks/RESULTS.md, "Primal Newton"): at d = 22 (ijcnn1) and d = 123 (a9a) a round
+#: costs 20-45 ms on 50,000 rows, and Newton certified 1e-6 in 6-8 rounds where SDCA needed 297-2107 epochs at
+#: C = 100 (19-89x faster), while at C = 1 it was 1.3x faster on a9a and 1.9x slower on ijcnn1.
+NEWTON_MAX_FEATURES = 256
+
+#: The losses the Newton method takes (twice differentiable, or with a generalised Hessian).
+NEWTON_LOSSES = ("logistic", "squared", "squared_hinge", "smoothed_hinge")
 
 #: The one-worker route is taken when the data's in-memory size is at most this fraction of the smallest
 #: worker's memory limit: loading a store holds its blocks and their joined copy at once (about 2x), and the
@@ -92,11 +107,19 @@ def data_bytes(n, nnz, value_itemsize=8, index_itemsize=4):
     return int(nnz) * (int(value_itemsize) + int(index_itemsize)) + 24 * int(n)
 
 
-def _serial_solver(lam, n):
-    """``(options, why)`` of serial SDCA for ``lam n``."""
+def _serial_solver(lam, n, newton):
+    """``(solver, options, why)`` of a fit on one partition, for ``lam n`` (``newton``: Newton may run)."""
     if lam * n < CATALYST_LAM_N:
-        return {"acceleration": "catalyst"}, f"lam n = {lam * n:.3g} < {CATALYST_LAM_N:g}: SDCA inside Catalyst"
-    return {}, f"lam n = {lam * n:.3g} >= {CATALYST_LAM_N:g}: plain SDCA"
+        if newton:
+            return "newton", {}, f"lam n = {lam * n:.3g} < {CATALYST_LAM_N:g} and few features: primal Newton"
+        return "sdca", {"acceleration": "catalyst"}, f"lam n = {lam * n:.3g} < {CATALYST_LAM_N:g}: SDCA inside Catalyst"
+    return "sdca", {}, f"lam n = {lam * n:.3g} >= {CATALYST_LAM_N:g}: plain SDCA"
+
+
+def _rounds_solver(newton):
+    if newton:
+        return "newton", "primal Newton rounds (few features: a handful of rounds)"
+    return "cocoa+", "CoCoA+ rounds"
 
 
 def fits_one_worker(size, workers):
@@ -109,7 +132,8 @@ def fits_one_worker(size, workers):
     return size <= ONE_WORKER_MEMORY_FRACTION * min(limits)
 
 
-def choose_route(*, on_cluster, n, nnz, lam, workers=None, size=None, needs_rounds=(), n_partitions=None):
+def choose_route(*, on_cluster, n, nnz, lam, d=None, loss_name=None, warm_start=False, workers=None, size=None,
+                 needs_rounds=(), n_partitions=None):
     """The route of a ``solver="auto"`` fit.
 
     Parameters
@@ -120,6 +144,11 @@ def choose_route(*, on_cluster, n, nnz, lam, workers=None, size=None, needs_roun
         Rows and stored values of X.
     lam : float
         The regularisation of ``P(w)``.
+    d, loss_name : int and str, optional
+        Features and loss: the primal Newton method is considered only when both are given, the loss is in
+        :data:`NEWTON_LOSSES` and ``d <= NEWTON_MAX_FEATURES``.
+    warm_start : bool
+        Whether the fit starts from given duals (``dual_init``), which Newton does not take.
     workers : Workers or None
         The cluster's workers now (None without a cluster).
     size : int or None
@@ -134,26 +163,28 @@ def choose_route(*, on_cluster, n, nnz, lam, workers=None, size=None, needs_roun
     Route
     """
     size = data_bytes(n, nnz) if size is None else int(size)
-    options, why_solver = _serial_solver(lam, n)
+    newton = (d is not None and loss_name in NEWTON_LOSSES and d <= NEWTON_MAX_FEATURES and not warm_start)
+    solver, options, why_solver = _serial_solver(lam, n, newton)
+    rounds_solver, why_rounds = _rounds_solver(newton)
     if n_partitions is not None and n_partitions > 1:
         return Route("rounds" if on_cluster else "in_process", "cocoa+", {}, n_partitions,
                      f"n_partitions={n_partitions} asks for {n_partitions} partitions: CoCoA+ rounds")
     if not on_cluster:
-        return Route("in_process", "sdca", options, 1,
-                     f"in-memory data and no client: serial SDCA here ({why_solver})")
+        return Route("in_process", solver, options, 1,
+                     f"in-memory data and no client: one partition here ({why_solver})")
     workers = workers or Workers((), ())
     if needs_rounds:
-        return Route("rounds", "cocoa+", {}, None,
-                     f"{', '.join(needs_rounds)} given, which only rounds honour: CoCoA+ rounds over "
+        return Route("rounds", rounds_solver, {}, None,
+                     f"{', '.join(needs_rounds)} given, which only rounds honour: {why_rounds} over "
                      f"{max(1, workers.n_workers)} partition(s), one per worker")
     if fits_one_worker(size, workers):
         limit = min((int(m or 0) for m in workers.memory_limits), default=0)
         room = f"of a {limit / 2**30:.1f} GiB worker" if limit else "with no worker memory limit"
-        return Route("one_worker", "sdca", options, 1,
+        return Route("one_worker", solver, options, 1,
                      f"the data ({size / 2**20:.1f} MiB in memory) fits one worker ({room}): the whole fit "
                      f"is one task, no rounds ({why_solver})")
-    return Route("rounds", "cocoa+", {}, None,
-                 f"the data ({size / 2**20:.1f} MiB in memory) does not fit one worker: CoCoA+ rounds over "
+    return Route("rounds", rounds_solver, {}, None,
+                 f"the data ({size / 2**20:.1f} MiB in memory) does not fit one worker: {why_rounds} over "
                  f"{max(1, workers.n_workers)} partitions, one per worker")
 
 

@@ -400,7 +400,7 @@ def test_unshuffled_store_with_sorted_labels_warns(client, tmp_path):
     order = np.argsort(y, kind="stable")
     sorted_store = write_store(tmp_path / "sorted.zarr", X[order], y[order], block_rows=135, shuffle=False)
     with pytest.warns(UserWarning, match=r"not shuffled.*fractions from 0\.00 to 0\.89.*rewrite_store"):
-        daskdca.fit(sorted_store, loss="logistic", lam=1e-1, tol=1e-4, client=client)
+        daskdca.fit(sorted_store, loss="logistic", lam=1e-1, tol=1e-4, client=client, solver="cocoa+")
     shuffled = write_store(tmp_path / "shuffled.zarr", X[order], y[order], block_rows=135, shuffle=True)
     import warnings
 

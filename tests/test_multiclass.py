@@ -145,7 +145,7 @@ def test_warm_start_from_the_duals_of_another_lam():
 def test_solvers_that_cannot_fit_the_problems_together_say_which_can():
     X, labels = _iris()
     for solver in ("minibatch_sdca", "pegasos", CoCoAPlus(local_solver="sdna")):
-        with pytest.raises(ValueError, match=r"cannot fit the one-vs-rest problems.*\['cocoa\+', 'sdca'\]"):
+        with pytest.raises(ValueError, match=r"cannot fit the one-vs-rest problems.*\['cocoa\+', 'newton', 'sdca'\]"):
             daskdca.fit(X, labels, solver=solver, n_partitions=2 if solver != "pegasos" else 1)
 
 

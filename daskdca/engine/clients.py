@@ -104,10 +104,12 @@ def cluster_client(client):
                             f"{type(client).__name__}.")
         yield client
         return
-    with contextlib.suppress(ValueError):
-        yield default_client()
-        return
-    yield embedded_client()
+    try:
+        found = default_client()
+    except ValueError:  # no default client
+        found = None
+    # one yield: an error raised by the fit inside the block goes to the caller as it is
+    yield found if found is not None else embedded_client()
 
 
 @contextlib.contextmanager

@@ -1,0 +1,256 @@
+"""Routes, budgets and the checkpoint folder rule.
+
+- ``solver="auto"`` picks a route (:mod:`daskdca.routes`), records it on the model, and an explicit solver is
+  always obeyed; the one-worker route gives the bits of serial SDCA in this process.
+- ``max_epochs`` means passes over the data on every solver.
+- A checkpoint folder holds only what daskdca wrote there: other files are refused and never removed, and an
+  old checkpoint is replaced only with ``overwrite=True``.
+"""
+
+import math
+import os
+import stat
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+import daskdca
+from daskdca.routes import CATALYST_LAM_N, ONE_WORKER_MEMORY_FRACTION, Workers, choose_route, data_bytes
+
+from conftest import load_dataset
+
+GiB = 1 << 30
+
+
+# --- the route rule, table-driven (no cluster needed) ---------------------------------------------------------
+
+ROUTE_CASES = [
+    # name, kwargs, expected route, solver, options
+    ("memory no client", dict(on_cluster=False, n=1000, nnz=10_000, lam=1e-3), "in_process", "sdca", {}),
+    ("memory small lam n", dict(on_cluster=False, n=1000, nnz=10_000, lam=1e-5), "in_process", "sdca",
+     {"acceleration": "catalyst"}),
+    ("memory lam n at the threshold", dict(on_cluster=False, n=1000, nnz=10, lam=CATALYST_LAM_N / 1000),
+     "in_process", "sdca", {}),
+    ("memory partitions asked", dict(on_cluster=False, n=1000, nnz=10, lam=1e-3, n_partitions=3), "in_process",
+     "cocoa+", {}),
+    ("cluster fits one worker", dict(on_cluster=True, n=10**5, nnz=10**6, lam=1e-4,
+                                     workers=Workers((1, 1), (4 * GiB, 4 * GiB))), "one_worker", "sdca", {}),
+    ("cluster fits, small lam n", dict(on_cluster=True, n=10**5, nnz=10**6, lam=1e-7,
+                                       workers=Workers((1, 1), (4 * GiB, 4 * GiB))), "one_worker", "sdca",
+     {"acceleration": "catalyst"}),
+    ("cluster too big", dict(on_cluster=True, n=10**8, nnz=10**9, lam=1e-6,
+                             workers=Workers((1, 1), (4 * GiB, 4 * GiB))), "rounds", "cocoa+", {}),
+    ("smallest worker decides", dict(on_cluster=True, n=10**6, nnz=10**8, lam=1e-6,
+                                     workers=Workers((1, 1), (64 * GiB, 1 * GiB))), "rounds", "cocoa+", {}),
+    ("no memory limit, small", dict(on_cluster=True, n=10**5, nnz=10**6, lam=1e-4, workers=Workers((2,), (0,))),
+     "one_worker", "sdca", {}),
+    ("no memory limit, huge", dict(on_cluster=True, n=10**9, nnz=10**10, lam=1e-4, workers=Workers((2,), (0,))),
+     "rounds", "cocoa+", {}),
+    ("checkpoint needs rounds", dict(on_cluster=True, n=100, nnz=1000, lam=1e-4, needs_rounds=["checkpoint"],
+                                     workers=Workers((1, 1), (4 * GiB, 4 * GiB))), "rounds", "cocoa+", {}),
+    ("callback needs rounds", dict(on_cluster=True, n=100, nnz=1000, lam=1e-4, needs_rounds=["callback"],
+                                   workers=Workers((1,), (4 * GiB,))), "rounds", "cocoa+", {}),
+    ("cluster partitions asked", dict(on_cluster=True, n=100, nnz=1000, lam=1e-4, n_partitions=4,
+                                      workers=Workers((1,), (4 * GiB,))), "rounds", "cocoa+", {}),
+    ("no workers known", dict(on_cluster=True, n=100, nnz=1000, lam=1e-4, workers=Workers((), ())), "rounds",
+     "cocoa+", {}),
+]
+
+
+@pytest.mark.parametrize("name, kwargs, route, solver, options", ROUTE_CASES, ids=[c[0] for c in ROUTE_CASES])
+def test_route_rule(name, kwargs, route, solver, options):
+    chosen = choose_route(**kwargs)
+    assert (chosen.name, chosen.solver, chosen.options) == (route, solver, options)
+    assert chosen.reason  # a sentence the user reads on model.route_
+
+
+def test_one_worker_threshold_is_the_memory_fraction():
+    limit = 8 * GiB
+    n = 1000
+    fits = int(ONE_WORKER_MEMORY_FRACTION * limit)
+    workers = Workers((1,), (limit,))
+    assert choose_route(on_cluster=True, n=n, nnz=1, lam=1e-3, workers=workers, size=fits).name == "one_worker"
+    assert choose_route(on_cluster=True, n=n, nnz=1, lam=1e-3, workers=workers, size=fits + 1).name == "rounds"
+    assert data_bytes(10, 100, 8, 4) == 100 * 12 + 240
+
+
+def test_auto_in_memory_runs_serial_sdca_and_records_why():
+    X, y = load_dataset("heart")
+    n = X.shape[0]
+    plain = daskdca.fit(X, y, loss="logistic", lam=1e-2, tol=1e-8)
+    assert plain.route_.name == "in_process" and plain.solver.name == "sdca" and plain.solver.acceleration == "auto"
+    same = daskdca.fit(X, y, loss="logistic", lam=1e-2, tol=1e-8, solver="sdca")
+    np.testing.assert_array_equal(plain.coef_, same.coef_)  # auto at lam n >= 0.1 is the plain default
+    small = daskdca.fit(X, y, loss="logistic", lam=0.5 * CATALYST_LAM_N / n, tol=1e-8)
+    assert small.solver.acceleration == "catalyst" and "Catalyst" in small.route_.reason
+    catalyst = daskdca.fit(X, y, loss="logistic", lam=0.5 * CATALYST_LAM_N / n, tol=1e-8,
+                           solver=daskdca.SDCA(acceleration="catalyst"))
+    np.testing.assert_array_equal(small.coef_, catalyst.coef_)
+    # an explicit solver is obeyed, and the route says so
+    explicit = daskdca.fit(X, y, loss="logistic", lam=0.5 * CATALYST_LAM_N / n, tol=1e-8, solver="sdca")
+    assert explicit.solver.acceleration == "auto" and "given" in explicit.route_.reason
+
+
+# --- budgets: max_epochs means passes on every solver -----------------------------------------------------------
+
+@pytest.mark.parametrize("solver, rounds_per_epoch", [
+    ("sdca", lambda n: 1),
+    ("cocoa+", lambda n: 1),
+    (daskdca.MinibatchSDCA(batch_size=27), lambda n: math.ceil(n / 27)),
+    (daskdca.SPDC(batch_size=10), lambda n: math.ceil(n / 10)),
+    (daskdca.MinibatchPegasos(batch_size=50), lambda n: math.ceil(n / 50)),
+])
+@pytest.mark.parametrize("max_epochs", [1, 2.5, 3])
+def test_max_epochs_is_passes_over_the_data(solver, rounds_per_epoch, max_epochs):
+    X, y = load_dataset("heart")
+    n = X.shape[0]
+    with pytest.warns(ConvergenceWarning, match="max_epochs"):
+        m = daskdca.fit(X, y, loss="smoothed_hinge", lam=1e-6, tol=0.0, solver=solver, max_epochs=max_epochs)
+    assert m.n_rounds_ == math.ceil(max_epochs * rounds_per_epoch(n))
+    assert not m.converged_
+
+
+def test_budgets_combine_and_check():
+    X, y = load_dataset("heart")
+    with pytest.warns(ConvergenceWarning):
+        m = daskdca.fit(X, y, lam=1e-6, tol=0.0, max_epochs=5, max_rounds=3)
+    assert m.n_rounds_ == 3  # the smaller budget holds
+    for bad in (0, -1.0, float("nan"), "10", True):
+        with pytest.raises(ValueError, match="max_epochs"):
+            daskdca.fit(X, y, max_epochs=bad)
+
+
+# --- the cluster: one worker gives in-process bits, the embedded cluster, checkpoints ------------------------
+
+distributed = pytest.importorskip("distributed")
+
+
+@pytest.fixture(scope="module")
+def client():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  silence_logs=40) as cluster, distributed.Client(cluster) as c:
+        yield c
+
+
+def test_one_worker_route_gives_the_in_process_bits(client, tmp_path):
+    X, y = load_dataset("heart")
+    here = daskdca.fit(X, y, loss="logistic", lam=1e-3, tol=1e-10)
+    there = daskdca.fit(X, y, loss="logistic", lam=1e-3, tol=1e-10, client=client)
+    assert there.route_.name == "one_worker"
+    np.testing.assert_array_equal(here.coef_, there.coef_)
+    np.testing.assert_array_equal(here.dual_coef_, there.dual_coef_)
+    assert (here.primal_, here.dual_, here.n_rounds_) == (there.primal_, there.dual_, there.n_rounds_)
+    # a store on one worker: the same rows as one partition, certified
+    store = daskdca.write_store(tmp_path / "h.zarr", X, y, block_rows=50, shuffle=False)
+    on_store = daskdca.fit(store, loss="logistic", lam=1e-3, tol=1e-10, client=client)
+    assert on_store.route_.name == "one_worker" and on_store.converged_
+    assert on_store.primal_ == pytest.approx(here.primal_, rel=1e-9)
+    # a checkpoint needs rounds: the route says so
+    ck = daskdca.fit(store, loss="logistic", lam=1e-3, tol=1e-8, client=client, checkpoint=tmp_path / "ck")
+    assert ck.route_.name == "rounds" and "checkpoint" in ck.route_.reason
+    assert ck.route_.n_partitions == 2  # one per worker
+
+
+def test_client_address_string(client):
+    X, y = load_dataset("heart")
+    m = daskdca.fit(X, y, loss="logistic", lam=1e-3, tol=1e-8, client=client.scheduler.address)
+    assert m.route_.name == "one_worker" and m.converged_
+    with pytest.raises(ValueError, match="no Dask scheduler answered"):
+        daskdca.fit(X, y, client="tcp://127.0.0.1:9")
+    with pytest.raises(TypeError, match="client must be"):
+        daskdca.fit(X, y, client=3.5)
+
+
+def _checkpointed(store, client, path, **kwargs):
+    return daskdca.fit(store, loss="logistic", lam=1e-2, tol=1e-8, solver="cocoa+", client=client,
+                       checkpoint=path, checkpoint_every=2, **kwargs)
+
+
+def _setup_user_file(path):
+    path.mkdir()
+    (path / "notes.txt").write_text("mine")
+    return [path / "notes.txt"]
+
+
+def _setup_store_inside(path):
+    path.mkdir()
+    X, y = load_dataset("heart")
+    daskdca.write_store(path / "data.zarr", X, y)
+    return [path / "data.zarr" / "zarr.json"]
+
+
+def _setup_file_not_folder(path):
+    path.write_text("a file")
+    return [path]
+
+
+CHECKPOINT_REFUSALS = [
+    # name, setup(path) -> files that must survive, extra fit kwargs, message
+    ("user file, fresh fit", _setup_user_file, {}, "holds other files"),
+    ("user file, overwrite", _setup_user_file, {"overwrite": True}, "holds other files"),
+    ("store inside, fresh fit", _setup_store_inside, {}, "holds other files"),
+    ("store inside, overwrite", _setup_store_inside, {"overwrite": True}, "holds other files"),
+    ("a file, not a folder", _setup_file_not_folder, {}, "is a file"),
+]
+
+
+@pytest.mark.parametrize("name, setup, kwargs, match", CHECKPOINT_REFUSALS, ids=[c[0] for c in CHECKPOINT_REFUSALS])
+def test_checkpoint_folder_with_other_files_is_refused_and_kept(client, tmp_path, name, setup, kwargs, match):
+    X, y = load_dataset("heart")
+    store = daskdca.write_store(tmp_path / "s.zarr", X, y, block_rows=135)
+    path = tmp_path / "ck"
+    survivors = setup(path)
+    before = {p: p.read_bytes() for p in survivors}
+    with pytest.raises(ValueError, match=match):
+        _checkpointed(store, client, path, **kwargs)
+    assert {p: p.read_bytes() for p in survivors} == before
+
+
+def test_old_checkpoint_is_replaced_only_on_request(client, tmp_path):
+    X, y = load_dataset("heart")
+    store = daskdca.write_store(tmp_path / "s.zarr", X, y, block_rows=135)
+    path = tmp_path / "ck"
+    first = _checkpointed(store, client, path)
+    with pytest.raises(ValueError, match="already holds a daskdca checkpoint.*resume=True.*overwrite=True"):
+        _checkpointed(store, client, path)
+    again = _checkpointed(store, client, path, overwrite=True)  # replaced: same fit, same bits
+    np.testing.assert_array_equal(first.coef_, again.coef_)
+    # a foreign file put into a checkpoint is never removed, even with overwrite=True
+    (path / "mine.txt").write_text("keep")
+    for kwargs in ({}, {"overwrite": True}):
+        with pytest.raises(ValueError, match="did not write.*'mine.txt'"):
+            _checkpointed(store, client, path, **kwargs)
+    assert (path / "mine.txt").read_text() == "keep"
+    # resume with a foreign file: refused too (it would write beside it)
+    with pytest.raises(ValueError, match="did not write"):
+        _checkpointed(store, client, path, resume=True)
+    os.remove(path / "mine.txt")
+    resumed = _checkpointed(store, client, path, resume=True)
+    np.testing.assert_array_equal(first.coef_, resumed.coef_)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"overwrite": True}, "needs checkpoint=PATH"),
+    ({"overwrite": True, "resume": True, "checkpoint": "ck"}, "drop one of them"),
+    ({"overwrite": "yes"}, "overwrite must be True or False"),
+])
+def test_overwrite_arguments(client, tmp_path, kwargs, match):
+    X, y = load_dataset("heart")
+    if "checkpoint" in kwargs:
+        kwargs = {**kwargs, "checkpoint": tmp_path / kwargs["checkpoint"]}
+    with pytest.raises(ValueError, match=match):
+        daskdca.fit(X, y, solver="cocoa+", client=client, **kwargs)
+
+
+@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root writes into read-only folders")
+def test_read_only_checkpoint_folder_is_a_clear_error(client, tmp_path):
+    X, y = load_dataset("heart")
+    path = tmp_path / "ro"
+    path.mkdir()
+    path.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    try:
+        with pytest.raises(ValueError, match="cannot be written"):
+            daskdca.fit(X, y, solver="cocoa+", client=client, checkpoint=path)
+    finally:
+        path.chmod(stat.S_IRWXU)
