@@ -5,6 +5,7 @@ the answer with the duality gap ``P(w) - D(alpha)``.
 """
 
 from daskdca import datasets
+from daskdca.advice import Advice, advise
 from daskdca.api import LinearModel, fit
 from daskdca.losses import Hinge, Logistic, Loss, SmoothedHinge, Squared, SquaredHinge
 from daskdca.driver import FitState, HistoryRecord
@@ -41,6 +42,7 @@ def __getattr__(name):
 
 
 __all__ = [
+    "Advice",
     "AdaptiveDualFreeSDCA",
     "AdaptiveDualFreeSDCAPlus",
     "CSRStore",
@@ -70,6 +72,7 @@ __all__ = [
     "SquaredHinge",
     "StoreError",
     "convert_svmlight",
+    "advise",
     "datasets",
     "fit",
     "open_store",

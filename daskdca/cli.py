@@ -290,6 +290,24 @@ def build_parser():
                    help="number features by decreasing frequency (the permutation is stored)")
     _add_store_options(c)
 
+    a = sub.add_parser(
+        "advise",
+        help="print the route and the predicted time of a fit, before fitting",
+        description="Print what `daskdca fit --solver auto` would run on DATA (in this process, the whole fit "
+                    "on one worker, or rounds across workers), why, and its predicted time, measured by a "
+                    "short probe of the chosen method in this process (daskdca.advise).",
+    )
+    a.add_argument("data", help="svmlight/LIBSVM file (.gz/.bz2 ok) or a daskdca store that fits in memory")
+    a.add_argument("--loss", choices=sorted(LOSSES), default="hinge", help="loss (default: hinge)")
+    a_strength = a.add_mutually_exclusive_group()
+    a_strength.add_argument("--lam", type=_positive_float, default=None,
+                            help=f"regularisation lam > 0 (default: {DEFAULT_LAM:g})")
+    a_strength.add_argument("--C", type=_positive_float, default=None, help="LIBLINEAR's C instead of --lam")
+    a.add_argument("--tol", type=_positive_float, default=1e-6, help="relative duality gap (default: 1e-6)")
+    a.add_argument("--workers", type=_int_at_least(1), default=None,
+                   help="advise for a LocalCluster of this many worker processes (default: no cluster)")
+    _add_common_options(a)
+
     m = sub.add_parser(
         "make-data",
         help="write a synthetic store block by block (any size)",
@@ -365,6 +383,8 @@ def main(argv=None):
             return _make_data(args)
         if args.command == "predict":
             return _predict(args)
+        if args.command == "advise":
+            return _advise(args)
         return _fit(args)
     except KeyboardInterrupt:
         if debug:
@@ -451,6 +471,31 @@ def _check_fit_args(args):
         raise ValueError("--rows sets the demo's generated rows; it does not apply with --breast-cancer.")
     if args.save is not None:
         check_output_path(args.save, overwrite=args.overwrite)  # before the fit, not after it
+
+
+def _advise(args):
+    """``daskdca advise``: the route, its reason and the predicted time; exit status 0."""
+    from daskdca.advice import advise
+
+    if _looks_like_store(args.data):
+        from daskdca.store import open_store
+
+        X, y = open_store(args.data), None
+        n = X.n
+    else:
+        X, y = _load(args.data, None)
+        n = X.shape[0]
+    lam, lam_text = _lam(args, n)
+    print(f"problem: {args.loss} loss, {lam_text}, tol {args.tol:g}")
+    if args.workers:
+        from daskdca.engine import local_client
+
+        with local_client(args.workers) as client:
+            print(f"cluster: LocalCluster with {args.workers} workers on 127.0.0.1")
+            print(advise(X, y, loss=args.loss, lam=lam, tol=args.tol, client=client))
+    else:
+        print(advise(X, y, loss=args.loss, lam=lam, tol=args.tol))
+    return 0
 
 
 def _fit(args):

@@ -16,8 +16,8 @@ smoothed hinge and logistic, ``[0, inf)`` for squared hinge).
 The scalar functions below are compiled with numba and are the single source
 of truth: the kernels in :mod:`daskdca.kernels` call them per row, and the
 :class:`Loss` objects call their vectorised wrappers.  Formulas follow the
-spec sheet ``minibatch-sdca.md`` Part C (seed 000, Algorithm 1 line 6; hinge
-form printed in seed 002 eq. (15), the others derived there and checked
+docs/references.md, note N2 (Takáč et al. 2015 [TRS15], Algorithm 1 line 6; hinge
+form printed in Takáč et al. 2013 [TBRS13] eq. (15), the others derived there and checked
 against brute-force 1-D maximisation).
 """
 
@@ -67,7 +67,7 @@ SQUARED = int(LossKind.SQUARED)
 
 # Largest float64 strictly below 1: the logistic dual variable b = y*alpha is
 # kept in [B_MIN, B_MAX] so that logit(b) stays finite for the next Newton
-# solve (spec Part C, "keep b strictly inside (0, 1)").
+# solve (docs/references.md, note N2, "keep b strictly inside (0, 1)").
 B_MAX = float(np.nextafter(1.0, 0.0))
 B_MIN = 1.0 - B_MAX
 # Newton in the logit variable z.  Its curvature ratio |f''/(2 f')| is at most
@@ -267,7 +267,7 @@ def _logistic_b_sweep(y, alpha, q, m):
     zeroes the second term, so the step raises ``h`` by at least ``s g_i``.
     As ``gamma >= 4``, ``s >= 4 / (4 + q)``: the cheap step of spec
     ``minibatch-sdca.md`` Part C ("Cheap inexact logistic steps") is the
-    special case ``gamma = 4``, and seed 000 Theorem 2 holds for this step as
+    special case ``gamma = 4``, and Takáč et al. 2015 [TRS15] Theorem 2 holds for this step as
     it does for that one.  It costs one ``exp`` and no ``log``; late in a fit,
     where ``u`` is close to ``b_old``, it agrees to first order with a Newton
     step in the logit.
@@ -300,7 +300,7 @@ def dual_update(kind, param, y, alpha, q, m):
 
     Returns the new value ``alpha + delta`` where ``delta`` maximises
     ``-phi_i*(-(alpha + delta)) - q/2 delta^2 - m delta``
-    (seed 000 Algorithm 1 line 6 with ``q = v_i/(lam n)``, ``m = x_i.w``).
+    (Takáč et al. 2015 [TRS15] Algorithm 1 line 6 with ``q = v_i/(lam n)``, ``m = x_i.w``).
     Returning the new value rather than ``delta`` keeps it exactly inside the
     conjugate's domain (``alpha + (new - alpha)`` can round out of it).
     """
@@ -334,8 +334,8 @@ def sweep_dual_update(kind, param, y, alpha, q, m):
     would be far from exact.  Kept apart from :func:`dual_update` because the
     mini-batch (ESO), SDNA and SPDC steps, the shrinking test and their
     references use the exact maximiser; a sequential sweep only needs an
-    ascent step whose gain has that lower bound (seed 000 Theorem 2 with
-    ``s_i >= 4 / (4 + q_i)``, spec Part C).
+    ascent step whose gain has that lower bound (Takáč et al. 2015 [TRS15] Theorem 2 with
+    ``s_i >= 4 / (4 + q_i)``, docs/references.md, note N2).
 
     Parameters
     ----------
@@ -476,7 +476,7 @@ class Loss:
         ``L`` with ``|phi(a) - phi(b)| <= L |a - b|`` (``inf`` if none).
     smoothness : float
         Lipschitz constant of ``phi'`` (``inf`` for hinge). The conjugate is
-        ``1/smoothness``-strongly convex (seed 000 assumption (ii)).
+        ``1/smoothness``-strongly convex (Takáč et al. 2015 [TRS15] assumption (ii)).
     dual_domain : tuple of float
         Feasible interval of ``b = y alpha`` (of ``alpha`` for squared loss).
     has_active_bounds : bool
@@ -547,7 +547,7 @@ class Hinge(Loss):
 
 @dataclass(frozen=True)
 class SmoothedHinge(Loss):
-    """Smoothed hinge with parameter ``gamma > 0`` (seed 000 §3).
+    """Smoothed hinge with parameter ``gamma > 0`` (Takáč et al. 2015 [TRS15] §3).
 
     ``phi(a) = 0`` if ``a >= 1``; ``1 - a - gamma/2`` if ``a <= 1 - gamma``;
     ``(1 - a)^2 / (2 gamma)`` otherwise. Conjugate ``-b + gamma/2 b^2`` on [0, 1].

@@ -18,7 +18,7 @@ bits (reading them saves recomputing them every round out of core).
 In memory, rows go to partitions by a seeded random permutation
 (:func:`random_row_order`): data files are often sorted by label, and
 contiguous partitions of sorted rows each see a different distribution, which
-makes CoCoA+ hundreds of times slower (issue 10).
+makes CoCoA+ hundreds of times slower (benchmarks/RESULTS.md, "Method protocol").
 
 This module knows no Dask and no method.
 """

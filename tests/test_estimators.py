@@ -256,8 +256,8 @@ def test_one_vs_rest_with_a_solver_that_fits_one_problem_at_a_time():
                          fit_intercept=False).fit(X, y)
     for k in (0, 7):
         m = daskdca.fit(X, np.where(y == clf.classes_[k], 1.0, -1.0), loss="squared_hinge",
-                        lam=1.0 / (0.5 * X.shape[0]), solver="minibatch_sdca", tol=1e-4, max_rounds=300,
-                        random_state=0)
+                        lam=1.0 / (0.5 * X.shape[0]), solver="minibatch_sdca", tol=1e-4, max_epochs=300,
+                        random_state=0)  # max_iter counts passes over the data, as daskdca.fit's max_epochs
         assert_array_equal(clf.coef_[k], m.coef_)
         assert clf.n_iter_[k] == m.n_rounds_
 
@@ -445,7 +445,7 @@ def test_clone_get_set_params():
     clf = SDCAClassifier("logistic", C=3.0, tol=1e-4, max_iter=50, random_state=7, keep_dual=True)
     params = clf.get_params()
     assert params == {
-        "loss": "logistic", "C": 3.0, "solver": None, "tol": 1e-4, "max_iter": 50, "fit_intercept": True,
+        "loss": "logistic", "C": 3.0, "solver": "auto", "tol": 1e-4, "max_iter": 50, "fit_intercept": True,
         "intercept_scaling": 1.0, "class_weight": None, "random_state": 7, "warm_start": False,
         "n_partitions": None, "client": None, "verbose": 0, "keep_dual": True,
     }

@@ -82,14 +82,35 @@ def test_auto_in_memory_runs_serial_sdca_and_records_why():
     assert plain.route_.name == "in_process" and plain.solver.name == "sdca" and plain.solver.acceleration == "auto"
     same = daskdca.fit(X, y, loss="logistic", lam=1e-2, tol=1e-8, solver="sdca")
     np.testing.assert_array_equal(plain.coef_, same.coef_)  # auto at lam n >= 0.1 is the plain default
-    small = daskdca.fit(X, y, loss="logistic", lam=0.5 * CATALYST_LAM_N / n, tol=1e-8)
+    small_lam = 0.5 * CATALYST_LAM_N / n
+    # hinge (no Newton): SDCA inside Catalyst
+    small = daskdca.fit(X, y, loss="hinge", lam=small_lam, tol=1e-8)
     assert small.solver.acceleration == "catalyst" and "Catalyst" in small.route_.reason
-    catalyst = daskdca.fit(X, y, loss="logistic", lam=0.5 * CATALYST_LAM_N / n, tol=1e-8,
-                           solver=daskdca.SDCA(acceleration="catalyst"))
+    catalyst = daskdca.fit(X, y, loss="hinge", lam=small_lam, tol=1e-8, solver=daskdca.SDCA(acceleration="catalyst"))
     np.testing.assert_array_equal(small.coef_, catalyst.coef_)
+    # a smooth loss and 13 features: primal Newton
+    newton = daskdca.fit(X, y, loss="logistic", lam=small_lam, tol=1e-8)
+    assert newton.solver.name == "newton" and "Newton" in newton.route_.reason and newton.converged_
+    # ... unless the fit starts from given duals, which Newton does not take
+    warm = daskdca.fit(X, y, loss="logistic", lam=small_lam, tol=1e-8, dual_init=plain.dual_coef_)
+    assert warm.solver.name == "sdca" and warm.solver.acceleration == "catalyst"
     # an explicit solver is obeyed, and the route says so
-    explicit = daskdca.fit(X, y, loss="logistic", lam=0.5 * CATALYST_LAM_N / n, tol=1e-8, solver="sdca")
+    explicit = daskdca.fit(X, y, loss="logistic", lam=small_lam, tol=1e-8, solver="sdca")
     assert explicit.solver.acceleration == "auto" and "given" in explicit.route_.reason
+
+
+def test_newton_route_rule():
+    workers = Workers((1, 1), (4 * GiB, 4 * GiB))
+    few = dict(n=10**5, nnz=10**6, d=100, loss_name="logistic")
+    assert choose_route(on_cluster=False, lam=1e-3, **few).solver == "sdca"  # lam n = 100: SDCA is quick
+    assert choose_route(on_cluster=False, lam=1e-7, **few).solver == "newton"
+    assert choose_route(on_cluster=False, lam=1e-7, **{**few, "loss_name": "hinge"}).solver == "sdca"
+    assert choose_route(on_cluster=False, lam=1e-7, **{**few, "d": 10**5}).solver == "sdca"
+    assert choose_route(on_cluster=False, lam=1e-7, warm_start=True, **few).solver == "sdca"
+    # rounds: Newton's handful of rounds whatever lam
+    big = dict(n=10**8, nnz=10**9, d=100, loss_name="logistic", workers=workers, on_cluster=True)
+    assert choose_route(lam=1e-3, **big).solver == "newton"
+    assert choose_route(lam=1e-3, **{**big, "loss_name": "hinge"}).solver == "cocoa+"
 
 
 # --- budgets: max_epochs means passes on every solver -----------------------------------------------------------

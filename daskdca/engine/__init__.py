@@ -19,7 +19,7 @@ total has the same bits as one task per partition.  64 partitions on 2
 one-thread workers make about 8 tasks a round instead of about 150, which is what
 keeps the scheduler's per-task bookkeeping (and its memory) from growing
 with the partitions.  Local states stay on the workers as the chained output
-of each group's previous round (spec ``dask-zarr-numba.md`` §2: futures, not
+of each group's previous round (docs/references.md, note N9: futures, not
 actors) and come back once, at the end.  A group's output is the pair
 ``(states', nodes)`` and a combine's the pair ``(G', report)``.  The next
 round's local task reads the state half where it lies; one small task per
@@ -29,7 +29,7 @@ reduction.  Partitions are loaded by tasks that read the store on the worker
 ``(random_state, round, partition)``, so a replayed task gives the same bits.
 The certificate and the checkpoint pick single partitions' states out of
 the groups.  Every ``checkpoint_every`` rounds the chains restart from a
-copy of the states (bounded lineage, spec Appendix A): with
+copy of the states (bounded lineage, docs/references.md, note N9): with
 ``checkpoint=PATH`` a zarr checkpoint there (``resume=True`` continues from
 the last complete one); without it, the states pass through this process and
 go back as tasks that hold them, so the round state never depends on a path

@@ -26,7 +26,7 @@ import zarr
 from daskdca.partitions import objective_sums_part
 
 # Chains restart from a checkpoint this often unless told otherwise: between
-# restarts the scheduler keeps every round's task states (spec §2.4).
+# restarts the scheduler keeps every round's task states (docs/references.md, note N9).
 DEFAULT_CHECKPOINT_EVERY = 10
 CHECKPOINT_FORMAT = 2
 

@@ -18,7 +18,7 @@ def _delayed(func, *args, name, worker=None):
     """A delayed call, soft-pinned to ``worker`` when given (allow_other_workers=True).
 
     Hard pins hang after a nanny restart gives the worker a new address
-    (spec §2.3); soft pins let the scheduler move the task instead.
+    (docs/references.md, note N9); soft pins let the scheduler move the task instead.
     """
     import dask
 

@@ -2,16 +2,16 @@
 
 Weights ``v`` are *valid* for a sampling ``S`` with ``E|S| = b`` when, for all t,
 
-    E ||X^T t_[S]||^2 <= (b/n) sum_i v_i t_i^2          (seed 000 Def. 1, eq. (4))
+    E ||X^T t_[S]||^2 <= (b/n) sum_i v_i t_i^2          (Takáč et al. 2015 [TRS15] Def. 1, eq. (4))
 
 which is the matrix inequality ``M <= Diag(v)`` with
-``M_ij = (n/b) P(i, j in S) (X X^T)_ij`` (spec ``minibatch-sdca.md`` §A3).
+``M_ij = (n/b) P(i, j in S) (X X^T)_ij`` (Takáč et al. 2015 [TRS15] Def. 1).
 Every formula shipped here is checked against that inequality by
 ``lambda_max`` in ``tests/test_eso.py``.
 
-The spectral quantity is the row-normalised one of seed 000 §4:
+The spectral quantity is the row-normalised one of Takáč et al. 2015 [TRS15] §4:
 ``sigma^2 = lambda_max(D^-1/2 X X^T D^-1/2) / n`` with ``D = diag(X X^T)``,
-so ``1/n <= sigma^2 <= 1``.  Errata applied (spec §A4): the printed
+so ``1/n <= sigma^2 <= 1``.  Errata applied (docs/references.md, note N1): the printed
 row-nnz ``omega`` bound and sparse weights are invalid; the column-nnz forms
 below are the corrected ones.
 """
@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 # Power iteration under-estimates lambda_max; the estimate is inflated by this
-# factor before use (spec Part E, "Choice of beta") and then capped by the
+# factor before use (docs/references.md, note N1) and then capped by the
 # rigorous column-nnz bound and by 1.
 SIGMA2_SAFETY_MARGIN = 1.05
 
@@ -47,7 +47,7 @@ def _row_normalised(X):
 
 
 def sigma2_upper_bound_column_nnz(X):
-    """Rigorous bound ``sigma^2 <= max_j omega_j / n`` (spec §A4, corrected omega).
+    """Rigorous bound ``sigma^2 <= max_j omega_j / n`` (docs/references.md, note N1, corrected omega).
 
     ``omega_j`` is the number of rows in which feature ``j`` is non-zero.
     """
@@ -95,7 +95,7 @@ def sigma2_power(X, *, max_iter=300, rtol=1e-7, seed=0):
 
 
 def beta_standard(n, batch_size, sigma2):
-    """``beta`` for tau-nice sampling of ``b`` rows out of ``n`` (seed 000 eq. (12)).
+    """``beta`` for tau-nice sampling of ``b`` rows out of ``n`` (Takáč et al. 2015 [TRS15] eq. (12)).
 
     ``v_i = beta ||x_i||^2`` with ``beta = 1 + (b - 1)(n sigma^2 - 1) / max(1, n - 1)``.
     """
@@ -103,11 +103,11 @@ def beta_standard(n, batch_size, sigma2):
 
 
 def v_sparse_standard(X, batch_size):
-    """Column-nnz weights for tau-nice sampling (spec §A4, corrected form).
+    """Column-nnz weights for tau-nice sampling (docs/references.md, note N1, corrected form).
 
     ``v_i = sum_j x_ij^2 (1 + (b - 1)(omega_j - 1) / max(1, n - 1))`` with
     ``omega_j`` the number of rows containing feature ``j``.  The form printed
-    in seed 000 §4.3 uses row nnz and is invalid.
+    in Takáč et al. 2015 [TRS15] §4.3 uses row nnz and is invalid.
     """
     X = sp.csr_matrix(X, dtype=np.float64)
     n = X.shape[0]
@@ -118,7 +118,7 @@ def v_sparse_standard(X, batch_size):
 
 
 def beta_distributed(n, batch_size, n_partitions, sigma2):
-    """``beta`` for (C, b)-distributed sampling as printed in seed 000 eq. (12).
+    """``beta`` for (C, b)-distributed sampling as printed in Takáč et al. 2015 [TRS15] eq. (12).
 
     ``b = C``: ``1 + b sigma^2``; ``b >= 2C``:
     ``b/(b-C) (1 + (b-C)(n sigma^2 - 1)/max(C, n-C))``; otherwise the
@@ -134,7 +134,7 @@ def beta_distributed(n, batch_size, n_partitions, sigma2):
 
 
 def beta_distributed_tight(n, batch_size, n_partitions, sigma2):
-    """Tighter ``beta`` for (C, b)-distributed sampling (spec §A4, derived and checked).
+    """Tighter ``beta`` for (C, b)-distributed sampling (docs/references.md, note N1, derived and checked).
 
     ``beta = 1 + b sigma^2 - (tau - 1)/(s - 1)`` with ``tau = b/C`` rows
     drawn from each partition of ``s = n/C`` rows; equals the paper's value

@@ -1,4 +1,4 @@
-"""Numba kernels of mini-batch Pegasos (seed 002 Algorithm 1) on one in-memory CSR block.
+"""Numba kernels of mini-batch Pegasos (Takáč et al. 2013 [TBRS13] Algorithm 1) on one in-memory CSR block.
 
 The method solves ``min_w P(w) = 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2``
 by subgradient steps.  The kernels take the rows to visit as input (the
@@ -16,10 +16,10 @@ __all__ = ["certificate_sums", "subgradient_sum"]
 
 @njit(nogil=True, cache=True)
 def subgradient_sum(indptr, indices, data, y, w, rows, loss_kind, loss_param, out):
-    """``out += sum_{i in rows} phi_i'(x_i.w) x_i`` (seed 002 eq. (8) times ``-b``); returns the rows used.
+    """``out += sum_{i in rows} phi_i'(x_i.w) x_i`` ([TBRS13] eq. (8) times ``-b``); returns the rows used.
 
     For the hinge loss ``phi_i'(z) = -y_i`` when ``y_i z < 1`` (strictly) and 0
-    otherwise: the indicator ``chi_i(w)`` of seed 002 eq. (8).
+    otherwise: the indicator ``chi_i(w)`` of Takáč et al. 2013 [TBRS13] eq. (8).
     """
     for k in range(rows.shape[0]):
         i = rows[k]

@@ -121,7 +121,7 @@ def minibatch_schedule(random_state, first_iteration, n_iterations, partition_of
     """Batches of ``n_iterations`` (C, b)-distributed mini-batch iterations.
 
     Row ``t`` holds ``tau`` distinct rows from each of the C partitions
-    (``b = C tau``, seed 000 §3, sampling 3); the rows drawn from partition
+    (``b = C tau``, Takáč et al. 2015 [TRS15] §3, sampling 3); the rows drawn from partition
     ``c`` in iteration ``j`` come from the stream ``(random_state, j, c)``,
     exactly as a cluster task for iteration ``j`` on partition ``c`` draws them.
     """

@@ -8,7 +8,7 @@ visit.  Passing the sequence in (rather than drawing it inside) lets the tests
 run a pure-NumPy reference on exactly the same sequence, and lets a partition
 stored inside a larger matrix be addressed by its own row range.
 
-Notation (spec ``minibatch-sdca.md`` §A1): ``lam_n = lam * n`` with ``n`` the
+Notation (Takáč et al. 2015 [TRS15]; docs/references.md, note N0): ``lam_n = lam * n`` with ``n`` the
 number of examples of the *whole* problem, ``w(alpha) = X^T alpha / lam_n``.
 """
 
@@ -37,7 +37,7 @@ def local_sdca(indptr, indices, data, y, weight, sqnorm, alpha, u, delta_w, orde
     The step is the exact maximiser for every loss but logistic, where it is
     an inexact ascent step (one ``exp`` instead of a Newton solve) that
     raises the 1-D objective by at least ``4 / (4 + q)`` times the row's gap
-    term, which keeps SDCA's linear rate (seed 000 Theorem 2, spec Part C).
+    term, which keeps SDCA's linear rate (Takáč et al. 2015 [TRS15] Theorem 2, docs/references.md, note N2).
     ``exact_steps=True`` takes the exact maximiser for logistic too
     (:func:`daskdca.losses.weighted_dual_update`), as the mini-batch, SDNA
     and SPDC kernels do.
@@ -46,7 +46,7 @@ def local_sdca(indptr, indices, data, y, weight, sqnorm, alpha, u, delta_w, orde
       shrinking), keeping ``w = X^T alpha / lam_n``.
     * ``sigma = sigma' = K`` and ``u = w + sigma' delta_w``: CoCoA+ LocalSDCA
       on the local subproblem ``G_k^{sigma'}`` of Ma et al. 2015
-      (arXiv:1502.03508, adding variant, ``gamma = 1``; spec §A6).  With
+      (arXiv:1502.03508, adding variant, ``gamma = 1``; docs/references.md, note N5).  With
       ``track_delta_w`` the kernel also accumulates
       ``delta_w += (delta / lam_n) x_i``, the update this partition sends.
 
@@ -82,7 +82,7 @@ def local_sdca(indptr, indices, data, y, weight, sqnorm, alpha, u, delta_w, orde
 @njit(nogil=True, cache=True)
 def minibatch_sdca(indptr, indices, data, y, weight, q, alpha, w, w_out, batches,
                    loss_kind, loss_param, lam_n):
-    """Mini-batch SDCA iterations (seed 000 Algorithm 1), one per row of ``batches``.
+    """Mini-batch SDCA iterations (Takáč et al. 2015 [TRS15] Algorithm 1), one per row of ``batches``.
 
     Within an iteration every coordinate of the batch reads the same
     start-of-iteration ``w`` (the margins are all computed before any update
@@ -165,7 +165,7 @@ def objective_sums(indptr, indices, data, y, weight, alpha, w, row_start, row_en
     """One pass over rows ``[row_start, row_end)`` for the duality gap.
 
     Returns ``(sum_i phi_i(x_i.w), sum_i phi_i*(-alpha_i))``; with
-    ``||w||^2`` these give ``P(w)`` and ``D(alpha)`` (spec §A1), and the
+    ``||w||^2`` these give ``P(w)`` and ``D(alpha)`` ([TRS15]; docs/references.md, note N0), and the
     Dask engine adds them up over partitions.
     """
     loss_sum = 0.0
@@ -257,10 +257,10 @@ def line_conjugate_sums(y, weight, start, direction, steps, loss_kind, loss_para
 def minibatch_trial_step(indptr, indices, data, y, weight, sqnorm, alpha, w, rows, beta, loss_kind, loss_param,
                          lam_n,
                          new_alpha, delta_w):
-    """One mini-batch step with ``v_i = beta ||x_i||^2`` that moves nothing (seed 002 Algorithm 2).
+    """One mini-batch step with ``v_i = beta ||x_i||^2`` that moves nothing (Takáč et al. 2013 [TBRS13] Algorithm 2).
 
-    For every row ``i = rows[k]`` the step of seed 002 eq. (15) (general
-    loss: seed 000 Algorithm 1 line 6) is taken from the same ``w`` with
+    For every row ``i = rows[k]`` the step of Takáč et al. 2013 [TBRS13] eq. (15) (general
+    loss: Takáč et al. 2015 [TRS15] Algorithm 1 line 6) is taken from the same ``w`` with
     curvature ``q_i = beta ||x_i||^2 / lam_n``; ``new_alpha[k]`` receives the
     new value, ``delta_w += (delta_i / lam_n) x_i``, and ``alpha`` is left
     as it is (the aggressive method accepts or rejects the step globally).

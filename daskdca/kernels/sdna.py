@@ -1,4 +1,4 @@
-"""Numba kernels of SDNA: Stochastic Dual Newton Ascent (Qu, Richtarik, Takac, Fercoq 2015, seed 003).
+"""Numba kernels of SDNA: Stochastic Dual Newton Ascent (Qu, Richtárik, Takáč, Fercoq 2016 [QRTF16]).
 
 SDNA maximises the dual
 
@@ -7,33 +7,33 @@ SDNA maximises the dual
 of ``P(w) = 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2`` over a random set ``S``
 of ``tau`` coordinates at a time, *exactly* (Algorithm 3, step 6): with
 ``c = X_S u`` and ``Q = sigma X_S X_S^T / (lam n)`` (``n`` the global row
-count, spec ``sdna.md`` §6.2), the step ``h`` minimises
+count, docs/references.md, note N7), the step ``h`` minimises
 
     Phi(h) = c.h + 1/2 h^T Q h + sum_{j in S} phi_j*(-alpha_j - h_j),
 
-and ``D`` rises by exactly ``-(Phi(h) - Phi(0)) / n`` (spec §2.5).  With
+and ``D`` rises by exactly ``-(Phi(h) - Phi(0)) / n`` (docs/references.md, note N7).  With
 ``sigma = 1`` and ``u = w`` this is the paper's Algorithm 3; with
 ``sigma = sigma' = K`` and ``u = w + sigma' delta_w_k`` it is the local solver
-of a CoCoA+ round on the subproblem ``G_k^{sigma'}`` (spec §6.4).
+of a CoCoA+ round on the subproblem ``G_k^{sigma'}`` (docs/references.md, note N7).
 
-The subproblem solvers (spec §2.6), all on the dense ``tau x tau`` ``Q`` built
-once per iteration in float64 by a sparse scatter/gather kernel (spec §6.1):
+The subproblem solvers (docs/references.md, note N7), all on the dense ``tau x tau`` ``Q`` built
+once per iteration in float64 by a sparse scatter/gather kernel:
 
-* squared loss: ``(Q + I) h = y_S - c - alpha_S`` by Cholesky (§2.6a), with a
-  diagonal jitter when the factorisation fails (§6.2);
+* squared loss: ``(Q + I) h = y_S - c - alpha_S`` by Cholesky (Qu et al. 2016 [QRTF16] §5), with a
+  diagonal jitter when the factorisation fails;
 * hinge, smoothed hinge, squared hinge: exact projected coordinate descent on
-  the cached ``Q`` (§2.6b); each coordinate step is the closed-form 1-D dual
+  the cached ``Q``; each coordinate step is the closed-form 1-D dual
   step of :func:`daskdca.losses.dual_update` with margin ``(c + Q h)_j`` and
   curvature ``Q_jj``, so every step raises ``D`` and a singular ``Q``
   (duplicate rows) needs no factorisation; between sweeps, Newton steps on
   the coordinates inside the box (taken only when they lower ``Phi``) make
-  it converge on strongly correlated rows (the alternative §2.6b names);
+  it converge on strongly correlated rows (the alternative note N7 names);
 * logistic: one such coordinate sweep (it moves every ``b = y alpha`` off the
   boundary 0, where the entropy's derivative is infinite), then damped Newton
-  in ``b`` with a fraction-to-boundary rule and Armijo backtracking (§2.6c),
+  in ``b`` with a fraction-to-boundary rule and Armijo backtracking,
   keeping ``b`` in ``(0, 1)``.
 
-With ``tau = 1`` every solver takes the closed-form SDCA step (spec §2.5).
+With ``tau = 1`` every solver takes the closed-form SDCA step (docs/references.md, note N7).
 The row sets are passed in (one row of ``batches`` per iteration), so the
 tests run a NumPy reference on the same sets.
 """
@@ -51,15 +51,15 @@ from daskdca.losses import (B_MAX, B_MIN, LOGISTIC, SMOOTHED_HINGE, SQUARED, SQU
 
 __all__ = ["cholesky_solve", "gram_block", "local_sdna", "sdna_batches", "solve_subproblem"]
 
-# Coordinate descent on the cached Q (spec §2.6b): stop when a sweep moves no
+# Coordinate descent on the cached Q (docs/references.md, note N7): stop when a sweep moves no
 # coordinate by more than CD_TOL * (1 + |alpha_j + h_j|), or after
-# CD_MAX_SWEEPS sweeps.  Any number of sweeps raises D (spec §2.6b); the cap
+# CD_MAX_SWEEPS sweeps.  Any number of sweeps raises D (docs/references.md, note N7); the cap
 # bounds the O(tau^2) work per sweep when Q is ill-conditioned.
 CD_TOL = 1e-14
 CD_MAX_SWEEPS = 500
 # Active-set Newton steps of the box QP, each after one CD sweep (_box_qp).
 BOX_NEWTON_STEPS = 50
-# Damped Newton for logistic (spec §2.6c): fraction-to-boundary 0.99, Armijo
+# Damped Newton for logistic (docs/references.md, note N7): fraction-to-boundary 0.99, Armijo
 # constant 1e-4, at most NEWTON_MAX_ITER steps; stop when no b moves by more
 # than NEWTON_TOL.  (Textbook values, Nocedal & Wright 2006 §3.1 and §19.2.)
 NEWTON_BOUNDARY = 0.99
@@ -69,7 +69,7 @@ NEWTON_TOL = 1e-15
 # A Newton decrement below NEWTON_ROUNDING (1 + |Phi|) is under the rounding
 # of Phi: the step is then taken without the Armijo test.
 NEWTON_ROUNDING = 1e-13
-# Cholesky jitter when a pivot is not positive: 1e-12 tr(A) / tau (spec §6.2),
+# Cholesky jitter when a pivot is not positive: 1e-12 tr(A) / tau (docs/references.md, note N7),
 # multiplied by 100 on each retry.
 JITTER = 1e-12
 JITTER_GROWTH = 100.0
@@ -94,7 +94,7 @@ def sdna_batches(random_state, round_index, stream, n_rows, tau, n_iter):
 
 @njit(nogil=True, cache=True)
 def gram_block(indptr, indices, data, rows, scale, scratch, Q):
-    """``Q = scale X_S X_S^T`` for the rows ``S = rows`` (float64), by scatter/gather (spec §6.1).
+    """``Q = scale X_S X_S^T`` for the rows ``S = rows`` (float64), by scatter/gather (docs/references.md, note N7).
 
     ``scratch`` is a zero d-vector and is left zero: row ``a`` is scattered
     into it, rows ``b >= a`` are gathered against it, then row ``a`` is cleared.
@@ -140,7 +140,7 @@ def cholesky_solve(A, rhs):
     """``x`` with ``A x = rhs`` for symmetric positive (semi)definite ``A``.
 
     Cholesky; when a pivot is not positive, retried with a diagonal jitter
-    ``1e-12 tr(A) / m``, growing 100x per try (spec §6.2).
+    ``1e-12 tr(A) / m``, growing 100x per try (docs/references.md, note N7).
     """
     m = A.shape[0]
     L = np.zeros((m, m))
@@ -193,7 +193,7 @@ def _cd_sweeps(Q, r, a, y, loss_kind, loss_param, max_sweeps):
 
 @njit(nogil=True, cache=True)
 def _box_qp(Q, r, a, y, loss_kind, loss_param):
-    """The box QP of the hinge losses (spec §2.6b): coordinate descent with active-set Newton steps.
+    """The box QP of the hinge losses (docs/references.md, note N7): coordinate descent with active-set Newton steps.
 
     ``Phi`` is quadratic in ``a = alpha_S + h`` with Hessian ``Q + g I``
     (``g`` = 0 for hinge, ``gamma`` for smoothed hinge, 1/2 for squared
@@ -293,7 +293,7 @@ def _phi_logistic(Q, c, a0, a, y):
 
 @njit(nogil=True, cache=True)
 def _logistic_newton(Q, c, a0, a, y):
-    """Damped Newton in ``b = y a`` on ``Phi`` from a point with ``b`` in ``(0, 1)`` (spec §2.6c)."""
+    """Damped Newton in ``b = y a`` on ``Phi`` from a point with ``b`` in ``(0, 1)`` (docs/references.md, note N7)."""
     tau = a.shape[0]
     H = np.empty((tau, tau))
     g = np.empty(tau)
@@ -348,17 +348,17 @@ def _logistic_newton(Q, c, a0, a, y):
 
 @njit(nogil=True, cache=True)
 def solve_subproblem(Q, c, alpha_S, y_S, loss_kind, loss_param):
-    """New ``alpha_S + h`` with ``h = argmin Phi(h)`` (module docstring; spec §2.6).
+    """New ``alpha_S + h`` with ``h = argmin Phi(h)`` (module docstring; docs/references.md, note N7).
 
     Returns the new values (not ``h``), so that they lie exactly in the
     conjugate's domain.
     """
     tau = c.shape[0]
     a = alpha_S.copy()
-    if tau == 1:  # the closed-form SDCA step (spec §2.5, tau = 1)
+    if tau == 1:  # the closed-form SDCA step (docs/references.md, note N7, tau = 1)
         a[0] = dual_update(loss_kind, loss_param, y_S[0], alpha_S[0], Q[0, 0], c[0])
         return a
-    if loss_kind == SQUARED:  # (Q + I) h = y_S - c - alpha_S (spec §2.6a, paper §5)
+    if loss_kind == SQUARED:  # (Q + I) h = y_S - c - alpha_S (docs/references.md, note N7, paper §5)
         A = Q.copy()
         rhs = np.empty(tau)
         for j in range(tau):
@@ -385,7 +385,7 @@ def local_sdna(indptr, indices, data, y, alpha, u, delta_w, batches, loss_kind, 
     For each set ``S``: ``c = X_S u``, ``Q = sigma X_S X_S^T / lam_n``, the
     exact subproblem step ``h`` (:func:`solve_subproblem`), ``alpha_S += h``,
     ``u += sigma X_S^T h / lam_n`` and, with ``track_delta_w``,
-    ``delta_w += X_S^T h / lam_n`` (spec §6.4, lines 5-7).  A set must not
+    ``delta_w += X_S^T h / lam_n`` (docs/references.md, note N7, lines 5-7).  A set must not
     repeat a row.  Returns the number of coordinates visited.
     """
     n_iter, tau = batches.shape

@@ -1,12 +1,12 @@
 """SPDC kernels: lazy (just-in-time) primal updates and the dual coordinate steps.
 
-Stochastic Primal-Dual Coordinate method (Zhang & Xiao, JMLR; paper 004)
+Stochastic Primal-Dual Coordinate method (Zhang & Xiao, JMLR 2017 [ZX17])
 for ``min_x 1/n sum_i phi_i(a_i.x) + g(x)`` with
 ``g(x) = lam1 ||x||_1 + lam2/2 ||x||^2`` (``lam1 = 0``: ridge-type L2).
 
-Notation is the paper's (spec ``spdc.md`` §0): ``y`` is the paper's dual,
+Notation is the paper's (docs/references.md, note N8): ``y`` is the paper's dual,
 ``y_i = -alpha_i`` in the project's convention, ``u = 1/n A^T y`` and ``b`` the
-labels.  The lazy state (spec §2.5.1) is
+labels.  The lazy state (docs/references.md, note N8) is
 
 * ``x[j]``  = ``x_j`` at iteration ``last[j]``,
 * ``xp[j]`` = ``x_j`` at iteration ``last[j] - 1`` (``x^(-1) = x^(0)``),
@@ -16,7 +16,7 @@ so that an iteration costs the non-zeros of the rows it samples, not ``d``:
 a coordinate left idle for ``s`` iterations follows the map
 ``x <- prox_{tau g}(x - tau u_j)`` (eq. (35)/(38)), applied ``s`` times at once
 by :func:`advance` (closed forms (36), (39)-(44) in the stable
-``log1p``/``expm1`` forms of spec §2.5.1).
+``log1p``/``expm1`` forms of docs/references.md, note N8).
 
 An iteration is two halves, which the Dask rounds run on different tasks:
 :func:`dual_half` (on the partitions: ``z = a_k.xbar(t)`` with ``xbar`` read
@@ -52,7 +52,7 @@ def _affine(x, c, k, tau, lam2, log1p_lt):
 
     ``r^k x - tau c S_k`` with ``r^k = exp(-k log1p(lam2 tau))`` and
     ``tau S_k = (1 - r^k) / lam2 = -expm1(-k log1p(lam2 tau)) / lam2``
-    (spec §2.5.1: the form of (36) without the cancellation of
+    (docs/references.md, note N8: the form of (36) without the cancellation of
     ``(x + c/lam2) r^k - c/lam2`` when ``lam2`` is tiny); ``S_k = k`` when
     ``lam2 = 0``.
     """
@@ -80,7 +80,7 @@ def _count_positive(x, cp, s, tau, lam2, log1p_lt):
     """Largest ``j <= s`` with ``_affine(x, cp, j) > 0`` for ``x > 0``, ``cp > 0`` (eq. (42)).
 
     ``j < log1p(lam2 x / cp) / log1p(lam2 tau)``; the integer boundary is
-    then checked by evaluating the sign at ``j`` and ``j + 1`` (spec §5.2).
+    then checked by evaluating the sign at ``j`` and ``j + 1`` (docs/references.md, note N8).
     """
     if lam2 == 0.0:
         q = x / (tau * cp)
@@ -142,7 +142,7 @@ def advance(x, c, s, tau, lam1, lam2, log1p_lt):
 
 @njit(nogil=True, cache=True)
 def catch_up(x, xp, u, last, j, t, tau, lam1, lam2, log1p_lt):
-    """``(x_j(t), x_j(t-1))`` from the lazy state (spec §5.2).
+    """``(x_j(t), x_j(t-1))`` from the lazy state (docs/references.md, note N8).
 
     ``x_j(t-1)`` from the stored anchor in closed form, then ``x_j(t)`` as
     one idle step (35)/(38) from it: one closed form per catch-up, not two.
@@ -162,7 +162,7 @@ def dual_half(indptr, indices, data, b, y, rows, q, x, xp, u, last, t, tau, thet
     ``y_k <- argmax_beta beta z - phi_k*(beta) - (beta - y_k)^2 q_k / 2`` with
     ``z = a_k.xbar(t)`` and ``q_k = 1/s_k`` (``1/sigma``, or ``p_k n / sigma``
     for Algorithm 3), computed as ``-dual_update(.., -y_k, q_k, z)`` (the
-    project's step in ``alpha = -y``, spec §1.4).  Adds ``dy_k a_kj`` to
+    project's step in ``alpha = -y``, docs/references.md, note N8).  Adds ``dy_k a_kj`` to
     ``g[j]`` and 1 to ``count[j]`` for every stored entry; appends newly
     touched coordinates to ``touched``.  Returns the new ``n_touched``.
 
@@ -256,7 +256,7 @@ def spdc_iterations(indptr, indices, data, b, y, x, xp, u, last, t0, batches, qs
 @njit(nogil=True, cache=True)
 def local_spdc(indptr, indices, data, b, y, x, xp, u, last, batches, q, omega, inv_n, tau, theta, lam2, kind, param,
                g, count, touched, acc):
-    """``batches.shape[0]`` SPDC iterations from iteration 0 on a CoCoA+ local problem (spec ``spdc.md`` §5.5 (B)).
+    """``batches.shape[0]`` SPDC iterations from iteration 0 on a CoCoA+ local problem (docs/references.md, note N8).
 
     The local problem of a block of ``n_b`` rows is the saddle problem
     ``min_x max_y' 1/n_b sum_i (y'_i a_i.x - phi_i*(y'_i)) + g_b(x)`` with
@@ -349,7 +349,7 @@ def uniform_schedule(random_state, first_round, n_rounds, n, m):
     Round ``r`` draws from the stream ``(random_state, r, GLOBAL_STREAM)``, as
     every partition's task of round ``r`` does (each keeps its own rows), so
     ``P(i in K) = m/n`` and ``|K| = m`` exactly (Algorithm 2's conditions,
-    spec §2.2) whatever the partitions.
+    Zhang & Xiao 2017 [ZX17] Algorithm 2 and Theorem 1) whatever the partitions.
     """
     out = np.empty((n_rounds, m), dtype=np.int64)
     for i in range(n_rounds):

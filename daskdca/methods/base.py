@@ -56,11 +56,11 @@ __all__ = [
     "tree_reduce_within",
 ]
 
-# Fan-in of every reduction tree (spec dask-zarr-numba.md §3.1: 8 was fastest).
+# Fan-in of every reduction tree (docs/references.md, note N9: 8 was fastest).
 SPLIT_EVERY = 8
 # A partition sends a d-vector as (index, value) pairs below this density: at
 # 12 bytes per pair against 8 per dense entry, and with the merge cost, sparse
-# pays below about 20-30% (spec dask-zarr-numba.md §3.3).
+# pays below about 20-30% (docs/references.md, note N9).
 SPARSE_DENSITY = 0.25
 
 

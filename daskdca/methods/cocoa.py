@@ -114,19 +114,19 @@ class CoCoAPlus:
         What improves each partition's subproblem:
 
         * ``"sdca"``: sequential closed-form dual coordinate steps
-          (LocalSDCA, Ma et al. 2015 Algorithm 2).
-        * ``"sdna"``: local SDNA (paper 003 Algorithm 3, spec ``sdna.md``
-          §6.4); exactly ``SDNA(batch_size=local_batch_size, local_iters=local_iters)``.
-        * ``"spdc"``: local SPDC (paper 004 Algorithm 1, or Algorithm 2 with
+          (LocalSDCA, Ma et al. 2015 [MSJ+15] Algorithm 2).
+        * ``"sdna"``: local SDNA (Qu et al. 2016 [QRTF16] Algorithm 3, docs/references.md,
+          note N7); exactly ``SDNA(batch_size=local_batch_size, local_iters=local_iters)``.
+        * ``"spdc"``: local SPDC (Zhang & Xiao 2017 [ZX17] Algorithm 1, or Algorithm 2 with
           ``local_batch_size`` rows) on the partition's subproblem written as a
-          saddle problem (spec ``spdc.md`` §5.5 (B)), restarted every round
+          saddle problem (docs/references.md, note N8), restarted every round
           at ``x = w``; the step is kept only where it does not lower the
           subproblem (:class:`daskdca.methods.spdc.LocalSPDCPlan`).  Needs a
           smooth loss: hinge is refused (``solver="spdc"`` smooths it).
     local_batch_size : int or None, default=None
         Rows of one local iteration, for ``local_solver="sdna"`` (``tau``;
-        None: 16, paper 003 Fig. 3) and ``"spdc"`` (``m``; None: 1, Algorithm
-        1, the most pass-efficient, 004 §2.2); at most the smallest
+        None: 16, Qu et al. 2016 [QRTF16] Fig. 3) and ``"spdc"`` (``m``; None: 1, Algorithm
+        1, the most pass-efficient, Zhang & Xiao 2017 [ZX17] §2); at most the smallest
         partition's rows.  The SDCA local solver takes one row per step and
         refuses it.
     acceleration : {"auto", None, "catalyst"}, default="auto"

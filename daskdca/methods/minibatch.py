@@ -1,7 +1,7 @@
 """Mini-batch SDCA with safe ESO steps, on partitions of any sizes.
 
 Solves ``min_w P(w) = 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2`` through its
-dual.  A round is one mini-batch iteration (seed 000 Algorithm 1): partition
+dual.  A round is one mini-batch iteration (Takáč et al. 2015 [TRS15] Algorithm 1): partition
 c draws ``tau_c`` distinct rows from its ``s_c`` rows (stream
 ``(random_state, round, c)``), every step reads the round's ``w`` with
 curvature ``v_i / (lam n)``, and ``w += sum_c delta_w_c``.
@@ -12,35 +12,35 @@ The sampling is tau_c-nice inside each partition, independently across
 partitions, so with ``p_c = tau_c / s_c``:
 ``P(i in S) = p_c``, ``P(i, j in S) = tau_c (tau_c - 1) / (s_c (s_c - 1)) =: q_c``
 for ``i != j`` in partition c, and ``p_c p_c'`` across partitions.  Weights
-``v`` are valid (the dual improves in expectation; seed 000 Def. 1 with
+``v`` are valid (the dual improves in expectation; Takáč et al. 2015 [TRS15] Def. 1 with
 non-uniform marginals) when ``P o G <= Diag(p_i v_i)`` with ``G = X X^T`` and
 ``P`` the pair-inclusion matrix.  Writing
 ``P = p p^T + blockdiag_c((q_c - p_c^2) 1 1^T) + Diag(p - q)`` and using
 ``q_c <= p_c^2`` (so the block term is negative semidefinite under the
 Schur product with ``G``) and ``D_p G D_p <= n sigma^2 D_p^2 Diag(G)``
-(``sigma^2`` the row-normalised spectral quantity of seed 000 §4) gives
+(``sigma^2`` the row-normalised spectral quantity of Takáč et al. 2015 [TRS15] §4) gives
 
     v_i = beta_c ||x_i||^2,   beta_c = 1 + n sigma^2 tau_c / s_c - (tau_c - 1) / (s_c - 1),
 
 or ``beta_c = b = sum_c tau_c`` for every partition (Cauchy-Schwarz), whichever
 has the smaller ``sum_c tau_c beta_c`` (an elementwise minimum of two valid
 weight vectors is not valid in general).  With equal partitions this is
-exactly ``beta_distributed_tight`` (spec §A4).  The weights printed for equal
+exactly ``beta_distributed_tight`` (docs/references.md, note N1).  The weights printed for equal
 partitions are invalid when sizes differ: a short partition is sampled at a
-higher rate ``p_c`` and its rows then need a larger ``beta`` (issue 10
+higher rate ``p_c`` and its rows then need a larger ``beta`` (a test
 measured a 4.9x ESO violation on a short block of duplicate rows).  Choosing
 ``tau_c`` proportional to ``s_c`` keeps ``p_c`` close to ``b / n`` for every
 row.  ``tests/test_eso.py`` checks the formula by ``lambda_max`` with exact
 pair-inclusion probabilities.
 
-Naive and aggressive steps (seed 002 §4.1 and §4.3)
-----------------------------------------------------
+Naive and aggressive steps (Takáč et al. 2013 [TBRS13] §4.1 and §4.3)
+---------------------------------------------------------------------
 ``step="naive"`` takes the serial step ``v_i = ||x_i||^2`` (``beta = 1``)
-for every row of the batch from the same ``w`` (seed 002 §4.1).  It is
+for every row of the batch from the same ``w`` (Takáč et al. 2013 [TBRS13] §4.1).  It is
 exact SDCA at ``b = 1`` and can diverge for ``b >> 1/sigma^2`` (the
 two-identical-rows toy of §4.1 oscillates forever), so it warns.
 
-``step="aggressive"`` is seed 002 Algorithm 2 (typos fixed, spec §B5) as a
+``step="aggressive"`` is Takáč et al. 2013 [TBRS13] Algorithm 2 (typos fixed, docs/references.md, note N3) as a
 round of two phases:
 
 1. ``trial``: each partition commits or drops the previous round's pending
@@ -59,7 +59,7 @@ round of two phases:
 ``dual_point`` applies a pending step that was accepted, so
 ``w = X^T alpha / (lam n)`` holds after every round, rejected steps
 included.  ``beta_b`` is the largest safe ``beta_c`` of the module
-docstring above (with one partition seed 002 eq. (11) exactly).
+docstring above (with one partition Takáč et al. 2013 [TBRS13] eq. (11) exactly).
 """
 
 from __future__ import annotations
@@ -100,7 +100,8 @@ __all__ = ["AggressiveGlobal", "AggressiveLocal", "AggressivePlan", "MinibatchSD
 
 _ESO = ("auto", "spectral", "sparse")
 _STEPS = ("safe", "naive", "aggressive")
-# The step-size adaptation parameter of seed 002 Algorithm 2 (gamma = 0.95; spec §0 calls it gamma_agg).
+# The step-size adaptation parameter of [TBRS13] Algorithm 2 (gamma = 0.95; gamma_agg in
+# docs/references.md, note N0).
 AGGRESSIVE_GAMMA = 0.95
 
 
@@ -144,7 +145,7 @@ def _sums_and_movable(part, alpha, w, loss, lam_n):
 
 def resolve_batch_sizes(info, ops, batch_size):
     """``(sigma^2, tau_c)`` of a global mini-batch method: ``sigma^2`` by power iteration through ``ops``
-    (seed 000 eq. (12) bound), a batch of ``batch_size`` rows (default ``1/sigma^2``) split as ``tau_c``."""
+    ([TRS15] eq. (12) bound), a batch of ``batch_size`` rows (default ``1/sigma^2``) split as ``tau_c``."""
     n = info.n
     if batch_size is not None and batch_size > n:
         raise ValueError(f"batch_size={batch_size} is more than the {n} rows; use batch_size <= {n}.")
@@ -166,7 +167,7 @@ def partition_betas(sizes, taus, sigma2):
     """``beta_c = 1 + n sigma^2 tau_c / s_c - (tau_c - 1) / (s_c - 1)``, or ``b`` for all (module docstring).
 
     With one partition the sampling is tau-nice and the exact
-    ``beta = 1 + (b - 1)(n sigma^2 - 1) / (n - 1)`` of seed 000 eq. (12) is
+    ``beta = 1 + (b - 1)(n sigma^2 - 1) / (n - 1)`` of Takáč et al. 2015 [TRS15] eq. (12) is
     used (smaller: it keeps the block term the bound above drops).
     """
     sizes = np.asarray(sizes, dtype=np.float64)
@@ -184,7 +185,7 @@ def partition_betas(sizes, taus, sigma2):
 
 @dataclass(frozen=True)
 class MinibatchSDCA:
-    """Mini-batch SDCA with safe ESO steps (seed 000 Algorithm 1; seed 002 §4.2).
+    """Mini-batch SDCA with safe ESO steps (Takáč et al. 2015 [TRS15] Algorithm 1; Takáč et al. 2013 [TBRS13] §4.2).
 
     Solves ``min_w 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2`` through its dual.
     Each round draws about ``batch_size`` rows, ``tau_c`` from partition c in
@@ -195,11 +196,11 @@ class MinibatchSDCA:
     ----------
     batch_size : int or None, default=None
         Rows per round, ``b``.  None picks about ``1/sigma^2``, the largest
-        size with ``beta <= 2`` (seed 000 §6: linear speed-up while
+        size with ``beta <= 2`` (Takáč et al. 2015 [TRS15] §6: linear speed-up while
         ``b = O(1/sigma^2)``).
     eso : {"auto", "spectral", "sparse"}, default="auto"
         ``"spectral"``: ``v_i = beta_c ||x_i||^2``; ``"sparse"``: the
-        column-nnz weights of spec §A4 (one partition only); ``"auto"``: with
+        column-nnz weights of docs/references.md, note N1 (one partition only); ``"auto"``: with
         one partition the smaller of the two by ``sum(v)``, else spectral.
     eval_every : int or None, default=None
         Rounds between duality-gap evaluations (each one is a pass over the
@@ -213,10 +214,10 @@ class MinibatchSDCA:
         active count (``n sigma^2`` still bounds ``lambda_max`` of any subset).
         Only hinge-type losses have such rows.
     step : {"safe", "naive", "aggressive"}, default="safe"
-        ``"safe"``: the ESO weights above (seed 002 eq. (15) with
-        ``beta = beta_b``).  ``"naive"``: ``beta = 1`` (seed 002 §4.1); it
+        ``"safe"``: the ESO weights above (Takáč et al. 2013 [TBRS13] eq. (15) with
+        ``beta = beta_b``).  ``"naive"``: ``beta = 1`` (Takáč et al. 2013 [TBRS13] §4.1); it
         can diverge when ``b >> 1/sigma^2`` and warns.  ``"aggressive"``:
-        seed 002 Algorithm 2, ``beta`` adapted in ``[1, beta_b]`` and
+        Takáč et al. 2013 [TBRS13] Algorithm 2, ``beta`` adapted in ``[1, beta_b]`` and
         non-improving steps rejected (two reductions a round; module
         docstring).  ``eso`` other than "auto" applies to ``"safe"`` only.
     """
@@ -260,7 +261,7 @@ class MinibatchSDCA:
         sigma2, taus = resolve_batch_sizes(info, ops, self.batch_size)
         betas = partition_betas(info.partition_sizes, taus, sigma2)
         if self.step == "naive":
-            betas = np.ones_like(betas)  # v_i = ||x_i||^2, the serial step (seed 002 eq. (14))
+            betas = np.ones_like(betas)  # v_i = ||x_i||^2, the serial step (Takáč et al. 2013 [TBRS13] eq. (14))
         b_eff = int(taus.sum())
         eval_every = self.eval_every if self.eval_every is not None else max(1, -(-n // b_eff))
         plan = AggressivePlan if self.step == "aggressive" else MinibatchPlan
@@ -345,7 +346,7 @@ class MinibatchPlan(PlanBase):
         return sums, local._replace(active=active, step_curvature=step_curvature)
 
     def _active_sigma2(self, n_active):
-        """``sigma_A^2`` bound for a row subset of size ``n_A``: ``n_A sigma_A^2 <= n sigma^2`` (seed 000 eq. (12))."""
+        """``sigma_A^2`` bound for a row subset of size ``n_A``: ``n_A sigma_A^2 <= n sigma^2`` ([TRS15] eq. (12))."""
         return min(1.0, self.n * self.sigma2 / max(1, n_active))
 
     def local(self, part, local, state, ctx):
@@ -415,7 +416,7 @@ class MinibatchPlan(PlanBase):
 
 
 class AggressiveGlobal(NamedTuple):
-    """The aggressive method's global state (seed 002 Algorithm 2).
+    """The aggressive method's global state (Takáč et al. 2013 [TBRS13] Algorithm 2).
 
     Attributes
     ----------
@@ -474,7 +475,7 @@ class AggressivePlan(MinibatchPlan):
 
     @property
     def beta_b(self):
-        """The upper clip of ``beta`` (seed 002 Algorithm 2): the largest safe ``beta_c``."""
+        """The upper clip of ``beta`` (Takáč et al. 2013 [TBRS13] Algorithm 2): the largest safe ``beta_c``."""
         return max(self.betas)
 
     def init_global(self):

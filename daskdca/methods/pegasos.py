@@ -1,4 +1,4 @@
-"""Mini-batch Pegasos (seed 002 Algorithm 1), certified through a dual point.
+"""Mini-batch Pegasos (Takáč et al. 2013 [TBRS13] Algorithm 1), certified through a dual point.
 
 Solves ``min_w P(w) = 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2`` for a
 Lipschitz ``phi_i`` by stochastic subgradient steps.  Round ``r`` is
@@ -11,12 +11,12 @@ partition c draws ``tau_c`` distinct rows from the stream
 
     w^(t+1) = (1 - eta_t lam) w^(t) - (eta_t / b) sum_{i in A_t} phi_i'(x_i.w^(t)) x_i,   eta_t = 1 / (lam t)
 
-(seed 002 eq. (9); for the hinge loss ``-phi_i' = y_i chi_i``, eq. (8)).
+(Takáč et al. 2013 [TBRS13] eq. (9); for the hinge loss ``-phi_i' = y_i chi_i``, eq. (8)).
 
 The model returned is an average of the iterates: ``averaging="decay"``,
-``w_bar^(t+1) = 0.9 w_bar^(t) + 0.1 w^(t+1)`` (the averaging of seed 002's
+``w_bar^(t+1) = 0.9 w_bar^(t) + 0.1 w^(t+1)`` (the averaging of Takáč et al. 2013 [TBRS13]'s
 Fig. 2 experiments); ``"suffix"`` with ``horizon=T``, Theorem 1's
-``w_bar^(T) = 1/(T - floor(T/2)) sum_{t = floor(T/2)+1}^{T} w^(t)`` (spec §B3:
+``w_bar^(T) = 1/(T - floor(T/2)) sum_{t = floor(T/2)+1}^{T} w^(t)`` (docs/references.md, note N4:
 not ``2/T``, which is exact only for even ``T``), exact when the fit runs
 ``max_rounds=T`` rounds (before ``floor(T/2)`` rounds the model is the
 iterate; after ``T`` rounds it stays ``w_bar^(T)``); or ``"last"``, the iterate.
@@ -48,10 +48,10 @@ from daskdca.methods.minibatch import resolve_batch_sizes
 
 __all__ = ["MinibatchPegasos", "PegasosGlobal", "PegasosPlan"]
 
-# Losses with a Lipschitz phi_i, for which seed 002 §1 says all its results hold (L = 1 for each).
+# Losses with a Lipschitz phi_i, for which Takáč et al. 2013 [TBRS13] §1 says all its results hold (L = 1 for each).
 LIPSCHITZ_LOSSES = ("hinge", "smoothed_hinge", "logistic")
 _AVERAGING = ("decay", "suffix", "last")
-# The averaging weight of seed 002 §5 (Fig. 2): w_bar <- 0.9 w_bar + 0.1 w.
+# The averaging weight of Takáč et al. 2013 [TBRS13] §5 (Fig. 2): w_bar <- 0.9 w_bar + 0.1 w.
 DECAY = 0.9
 
 
@@ -70,7 +70,7 @@ class PegasosLocal(NamedTuple):
 
 @dataclass(frozen=True)
 class MinibatchPegasos:
-    """Mini-batch Pegasos (seed 002 Algorithm 1, eq. (9)).
+    """Mini-batch Pegasos (Takáč et al. 2013 [TBRS13] Algorithm 1, eq. (9)).
 
     Solves ``min_w 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2`` for a Lipschitz
     loss with step ``eta_t = 1/(lam t)`` and mini-batches of about
@@ -81,10 +81,10 @@ class MinibatchPegasos:
     batch_size : int or None, default=None
         Rows per iteration, ``b``.  None picks about ``1/sigma^2``, where
         ``beta_b <= 2`` and the speed-up ``b / beta_b`` of Theorem 1 is
-        nearly linear (seed 002 §3).
+        nearly linear (Takáč et al. 2013 [TBRS13] §3).
     averaging : {"decay", "suffix", "last"}, default="decay"
         The model returned: the decaying average ``0.9 w_bar + 0.1 w`` of
-        seed 002 Fig. 2, Theorem 1's suffix average over the iterates
+        Takáč et al. 2013 [TBRS13] Fig. 2, Theorem 1's suffix average over the iterates
         ``floor(T/2)+1 .. T`` (needs ``horizon``), or the last iterate.
     horizon : int or None, default=None
         ``T`` of the suffix average (run the fit with ``max_rounds=T``);
@@ -99,7 +99,7 @@ class MinibatchPegasos:
     eval_every: int | None = None
     horizon: int | None = None
     name = "pegasos"
-    # seed 002 Theorem 1: E[P(w_bar)] - P* = O(beta_b / (lam b T)), a 1/t rate
+    # Takáč et al. 2013 [TBRS13] Theorem 1: E[P(w_bar)] - P* = O(beta_b / (lam b T)), a 1/t rate
     capabilities = Capabilities(losses=LIPSCHITZ_LOSSES, many_partitions=True, cluster=True, shrinking=False,
                                 gap_rate="1/t")
 
@@ -117,7 +117,7 @@ class MinibatchPegasos:
                 raise ValueError(f"{field} must be a positive int or None, got {value!r}.")
 
     def setup(self, info, ops):
-        """``sigma^2`` (power iteration through ``ops``), ``beta_b`` (seed 002 eq. (11)) and ``tau_c``."""
+        """``sigma^2`` (power iteration through ``ops``), ``beta_b`` ([TBRS13] eq. (11)) and ``tau_c``."""
         if info.loss.name not in LIPSCHITZ_LOSSES:
             raise ValueError(f"solver='pegasos' needs a Lipschitz loss (one of {list(LIPSCHITZ_LOSSES)}), "
                              f"got loss={info.loss.name!r}.")
@@ -210,7 +210,7 @@ class PegasosPlan:
         both = dense(total.vector, 2 * self.d if measured > 0 else self.d)
         t = ctx.round + 1
         eta = 1.0 / (self.lam * t)
-        # (1 - eta lam) = 1 - 1/t, exactly 0 at t = 1 (spec §B3 pitfall)
+        # (1 - eta lam) = 1 - 1/t, exactly 0 at t = 1 (docs/references.md, note N4 pitfall)
         w = (1.0 - 1.0 / t) * state.w - (eta / self.batch_size) * both[:self.d]
         if self.settings.averaging == "decay":
             average = DECAY * state.average + (1.0 - DECAY) * w

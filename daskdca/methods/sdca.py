@@ -6,7 +6,7 @@ Both maximise the dual
 
 of ``P(w) = 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2``.  Each round, every
 partition k runs ``local_iters * n_k`` closed-form coordinate steps on its
-local subproblem ``G_k^{sigma'}`` (spec ``minibatch-sdca.md`` §A6): margins
+local subproblem ``G_k^{sigma'}`` (docs/references.md, note N5): margins
 from ``u = w + sigma' delta_w_k``, curvature ``sigma' ||x_i||^2 / (lam n)``;
 then ``w += sum_k delta_w_k``.  CoCoA+ with the adding aggregation is safe on
 any data with ``sigma' = K`` (Ma et al. 2015, arXiv:1502.03508, §3, gamma = 1);

@@ -1,4 +1,4 @@
-"""SDNA: Stochastic Dual Newton Ascent (Qu, Richtarik, Takac, Fercoq 2015; seed 003), in CoCoA+ rounds.
+"""SDNA: Stochastic Dual Newton Ascent (Qu, Richtárik, Takáč, Fercoq 2016 [QRTF16]), in CoCoA+ rounds.
 
 Maximises the dual
 
@@ -7,8 +7,8 @@ Maximises the dual
 of ``P(w) = 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2``.  Each round, every
 partition k runs ``ceil(local_iters * n_k / tau_k)`` local SDNA iterations
 (Algorithm 3) on the CoCoA+ local subproblem ``G_k^{sigma'}`` with
-``sigma' = K`` (Ma et al. 2015, arXiv:1502.03508, adding, gamma = 1; spec
-``sdna.md`` §6.4): each iteration draws ``tau_k = min(tau, n_k)`` rows
+``sigma' = K`` (Ma et al. 2015, arXiv:1502.03508, adding, gamma = 1;
+docs/references.md, note N7): each iteration draws ``tau_k = min(tau, n_k)`` rows
 tau-nice, and maximises the subproblem exactly over them
 (:mod:`daskdca.kernels.sdna`).  Then ``w += sum_k delta_w_k``.  With one
 partition ``sigma' = 1`` and a round is ``ceil(local_iters n / tau)``
@@ -39,7 +39,7 @@ from daskdca.methods.dual import DualLocal, DualPlan, sweep_blocks
 
 __all__ = ["SDNA", "SDNAPlan"]
 
-# The paper's single-core optimum (003 §6, Fig. 3: runtime improved up to
+# The paper's single-core optimum (Qu et al. 2016 [QRTF16] §6, Fig. 3: runtime improved up to
 # tau = 16 on both data sets, then deteriorated).  Measured here (squared loss,
 # one partition, benchmarks/RESULTS.md "SDNA", Figs. 2-3): tau = 16 took 1.28x
 # the best time on agaricus (best tau 4) and 1.8-2.1x on the correlated set
@@ -56,8 +56,8 @@ class SDNA:
     Every local iteration draws ``tau`` rows (tau-nice) and maximises the dual
     exactly over them: Cholesky for squared loss, coordinate descent on the
     cached ``tau x tau`` Gram block for the hinge losses, damped Newton for
-    logistic (spec ``sdna.md`` §2.6).  With several partitions each runs
-    local SDNA on the CoCoA+ subproblem with ``sigma' = K`` (spec §6.4).
+    logistic (docs/references.md, note N7).  With several partitions each runs
+    local SDNA on the CoCoA+ subproblem with ``sigma' = K`` (docs/references.md, note N7).
 
     Parameters
     ----------

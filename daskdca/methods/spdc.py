@@ -1,12 +1,12 @@
-"""SPDC: Stochastic Primal-Dual Coordinate method (Zhang & Xiao, JMLR; paper 004), in global mini-batch rounds.
+"""SPDC: Stochastic Primal-Dual Coordinate method (Zhang & Xiao, JMLR 2017 [ZX17]), in global mini-batch rounds.
 
 Solves the saddle problem (paper eq. (4))
 
     min_x max_y 1/n sum_i (y_i a_i.x - phi_i*(y_i)) + lam/2 ||x||^2
 
 of ``P(x) = 1/n sum_i phi_i(a_i.x) + lam/2 ||x||^2`` (the project's ``P(w)``,
-with ``x = w``, ``a_i = x_i``, and the paper's dual ``y_i = -alpha_i``; spec
-``spdc.md`` §0).  A round is one iteration of Algorithm 2 (``batch_size =
+with ``x = w``, ``a_i = x_i``, and the paper's dual ``y_i = -alpha_i``;
+docs/references.md, note N8).  A round is one iteration of Algorithm 2 (``batch_size =
 m``; ``m = 1`` is Algorithm 1) or of Algorithm 3 (``sampling="weighted"``,
 one row per iteration with ``p_k = (1 - a)/n + a ||a_k|| / sum_i ||a_i||``,
 eq. (20), and the mixing ``a`` of eq. (25)):
@@ -14,7 +14,7 @@ eq. (20), and the mixing ``a`` of eq. (25)):
 * the sample: ``m`` distinct rows of all ``n`` drawn from one stream of
   ``(random_state, round)`` that every partition computes and filters to its
   own rows (so ``P(i in K) = m/n`` and ``|K| = m`` exactly, the two conditions
-  Theorem 1 needs, spec §2.2, whatever the partitions); Algorithm 3 draws the
+  Theorem 1 needs, Zhang & Xiao 2017 [ZX17] Algorithm 2, whatever the partitions); Algorithm 3 draws the
   partition from that stream and the row from the partition's stream
   ``(random_state, round, partition)``;
 * the partitions take the dual steps (eq. (9)/(21)) at ``xbar(t)`` and send
@@ -22,7 +22,7 @@ eq. (20), and the mixing ``a`` of eq. (25)):
 * the combine takes the primal step (eq. (10)/(23)), ``u += sum dy a / n`` and
   the extrapolation ``xbar = x + theta (x - x_prev)``.
 
-The global state keeps ``x`` lazily (spec §2.5.1): each coordinate as of its
+The global state keeps ``x`` lazily (docs/references.md, note N8): each coordinate as of its
 last touch, so the combine and the fused in-memory loop touch only the
 coordinates of the sampled rows (:mod:`daskdca.kernels.spdc`).  Step
 parameters are eq. (12) (uniform) or eq. (24) (weighted) from ``R = max_i
@@ -35,9 +35,9 @@ combine fixes ``tau, sigma, theta`` in the global state, and no step is taken
 Losses: ``gamma`` is the strong convexity of ``phi_i*`` (``1 /`` the loss's
 smoothness).  The hinge loss is not smooth; it runs on the perturbed saddle
 function (16) with ``phi* + delta/2 y^2`` (``smoothing = delta``), which is
-the smoothed hinge with parameter ``delta`` (spec §1.4), so ``gamma =
+the smoothed hinge with parameter ``delta`` (docs/references.md, note N8), so ``gamma =
 delta``.  The certificate and the reports use the *original* hinge ``P`` and
-``D`` (spec §2.7); the perturbation leaves a gap floor of at most
+``D`` (docs/references.md, note N8); the perturbation leaves a gap floor of at most
 ``delta/4`` times the share of rows whose margin ends in ``(1 - delta, 1)``.
 
 Certificate: the dual point is ``alpha = -y`` (feasible: every dual step is a
@@ -72,7 +72,7 @@ _R, _SUM, _TAU, _SIGMA, _THETA, _MIX = range(6)
 
 
 class SPDCGlobal(NamedTuple):
-    """The lazy primal state (spec §2.5.1) and the constants fixed by the setup round.
+    """The lazy primal state (docs/references.md, note N8) and the constants fixed by the setup round.
 
     ``x[j]`` and ``x_prev[j]`` are ``x_j`` at iterations ``last[j]`` and
     ``last[j] - 1``; ``u = 1/n A^T y``; ``t`` the iterations done;
@@ -113,7 +113,7 @@ def optimal_mixing(R, R_bar, n, lam, gamma):
     """The mixing ``a*`` of paper eq. (25) (0 when ``rho <= sqrt(n / kappa)``).
 
     ``rho = R / R_bar - 1``, ``kappa = R^2 / (lam gamma)``; ``a*`` minimises
-    ``n / (1 - a) + sqrt(n kappa) / (1 + a rho)`` (spec §2.4, which also notes
+    ``n / (1 - a) + sqrt(n kappa) / (1 + a rho)`` ([ZX17] eq. (12); docs/references.md, note N8, which also notes
     the erratum in the paper's prose: ``a*`` grows with ``kappa``).
     """
     rho = R / R_bar - 1.0
@@ -140,7 +140,7 @@ def _positive_int_or_none(name, value):
 
 @dataclass(frozen=True)
 class SPDC:
-    """Stochastic Primal-Dual Coordinate method (paper 004, Algorithms 1-3).
+    """Stochastic Primal-Dual Coordinate method (Zhang & Xiao 2017 [ZX17], Algorithms 1-3).
 
     Solves ``min_x 1/n sum_i phi_i(x_i.x) + lam/2 ||x||^2`` through the saddle
     problem (4): every round samples rows, takes their dual prox steps at the
@@ -154,7 +154,7 @@ class SPDC:
     batch_size : int or None, default=None
         ``m``, rows per round (Algorithm 2), at most ``n``.  None: the number
         of partitions, the paper's choice for wall-clock time ("m equal to the
-        number of processors", §2.2); on one partition that is 1, Algorithm 1,
+        number of processors", Zhang & Xiao 2017 [ZX17] §2); on one partition that is 1, Algorithm 1,
         the most pass-efficient.
     sampling : {"uniform", "weighted"}, default="uniform"
         ``"weighted"``: Algorithm 3, ``p_k`` of eq. (20) with the mixing of
@@ -467,7 +467,7 @@ LOCAL_BACKTRACK_STEPS = tuple(0.5 ** j for j in range(1, 11))
 
 @dataclass(frozen=True)
 class LocalSPDCPlan(LocalSDCAPlan):
-    """CoCoA+ rounds (adding, ``sigma' = K``) with SPDC as the local solver (spec ``spdc.md`` §5.5 (B)).
+    """CoCoA+ rounds (adding, ``sigma' = K``) with SPDC as the local solver (docs/references.md, note N8).
 
     Maximises ``D(alpha) = -1/n sum_i phi_i*(-alpha_i) - lam/2 ||w(alpha)||^2``,
     the dual of ``P(w) = 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2``.  Partition
@@ -481,7 +481,7 @@ class LocalSPDCPlan(LocalSDCAPlan):
     on the partition's own rows with ``n -> n_k``,
     ``lam -> lam_k = n lam / (n_k sigma')`` and
     ``g_k(x) = lam_k/2 ||x - w||^2 - <u~_k, x>``, ``u~_k = 1/n_k sum_{P_k} y_i a_i``
-    (spec §5.5 (B), derived there and checked against a direct solve).  A
+    (docs/references.md, note N8, derived there and checked against a direct solve).  A
     round runs ``ceil(local_iters n_k / m)`` iterations of Algorithm 1
     (``m = 1``) or 2 (``m`` distinct rows per iteration) on it from ``x = w``
     and ``y' = y``, with the step parameters of eq. (12) for ``R_k = max_{P_k}
@@ -558,7 +558,7 @@ class LocalSPDCPlan(LocalSDCAPlan):
         R = math.sqrt(float(rows.sqnorm[lo:hi].max()))
         if R == 0.0:  # zero rows: x never moves from w, any R > 0 will do
             R = 1.0
-        lam_b = self.lam_n / (n_b * self.sigma_prime)  # n lam / (n_b sigma') (spec §5.5 (B))
+        lam_b = self.lam_n / (n_b * self.sigma_prime)  # n lam / (n_b sigma') (docs/references.md, note N8)
         tau, sigma, theta = step_parameters(R, n_b, m, lam_b, self.gamma)
         return m, lam_b, tau, sigma, theta
 

@@ -1,6 +1,6 @@
 """The zarr store: CSR row blocks that are the partitions of the Dask engine.
 
-Layout (one zarr v3 group, anndata-compatible CSR, spec ``dask-zarr-numba.md`` §4.2)::
+Layout (one zarr v3 group, anndata-compatible CSR, docs/references.md, note N9)::
 
     store.zarr/
       zarr.json      attrs: encoding-type="csr_matrix", encoding-version="0.1.0", shape=[n, d],

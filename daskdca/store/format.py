@@ -28,7 +28,7 @@ from zarr.codecs import ZstdCodec
 FORMAT_VERSION = 3
 READ_VERSIONS = (2, 3)
 DEFAULT_BLOCK_ROWS = 2**15
-# Chunk sizes measured in spec dask-zarr-numba.md §4.2 (1 Mi elements for the
+# Chunk sizes measured in docs/references.md, note N9 (1 Mi elements for the
 # nnz arrays: 12-32 ms per 2.3 M-nnz block; 64 Ki for per-row arrays).
 NNZ_CHUNK = 2**20
 ROW_CHUNK = 2**16

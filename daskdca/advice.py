@@ -1,0 +1,180 @@
+"""``daskdca.advise``: the route a fit would take and its predicted time, from a short measured probe.
+
+For ``min_w P(w) = 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2`` and the data at
+hand, :func:`advise` tells what ``daskdca.fit(..., solver="auto")`` would
+run (the route of :mod:`daskdca.routes` and its reason) and how long it
+should take, before the fit.  The prediction is measured, not guessed: the
+chosen method runs for a short probe (a few passes, a few seconds at most)
+in this process on the same rows, which gives the seconds a pass costs and
+the rate at which the certified gap falls; the passes still needed follow
+from that rate (the linear rate these methods have on smooth losses,
+Shalev-Shwartz & Zhang, JMLR 2013, Theorem 1), and a route with rounds adds
+the measured latency of a Dask round for each.  A probe that already meets
+``tol`` is itself the prediction.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from typing import NamedTuple
+
+import numpy as np
+
+__all__ = ["Advice", "advise"]
+
+# The probe runs at most this many passes and stops after about this many seconds.
+PROBE_EPOCHS = 6
+PROBE_SECONDS = 5.0
+
+
+class Advice(NamedTuple):
+    """What :func:`advise` found.
+
+    Attributes
+    ----------
+    route : daskdca.routes.Route
+        The route and method a ``solver="auto"`` fit takes, and why.
+    predicted_seconds : float
+        The predicted time of that fit to ``tol`` (inf when the probe saw the gap stop falling).
+    predicted_passes : float
+        Passes over the data (rounds for a route with rounds) it predicts.
+    seconds_per_pass : float
+        Measured by the probe.
+    round_latency : float
+        Seconds a Dask round adds (measured on the client), 0 without rounds.
+    probe : list of HistoryRecord
+        The probe's records (its own fit's history).
+    """
+
+    route: object
+    predicted_seconds: float
+    predicted_passes: float
+    seconds_per_pass: float
+    round_latency: float
+    probe: list
+
+    def __str__(self):
+        r = self.route
+        return (f"route: {r.name}, solver {r.solver}{'' if not r.options else f' {r.options}'}\n"
+                f"why: {r.reason}\n"
+                f"predicted: {self.predicted_seconds:.3g} s ({self.predicted_passes:.0f} "
+                f"{'rounds' if r.name == 'rounds' else 'passes'} at {self.seconds_per_pass:.3g} s a pass"
+                f"{f' + {self.round_latency:.3g} s a round' if self.round_latency else ''}; measured by a probe of "
+                f"{self.probe[-1].round} rounds in this process)")
+
+
+def _round_latency(client, repeats=5):
+    """Median seconds of a bare Dask round trip: one tiny task per worker and a reduce, gathered."""
+    workers = sorted(client.scheduler_info().get("workers", {}))
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        parts = [client.submit(np.zeros, 8, workers=[w], pure=False) for w in workers]
+        total = client.submit(lambda *xs: float(sum(x.sum() for x in xs)), *parts, pure=False)
+        total.result()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+
+
+def _passes_to(history, tol, passes_done):
+    """Passes to reach relative gap ``tol``, extrapolating the probe's last geometric rate."""
+    rel = [abs(r.gap) / max(abs(r.primal), 1e-300) for r in history]
+    epochs = [r.epochs for r in history]
+    if rel[-1] <= tol:
+        return passes_done
+    # the rate of the second half of the probe (the first passes are often faster or slower)
+    half = max(0, len(rel) // 2 - 1)
+    span = epochs[-1] - epochs[half]
+    if span <= 0 or rel[half] <= 0 or rel[-1] <= 0 or rel[-1] >= rel[half]:
+        return math.inf
+    rate = math.log(rel[-1] / rel[half]) / span  # < 0: log of the gap per pass
+    return passes_done + math.log(tol / rel[-1]) / rate
+
+
+def advise(X, y=None, *, loss="hinge", lam=1e-4, tol=1e-6, client=None, n_partitions=None, checkpoint=None,
+           callback=None, sample_weight=None, random_state=0):
+    """The route and predicted time of ``daskdca.fit(X, y, solver="auto", ...)``, before the fit.
+
+    The objective is ``P(w) = 1/n sum_i s_i phi_i(x_i.w) + lam/2 ||w||^2``.
+    A short probe of the chosen method runs in this process on all the
+    rows (at most ``PROBE_EPOCHS`` passes or about ``PROBE_SECONDS``); a
+    store is read into this process for it, so advise on stores that fit in
+    memory.
+
+    Parameters
+    ----------
+    X, y, loss, lam, tol, client, n_partitions, sample_weight, random_state
+        As :func:`daskdca.fit`.
+    checkpoint, callback
+        Only whether they are given matters: they need rounds (:mod:`daskdca.routes`).
+
+    Returns
+    -------
+    Advice
+        ``print(advice)`` gives the plan in three lines.
+    """
+    from daskdca.api import _check_real, _check_X, _check_y, _is_cluster_input, fit
+    from daskdca.losses import get_loss
+    from daskdca.routes import Workers, choose_route, data_bytes
+    from daskdca.store import CSRStore, open_store
+
+    loss_obj = get_loss(loss)
+    lam = _check_real("lam", lam, low=0.0, low_inclusive=False, hint="LIBLINEAR's C corresponds to lam = 1/(C n)")
+    tol = _check_real("tol", tol, low=0.0, low_inclusive=False, hint="use e.g. tol=1e-6 (relative duality gap)")
+    on_cluster = client is not None or _is_cluster_input(X)
+    if isinstance(X, CSRStore) or (isinstance(X, str) and _is_cluster_input(X)):
+        store = X if isinstance(X, CSRStore) else open_store(X)
+        X, y = store.read_all()
+    elif hasattr(X, "compute"):
+        X = X.compute()
+        y = np.asarray(y.compute() if hasattr(y, "compute") else y)
+    X = _check_X(X)
+    n, d = X.shape
+    _check_y(y, n, loss_obj)  # the fit's own label checks, before the probe
+    needs_rounds = [name for name, given in (("checkpoint", checkpoint is not None),
+                                             ("callback", callback is not None)) if given]
+    workers = None
+    latency = 0.0
+    if on_cluster:
+        from daskdca import engine
+
+        with engine.cluster_client(client) as active:
+            workers = Workers(*engine.worker_resources(active))
+            route = choose_route(on_cluster=True, n=n, nnz=X.nnz, lam=lam, d=d, loss_name=loss_obj.name,
+                                 workers=workers, needs_rounds=needs_rounds, n_partitions=n_partitions,
+                                 size=data_bytes(n, X.nnz, X.dtype.itemsize, X.indices.dtype.itemsize))
+            if route.name == "rounds":
+                latency = _round_latency(active)
+    else:
+        route = choose_route(on_cluster=False, n=n, nnz=X.nnz, lam=lam, d=d, loss_name=loss_obj.name,
+                             n_partitions=n_partitions)
+    from daskdca.methods import REGISTRY
+
+    method = REGISTRY[route.solver](**route.options)
+    if route.name == "rounds":
+        # the rounds' bits in this process: one partition per worker (or as asked)
+        parts = route.n_partitions or max(1, workers.n_workers if workers else 1)
+    else:
+        parts = 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the probe stops on its budget, not on tol
+        # a one-pass probe first: it tells how many passes fit in the probe's time
+        first = fit(X, y, loss=loss_obj, lam=lam, tol=tol, solver=method, n_partitions=parts, max_epochs=1,
+                    sample_weight=sample_weight, random_state=random_state)
+        per_pass = max(first.history_[-1].seconds, 1e-6)
+        probe_passes = int(max(2, min(PROBE_EPOCHS, PROBE_SECONDS / per_pass)))
+        probe = first if first.converged_ else fit(
+            X, y, loss=loss_obj, lam=lam, tol=tol, solver=method, n_partitions=parts, max_epochs=probe_passes,
+            sample_weight=sample_weight, random_state=random_state)
+    rounds_per_pass = probe.plan_.rounds_per_epoch
+    passes_done = probe.n_rounds_ / rounds_per_pass
+    per_pass = probe.history_[-1].seconds / max(passes_done, 1e-9)
+    passes = passes_done if probe.converged_ else _passes_to(probe.history_, tol, passes_done)
+    if route.name == "rounds":
+        # the partitions of a round run side by side on the workers; each round pays the Dask round trip
+        rounds = passes * rounds_per_pass
+        return Advice(route, float(passes * per_pass / parts + rounds * latency), float(rounds), float(per_pass),
+                      float(latency), list(probe.history_))
+    return Advice(route, float(passes * per_pass), float(passes), float(per_pass), 0.0, list(probe.history_))
