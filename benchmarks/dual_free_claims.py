@@ -3,7 +3,7 @@
 For each data set, loss (logistic, squared) and lam in {1/n, 1e-4, 1e-6}, fit
 with ``tol=0`` for 10 rounds of one epoch each (one partition, seed 0):
 
-* ``adfsdca``: Algorithm 1 (exact adaptive probabilities, Theta of Thm 1);
+* ``adfsdca``: Algorithm 1 (``probabilities="exact"``: exact adaptive probabilities, Theta of Thm 1);
 * ``dfsdca``: uniform dual-free SDCA, ``theta = lam / (lam n + L_max)``;
 * ``sdca``: serial SDCA (closed-form dual coordinate steps, LIBLINEAR-style).
 
@@ -29,6 +29,14 @@ process, alternating, in CPU seconds; each round is a fraction ``--speed-frac`` 
 adaptive solvers (Algorithm 1 and 4 take minutes per epoch before the kept residues), scaled to one epoch:
 
     python benchmarks/dual_free_claims.py --speed 6b156ea
+
+``--scale`` instead fits dfSDCA (uniform), adfSDCA and adfSDCA+ (defaults) on the full a9a, w8a and ijcnn1
+(logistic, lam 1e-4 and 1e-5) and on a generated 250,000-row logistic problem (lam 1e-4), one partition,
+``tol=1e-4``, each fit stopped by a callback after ``--cap`` seconds, and prints seconds and epochs to the
+certified relative gap (``--scale-out FILE`` also saves the rows as JSON, ``--scale-before FILE`` adds
+those of an earlier run, e.g. of the previous commit, as "before" columns):
+
+    python benchmarks/dual_free_claims.py --scale --cap 120
 """
 
 from __future__ import annotations
@@ -106,6 +114,8 @@ def run_one(X, y, solver, loss, lam, epochs):
     """``(certified gap, primal, [(epoch, gap)] per round)`` after ``epochs`` one-epoch rounds."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        if solver == "adfsdca":  # the claims are Algorithm 1's (exact probabilities), not the refreshed default
+            solver = AdaptiveDualFreeSDCA(probabilities="exact")
         m = daskdca.fit(X, y, loss=loss, lam=lam, solver=solver, tol=0.0, max_rounds=epochs, random_state=0,
                         n_partitions=1)
     return m.gap_, m.primal_, [(r.epochs, r.gap) for r in m.history_]
@@ -293,6 +303,79 @@ def speed(base, frac, reps=2):
     return "\n".join(lines)
 
 
+SCALE_FILES = {"a9a": ("a9a.gz", 123), "w8a": ("w8a.gz", 300), "ijcnn1": ("ijcnn1.bz2", 22)}
+SCALE_SOLVERS = ("dfsdca", "adfsdca", "adfsdca+")
+
+
+def scale_problems(gen_rows=250_000):
+    """``(label, X, y, lam)``: the real sets at lam 1e-4 and 1e-5, and one generated store read back."""
+    import tempfile
+
+    from daskdca.datasets import make_classification
+
+    for name, (fname, d) in SCALE_FILES.items():
+        X, y = load_svmlight_file(str(DATA_DIR / fname), n_features=d)
+        X, y = sp.csr_matrix(X), np.where(np.asarray(y) == np.max(y), 1.0, -1.0)
+        for lam in (1e-4, 1e-5):
+            yield f"{name} ({X.shape[0]})", X, y, lam
+    with tempfile.TemporaryDirectory() as tmp:
+        store = make_classification(str(Path(tmp) / "gen.zarr"), gen_rows, 20_000, nnz_per_row=30.0, seed=1)
+        X, y = store.read_all()
+        yield f"generated ({X.shape[0]})", sp.csr_matrix(X), np.asarray(y, dtype=np.float64), 1e-4
+
+
+def scale_fit(X, y, solver, lam, tol, cap):
+    """One fit stopped after ``cap`` seconds: ``(seconds, epochs, relative gap, converged, warnings)``."""
+    import time
+
+    t0 = time.perf_counter()
+
+    def stop(record, state):
+        return time.perf_counter() - t0 > cap
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        m = daskdca.fit(X, y, loss="logistic", lam=lam, solver=solver, tol=tol, callback=stop, random_state=0)
+    seconds = time.perf_counter() - t0
+    rel = float(m.gap_) / abs(float(m.primal_))
+    notes = [str(w.message)[:60] for w in caught if "max_rounds" not in str(w.message)]
+    return seconds, float(m.n_epochs_), rel, bool(m.converged_), notes
+
+
+def scale(tol, cap, out=None, before=None):
+    import json
+
+    rows = []
+    Xw, yw = load("w8a", 500)
+    for solver in SCALE_SOLVERS:  # numba compiles outside the timed fits
+        scale_fit(Xw, yw, solver, 1e-3, tol, cap)
+    for label, X, y, lam in scale_problems():
+        for solver in SCALE_SOLVERS:
+            sec, ep, rel, conv, notes = scale_fit(X, y, solver, lam, tol, cap)
+            rows.append(dict(data=label, lam=lam, solver=solver, seconds=sec, epochs=ep, rel_gap=rel,
+                             converged=conv, notes=notes))
+            print(rows[-1], flush=True)
+    if out:
+        Path(out).write_text(json.dumps(rows, indent=1))
+    old = {}
+    if before:
+        old = {(r["data"], r["lam"], r["solver"]): r for r in json.loads(Path(before).read_text())}
+
+    def cell(r):
+        if r is None:
+            return "-"
+        text = f"{r['seconds']:.1f} s / {r['epochs']:.0f} ep"
+        return text if r["converged"] else f">{text} (gap {r['rel_gap']:.1e})"
+
+    lines = [f"Seconds / epochs to a certified relative gap of {tol:g} (logistic, one partition, cap {cap:g} s; "
+             "'>' = stopped by the cap or the stall test, with the relative gap reached)", "",
+             "| data (n) | lam | solver | before | after |", "|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['data']} | {r['lam']:g} | {r['solver']} | "
+                     f"{cell(old.get((r['data'], r['lam'], r['solver'])))} | {cell(r)} |")
+    return "\n".join(lines)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--speed", metavar="BASE", help="time the kernels against git commit BASE's instead")
@@ -303,7 +386,15 @@ def main():
     parser.add_argument("--losses", nargs="+", default=list(LOSSES))
     parser.add_argument("--minibatch-tol", type=float, default=1e-4)
     parser.add_argument("--minibatch-max-epochs", type=int, default=40)
+    parser.add_argument("--scale", action="store_true", help="full-size data: seconds and epochs to the tol")
+    parser.add_argument("--cap", type=float, default=120.0, help="--scale: seconds per fit")
+    parser.add_argument("--scale-tol", type=float, default=1e-4)
+    parser.add_argument("--scale-out", help="--scale: save the rows as JSON")
+    parser.add_argument("--scale-before", help="--scale: a JSON of an earlier run, shown as 'before'")
     args = parser.parse_args()
+    if args.scale:
+        print(scale(args.scale_tol, args.cap, args.scale_out, args.scale_before))
+        return
     if args.speed:
         print(speed(args.speed, args.speed_frac))
         return

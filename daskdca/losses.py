@@ -610,10 +610,17 @@ class Squared(Loss):
 LOSSES = {cls.name: cls for cls in (Hinge, SmoothedHinge, SquaredHinge, Logistic, Squared)}
 
 
+#: scikit-learn's names of the same losses (``SGDClassifier``, ``LogisticRegression``, ``Ridge``)
+LOSS_ALIASES = {"log_loss": "logistic", "squared_error": "squared"}
+
+
 def get_loss(loss) -> Loss:
-    """Return the :class:`Loss` for a name or pass a :class:`Loss` instance through."""
+    """Return the :class:`Loss` for a name (or scikit-learn's name, :data:`LOSS_ALIASES`) or pass a
+    :class:`Loss` instance through."""
     if isinstance(loss, Loss):
         return loss
+    if isinstance(loss, str) and loss in LOSS_ALIASES:
+        loss = LOSS_ALIASES[loss]
     if isinstance(loss, str) and loss in LOSSES:
         return LOSSES[loss]()
     raise ValueError(

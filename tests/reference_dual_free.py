@@ -194,7 +194,8 @@ def minibatch_steps(X, y, alpha, u, delta_w, batches, b, loss, lam_n, curv, shar
 def plus_steps(X, y, alpha, u, delta_w, order, loss, lam_n, curv, s_all, c_all, floor, shrink, share=1.0,
                k2_rest=0.0, d_rest=0.0, sigma=1.0):
     """Algorithm 2 replayed on ``order``: epoch residues, floored weights, ``Theta(kappa~, p^(t))`` with the
-    denominator recomputed from scratch every step, fresh ``kappa_i``, ``omega_i /= shrink``; returns thetas."""
+    denominator recomputed from scratch every step, fresh ``kappa_i``, the step factor capped at
+    ``base / c_i^2``, ``omega_i /= shrink``; returns thetas."""
     A = dense(X)
     base = lam_n ** 2 / SMOOTHNESS[loss]
     csq = curv * (A ** 2).sum(axis=1) + base
@@ -208,10 +209,42 @@ def plus_steps(X, y, alpha, u, delta_w, order, loss, lam_n, curv, s_all, c_all, 
         th = base * (np.sum(kappa_ep ** 2) + k2_rest) / (W * np.sum(a[on] / omega[on]) / share + d_rest)
         p_i = share * omega[i] / W
         kappa = alpha[i] + derivative(loss, y[i], A[i] @ u)
-        da = -th * kappa / p_i
+        da = -min(th / p_i, base / csq[i]) * kappa  # capped at SDCA's safe step lam n / (lam n + sigma' L_i)
         alpha[i] += da
         delta_w += da / lam_n * A[i]
         u += sigma * da / lam_n * A[i]
         omega[i] /= shrink
+        thetas.append(th)
+    return np.array(thetas)
+
+
+def safe_step(X, lam_n, loss, sigma=1.0):
+    """SDCA's safe step factor ``lam n / (lam n + sigma' L~ ||x_i||^2)`` (the cap of the refreshed steps)."""
+    return lam_n / (lam_n + sigma * SMOOTHNESS[loss] * (dense(X) ** 2).sum(axis=1))
+
+
+def refreshed_steps(X, y, alpha, u, delta_w, order, n_refresh, loss, lam_n, sigma=1.0, share=1.0, k2_rest=0.0,
+                    d_rest=0.0):
+    """adfSDCA with refreshed probabilities replayed on ``order``: every ``ceil(len(order) / n_refresh)``
+    steps all residues, ``p*`` and ``Theta``; between refreshes ``p`` and ``Theta`` stay, the picked row's
+    residue is fresh and the step factor is ``min(Theta / p_i, safe_step_i)``; returns the thetas."""
+    A = dense(X)
+    c = c_weights(X, lam_n, loss, sigma)
+    cap = safe_step(X, lam_n, loss, sigma)
+    base = lam_n ** 2 / SMOOTHNESS[loss]
+    stretch = -(-len(order) // n_refresh)
+    thetas = []
+    for t, i in enumerate(order):
+        if t % stretch == 0:
+            kappa_r = alpha + derivative(loss, y, A @ u)
+            wts = c * np.abs(kappa_r)
+            S = wts.sum()
+            th = base * (np.sum(kappa_r ** 2) + k2_rest) / (S * S / share + d_rest)
+        p_i = share * wts[i] / S
+        kappa = alpha[i] + derivative(loss, y[i], A[i] @ u)
+        da = -min(th / p_i, cap[i]) * kappa
+        alpha[i] += da
+        delta_w += da / lam_n * A[i]
+        u += sigma * da / lam_n * A[i]
         thetas.append(th)
     return np.array(thetas)

@@ -601,3 +601,90 @@ def test_adaptive_gap_below_uniform_after_ten_epochs_on_heart():
             m = _fit(X, y, solver, "logistic", lam, tol=0.0, max_rounds=10, random_state=0)
             gaps[key] = m.gap_
     assert gaps["adfsdca"] < gaps["dfsdca"]
+
+
+# --- refreshed adaptive probabilities (seed 001 §1.1, §4) and the safeguards -----------------------
+
+@pytest.mark.parametrize("loss", SMOOTH)
+@pytest.mark.parametrize("n_refresh, share, k2_rest, d_rest, sigma", [(1, 1.0, 0.0, 0.0, 1.0), (3, 0.4, 3.0, 50.0, 2.0)])
+def test_refreshed_kernel_matches_reference(loss, n_refresh, share, k2_rest, d_rest, sigma):
+    """Refreshes every ``ceil(steps / n_refresh)`` steps, fresh residue, capped step: the reference's steps."""
+    X, y = _problem(loss, seed=4)
+    lam_n = 0.05 * X.shape[0]
+    indptr, indices, data, sqnorm = _rows(X)
+    alpha, w = _state(X, y, lam_n, 2)
+    u, dw = w.copy(), np.zeros_like(w)
+    a_ref, u_ref, dw_ref = alpha.copy(), u.copy(), dw.copy()
+    n_steps = 70
+    order, thetas = np.empty(n_steps, dtype=np.int64), np.empty(n_steps)
+    curv, base = sigma * lam_n, lam_n ** 2 / ref.SMOOTHNESS[loss]
+    taken = kern.refreshed_adaptive_steps(indptr, indices, data, y, sqnorm, alpha, u, dw, 0, X.shape[0], n_steps,
+                                          n_refresh, 9, 2, 1, share, k2_rest, d_rest, curv, base,
+                                          int(get_loss(loss).kind), 1.0, sigma, 1.0 / lam_n, order, thetas)
+    assert taken == n_steps
+    th_ref = ref.refreshed_steps(X, y, a_ref, u_ref, dw_ref, order, n_refresh, loss, lam_n, sigma, share, k2_rest,
+                                 d_rest)
+    np.testing.assert_allclose(thetas, th_ref, rtol=1e-12)
+    np.testing.assert_allclose(alpha, a_ref, rtol=1e-11, atol=1e-12)
+    np.testing.assert_allclose(dw, dw_ref, rtol=1e-11, atol=1e-12)
+    np.testing.assert_allclose(u, u_ref, rtol=1e-11, atol=1e-12)
+    # the draws follow p* of the refresh: rows with a zero residue at the first refresh are never drawn there
+    assert len(np.unique(order)) > 1
+
+
+@pytest.mark.parametrize("loss", ["logistic", "squared"])
+def test_capped_steps_never_lower_the_dual(loss):
+    """The safeguard: with the step factor capped at ``lam n / (lam n + L_i)``, every step of adfSDCA+ with
+    ``s = 1`` and no floor (the divergent setting) keeps ``D(alpha)`` from falling."""
+    X, y = _problem(loss, seed=7)
+    n = X.shape[0]
+    lam = 1e-3
+    lam_n = lam * n
+    indptr, indices, data, sqnorm = _rows(X)
+    alpha, w = np.zeros(n), np.zeros(X.shape[1])
+    curv, base = lam_n, lam_n ** 2 / ref.SMOOTHNESS[loss]
+    kind = int(get_loss(loss).kind)
+    duals = [refk.dual_objective(X, y, alpha, lam, loss)[0]]
+    for r in range(6):
+        kappa = ref.residues(X, y, alpha, w, loss)
+        csq = curv * sqnorm + base
+        s_all, c_all = np.sum(np.sqrt(csq) * np.abs(kappa)), np.sum(csq)
+        for t in range(n):  # one step per call: the dual after every step
+            dw = np.zeros_like(w)
+            kern.plus_steps(indptr, indices, data, y, sqnorm, alpha, w, dw, 0, n, 1, 0, r * n + t, 0, 1.0, 0.0,
+                            0.0, s_all, c_all, 0.0, 1.0, curv, base, kind, 1.0, 1.0, 1.0 / lam_n,
+                            np.empty(1, dtype=np.int64), np.empty(1))
+            duals.append(refk.dual_objective(X, y, alpha, lam, loss)[0])
+    assert np.all(np.diff(duals) >= -1e-12 * np.abs(duals[1:]))
+    assert duals[-1] > duals[0]
+
+
+def test_refreshed_is_the_default_and_exact_stays_an_option():
+    assert AdaptiveDualFreeSDCA().probabilities == "refreshed"
+    X, y = load_dataset("heart")
+    for probabilities in ("refreshed", "exact"):
+        m = _fit(X, y, AdaptiveDualFreeSDCA(probabilities=probabilities), "logistic", 1e-2, tol=1e-7,
+                 max_rounds=400)
+        assert m.converged_
+        primal, dual, _ = _certify(m, X, y, 1e-2, "logistic")
+        assert 0 <= primal - dual <= 1e-7 * primal
+    for bad in ("stale", None):
+        with pytest.raises(ValueError, match="probabilities"):
+            AdaptiveDualFreeSDCA(probabilities=bad)
+    for bad in (0, 1.5, True):
+        with pytest.raises(ValueError, match="refreshes"):
+            AdaptiveDualFreeSDCA(refreshes=bad)
+
+
+def test_a_stalled_fit_stops_early_and_names_sdca():
+    """A gap that cannot fall (tol below the rounding floor is excluded; here lam is tiny and the budget
+    large) stops after the stall window with a ConvergenceWarning naming solver='sdca'."""
+    from daskdca.methods import dual_free as df
+
+    X, y = load_dataset("heart")
+    with pytest.warns(ConvergenceWarning, match="solver='sdca'"):
+        m = _fit(X, y, DualFreeSDCA(), "squared", 1e-9, tol=1e-12, max_rounds=3000)
+    assert not m.converged_
+    assert m.n_epochs_ < 3000 - df.STALL_ROUNDS
+    primal, dual, _ = _certify(m, X, y, 1e-9, "squared")
+    assert m.gap_ == pytest.approx(primal - dual, rel=1e-8)

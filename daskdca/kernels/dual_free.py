@@ -1,4 +1,4 @@
-"""Numba kernels of dual-free SDCA (He & Takac, seed 001; Shalev-Shwartz 2015).
+"""Numba kernels of dual-free SDCA (He & Takáč 2015 [HT15]; Shalev-Shwartz 2015 [SS15]).
 
 Every kernel works on one in-memory CSR block ``(indptr, indices, data)``
 with labels ``y`` and squared row norms ``sqnorm``, on
@@ -6,8 +6,8 @@ with labels ``y`` and squared row norms ``sqnorm``, on
     P(w) = 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2,
 
 keeping one pseudo-dual ``alpha_i`` per row with the invariant
-``w = X^T alpha / (lam n)`` (seed 001 eq. (2)).  The step is driven by the
-*dual residue* ``kappa_i = alpha_i + phi_i'(x_i.w)`` (seed 001 Def. 1):
+``w = X^T alpha / (lam n)`` (He & Takáč 2015 [HT15] eq. (2)).  The step is driven by the
+*dual residue* ``kappa_i = alpha_i + phi_i'(x_i.w)`` (He & Takáč 2015 [HT15] Def. 1):
 
     alpha_i <- alpha_i - (theta / p_i) kappa_i,
     w       <- w - (theta / p_i) kappa_i x_i / (lam n)        (Alg. 1 lines 8-9).
@@ -17,8 +17,8 @@ The kernels take the *local view* ``u = w + sigma' delta_w`` and accumulate
 (:func:`daskdca.kernels.sdca.local_sdca`); with one partition ``sigma' = 1``
 and ``u = w`` they are the serial algorithms.
 
-Notation for the adaptive probabilities (seed 001 Lemma 1, eq. (6), case 1:
-``beta_i = 1/L~``, ``gamma = lam n``; spec ``dual-free-sdca.md`` §2.3):
+Notation for the adaptive probabilities (He & Takáč 2015 [HT15] Lemma 1, eq. (6), case 1:
+``beta_i = 1/L~``, ``gamma = lam n``; docs/references.md, note N6):
 ``c_i = sqrt(curv * ||x_i||^2 + base)`` with ``curv = sigma' lam n`` and
 ``base = (lam n)^2 / L~``; ``p_i* = c_i |kappa_i| / S``, ``S = sum_j c_j |kappa_j|``
 and ``Theta(kappa, p*) = base * sum_j kappa_j^2 / S^2``.
@@ -37,7 +37,7 @@ from numba import njit
 from daskdca.kernels.sampling import _GOLDEN, _S11, _TWO_M53, _mix, stream_seed
 from daskdca.losses import LOGISTIC, conjugate_value, loss_derivative, loss_value
 
-__all__ = ["adaptive_steps", "alg3_sample", "alg3_stages", "argsort_desc", "block_columns", "dual_free_steps",
+__all__ = ["adaptive_steps", "refreshed_adaptive_steps", "alg3_sample", "alg3_stages", "argsort_desc", "block_columns", "dual_free_steps",
            "minibatch_adaptive_steps", "plus_steps", "residue", "residue_sums", "sumtree_build", "sumtree_draw",
            "sumtree_update", "water_fill", "weighted_order"]
 
@@ -61,8 +61,8 @@ def _tree_size(n):
 def sumtree_build(weights):
     """A sum-tree (array heap) over ``weights``: leaf ``i`` at ``size + i``, node ``k`` = sum of its children.
 
-    ``O(n)`` build; the root ``tree[1]`` is the total weight (seed 001 §5.1,
-    "binary search tree"; spec §2.5).
+    ``O(n)`` build; the root ``tree[1]`` is the total weight (He & Takáč 2015 [HT15] §5.1,
+    "binary search tree"; He & Takáč 2015 [HT15] §5.1).
     """
     n = weights.shape[0]
     size = _tree_size(max(n, 1))
@@ -131,7 +131,7 @@ def weighted_order(random_state, round_index, stream, weights, n_steps, row_offs
     """``n_steps`` rows drawn i.i.d. with ``P(i) = weights_i / sum(weights)`` from one stream.
 
     The fixed-probability sampling of dfSDCA with importance sampling (seed
-    001 §3; spec §2.2): one sum-tree build, then ``O(log n)`` per draw.
+    001 §3; docs/references.md, note N6): one sum-tree build, then ``O(log n)`` per draw.
     """
     state = np.empty(1, dtype=np.uint64)
     state[0] = stream_seed(random_state, round_index, stream)
@@ -148,7 +148,7 @@ def residue_sums(indptr, indices, data, y, sqnorm, alpha, w, row_start, row_end,
     """One pass over rows ``[row_start, row_end)`` at ``w``: gap sums and residue sums.
 
     With ``z_i = x_i.w`` and the dual point ``a_i = -phi_i'(z_i)`` (always
-    feasible; at the optimum ``alpha* = a``, seed 001 §2), returns
+    feasible; at the optimum ``alpha* = a``, He & Takáč 2015 [HT15] §2), returns
     ``(sum phi_i(z_i), sum phi_i*(-a_i), S, sum kappa_i^2)`` where
     ``kappa_i = alpha_i + phi_i'(z_i)`` and ``S = sum c_i |kappa_i|``; adds
     ``a_i x_i / (lam n)`` to ``g_out`` (so the partitions' ``g`` add up to
@@ -190,7 +190,7 @@ def dual_point(indptr, indices, data, y, w, row_start, row_end, loss_kind, loss_
 @njit(nogil=True, cache=True)
 def dual_free_steps(indptr, indices, data, y, alpha, u, delta_w, order, step, loss_kind, loss_param, sigma,
                     inv_lam_n):
-    """Dual-free steps with fixed probabilities on the rows of ``order`` (seed 001 Alg. 1 lines 8-9).
+    """Dual-free steps with fixed probabilities on the rows of ``order`` (He & Takáč 2015 [HT15] Alg. 1 lines 8-9).
 
     ``step[i] = theta / p_i`` is the step factor of row ``i`` (uniform:
     ``theta n``).  For each drawn row: ``kappa = alpha_i + phi_i'(x_i.u)``,
@@ -245,7 +245,7 @@ def block_columns(indptr, indices, data, row_start, row_end, d):
 
     Built once per kernel call in ``O(nnz + d)``: a step on row ``i`` moves
     the margin ``z_j = x_j.u`` only of the rows ``j`` in the columns of
-    ``x_i`` (seed 001 §4 remark, spec §2.5 "sparse shortcut").
+    ``x_i`` (He & Takáč 2015 [HT15] §4 remark, He & Takáč 2015 [HT15] §5.1 "sparse shortcut").
     """
     colptr = np.zeros(d + 1, dtype=np.int64)
     for p in range(indptr[row_start], indptr[row_end]):
@@ -462,12 +462,12 @@ def _residue_state(indptr, indices, data, y, sqnorm, alpha, u, row_start, row_en
 def adaptive_steps(indptr, indices, data, y, sqnorm, alpha, u, delta_w, row_start, row_end, n_steps,
                    random_state, round_index, stream, share, k2_rest, d_rest, curv, base, loss_kind, loss_param,
                    sigma, inv_lam_n, order_out, theta_out):
-    """Adaptive dual-free SDCA, seed 001 Algorithm 1, on rows ``[row_start, row_end)``.
+    """Adaptive dual-free SDCA, He & Takáč 2015 [HT15] Algorithm 1, on rows ``[row_start, row_end)``.
 
     Every step uses every residue of the rows at ``u`` (Alg. 1 line 5),
     samples ``i`` with ``p_i = share * c_i |kappa_i| / S_loc`` from a
     sum-tree (line 7; ``share`` is this block's part of the round's steps)
-    and takes the step ``theta_t = Theta(kappa, p)`` of Theorem 1 (spec §2.3,
+    and takes the step ``theta_t = Theta(kappa, p)`` of Theorem 1 (docs/references.md, note N6,
     corrected denominator, erratum 1):
 
         Theta = base (sum_loc kappa^2 + k2_rest) / (S_loc^2 / share + d_rest),
@@ -487,7 +487,7 @@ def adaptive_steps(indptr, indices, data, y, sqnorm, alpha, u, delta_w, row_star
     residues that changed, instead of a pass over the block.  Where every row
     shares a feature with every other (a9a), every residue still changes at
     every step: Theta's ``S`` and ``sum kappa^2`` then need all of them, so
-    Algorithm 1 stays ``O(n)`` per step (seed 001 Table 1).
+    Algorithm 1 stays ``O(n)`` per step (He & Takáč 2015 [HT15] Table 1).
 
     The rows drawn and the steps taken go to ``order_out[t]`` and
     ``theta_out[t]`` (for the NumPy reference).  Returns the number of steps.
@@ -540,15 +540,15 @@ def adaptive_steps(indptr, indices, data, y, sqnorm, alpha, u, delta_w, row_star
     return n_steps
 
 
-# --- mini-batches with prescribed marginals (seed 001 §5.2, Algorithms 3 and 4) ------------------------
+# --- mini-batches with prescribed marginals (He & Takáč 2015 [HT15] §5.2, Algorithms 3 and 4) ------------------------
 
 @njit(nogil=True, cache=True)
 def water_fill(weights, b):
-    """Marginals ``q_i = min(1, tau w_i)`` with ``sum q = b`` (spec §2.7, the cap ``b p_i <= 1``).
+    """Marginals ``q_i = min(1, tau w_i)`` with ``sum q = b`` (docs/references.md, note N6, the cap ``b p_i <= 1``).
 
     The maximiser of ``Theta_b`` under ``p_i <= 1/b`` (KKT).  With fewer
     than ``b`` positive weights every positive one gets ``q_i = 1`` and the
-    batch shrinks to their number (spec §2.7, "reduce b to |I_kappa|").
+    batch shrinks to their number (docs/references.md, note N6, "reduce b to |I_kappa|").
     Returns ``(q, b_eff)``.
     """
     n = weights.shape[0]
@@ -580,7 +580,7 @@ def water_fill(weights, b):
 def alg3_stages(q, b, tol):
     """Algorithm 3's decomposition of marginals ``q`` (``sum q = b``, ``0 <= q_i <= 1``) into stages.
 
-    The structural form of spec §2.6 (seed 001 Alg. 3 with errata 8: the
+    The structural form of docs/references.md, note N6 (He & Takáč 2015 [HT15] Alg. 3 with errata 8: the
     current ``q``, ``+inf`` for the first term when ``j = b``, the
     ``q_{n+1} = 0`` sentinel).  Stage ``k`` takes the top ``i_k - 1`` rows of
     the sorted ``q`` for sure and a uniform ``(b - i_k + 1)``-subset of sorted
@@ -660,11 +660,11 @@ def alg3_sample(perm, t, i_st, j_st, b, state, out):
 def minibatch_adaptive_steps(indptr, indices, data, y, sqnorm, alpha, u, delta_w, row_start, row_end, n_iter, b,
                              random_state, round_index, stream, share, k2_rest, d_rest, curv, base, loss_kind,
                              loss_param, sigma, inv_lam_n, batches_out, theta_out):
-    """Mini-batch adfSDCA, seed 001 Algorithm 4, on rows ``[row_start, row_end)``.
+    """Mini-batch adfSDCA, He & Takáč 2015 [HT15] Algorithm 4, on rows ``[row_start, row_end)``.
 
     Each iteration: all residues at ``u`` (line 4), ``c_i |kappa_i|`` with the
     ESO constant already in ``curv`` (eq. (10)), capped water-filled
-    marginals ``q`` (spec §2.7), a ``b``-subset with those marginals by
+    marginals ``q`` (docs/references.md, note N6), a ``b``-subset with those marginals by
     Algorithm 3 (line 6), the step of App. D (corrected, erratum 2)
 
         Theta_b = b base (sum kappa^2 + k2_rest) / (b sum_i c_i^2 kappa_i^2 / (share q_i) + d_rest),
@@ -748,7 +748,7 @@ def minibatch_adaptive_steps(indptr, indices, data, y, sqnorm, alpha, u, delta_w
 def plus_steps(indptr, indices, data, y, sqnorm, alpha, u, delta_w, row_start, row_end, n_steps, random_state,
                round_index, stream, share, k2_rest, d_rest, s_all, c_all, floor, shrink, curv, base, loss_kind,
                loss_param, sigma, inv_lam_n, order_out, theta_out):
-    """Heuristic adfSDCA+, seed 001 Algorithm 2, on rows ``[row_start, row_end)`` (spec §2.4, pitfall P6).
+    """Heuristic adfSDCA+, [HT15] Algorithm 2, on rows ``[row_start, row_end)`` (docs/references.md, note N6).
 
     Residues ``kappa~`` once at the start (lines 5-7), weights
     ``omega_j = (1 - floor) c_j |kappa~_j| / s_all + floor c_j^2 / c_all`` (the
@@ -757,9 +757,14 @@ def plus_steps(indptr, indices, data, y, sqnorm, alpha, u, delta_w, row_start, r
     Each step draws ``i`` (line 9) with ``p_i = share omega_i / W``, takes the
     fresh residue ``kappa_i`` at ``u`` and the step
     ``theta_t = Theta(kappa~, p^(t)) = base (sum kappa~^2 + k2_rest) / (W A / share + d_rest)``,
-    ``A = sum_j c_j^2 kappa~_j^2 / omega_j`` kept incrementally (spec §2.4),
+    ``A = sum_j c_j^2 kappa~_j^2 / omega_j`` kept incrementally (docs/references.md, note N6),
     then shrinks ``omega_i <- omega_i / shrink`` in ``O(log n)`` (line 12).
-    Returns the number of steps.
+
+    Safeguard: the step factor is ``min(theta_t / p_i, s_i)`` with SDCA's safe
+    step ``s_i = base / c_i^2 = lam n / (lam n + sigma' L_i)`` (see
+    :func:`refreshed_adaptive_steps`), so no step lowers the dual ``D(alpha)``
+    and a row of tiny ``p_i`` cannot throw ``alpha_i`` out of the dual
+    domain (docs/references.md, note N6).  Returns the number of steps.
     """
     n_rows = row_end - row_start
     weights = np.empty(n_rows)
@@ -794,7 +799,7 @@ def plus_steps(indptr, indices, data, y, sqnorm, alpha, u, delta_w, row_start, r
         for p in range(indptr[i], indptr[i + 1]):
             m += data[p] * u[indices[p]]
         kappa = residue(loss_kind, loss_param, y[i], m, alpha[i])
-        da = -theta * kappa / p_i
+        da = -min(theta / p_i, base / (curv * sqnorm[i] + base)) * kappa  # the safeguard (SAFE_STEP)
         alpha[i] += da
         c = da * inv_lam_n
         cs = sigma * c
@@ -804,6 +809,94 @@ def plus_steps(indptr, indices, data, y, sqnorm, alpha, u, delta_w, row_start, r
         big_a += (shrink - 1.0) * a[jj] / weights[jj]
         weights[jj] /= shrink
         sumtree_update(tree, jj, weights[jj])
+        order_out[t] = i
+        theta_out[t] = theta
+    return n_steps
+
+
+# --- adaptive probabilities refreshed a few times an epoch ([HT15] §1.1 "practical variant", §4)
+
+@njit(nogil=True, cache=True)
+def refreshed_adaptive_steps(indptr, indices, data, y, sqnorm, alpha, u, delta_w, row_start, row_end, n_steps,
+                             n_refresh, random_state, round_index, stream, share, k2_rest, d_rest, curv, base,
+                             loss_kind, loss_param, sigma, inv_lam_n, order_out, theta_out):
+    """adfSDCA with the adaptive distribution refreshed ``n_refresh`` times a call, on rows ``[row_start, row_end)``.
+
+    The paper's cheaper scheme (He & Takáč 2015 [HT15] §1.1 "practical aggressive variant"
+    and §4: "we only re-compute the exact adaptive probabilities once per
+    epoch"): the ``n_steps`` steps are cut into ``n_refresh`` stretches of
+    ``ceil(n_steps / n_refresh)``.  At the start of each, one pass computes
+    every residue ``kappa~`` at ``u`` (Alg. 1 line 5), ``p*`` of Lemma 1,
+    eq. (6), goes into a sum-tree, and ``Theta = Theta(kappa~, p*)`` of
+    Theorem 1 (corrected, docs/references.md, note N6):
+
+        Theta = base (sum_loc kappa~^2 + k2_rest) / (S_loc^2 / share + d_rest),
+
+    with ``share``, ``k2_rest``, ``d_rest`` as in :func:`adaptive_steps`.
+    Each step then draws ``i`` with ``p_i = share c_i |kappa~_i| / S_loc``
+    (``O(log n)``), takes the *fresh* residue ``kappa_i`` at ``u`` and
+
+        alpha_i -= min(Theta / p_i, s_i) kappa_i,   s_i = base / c_i^2 = lam n / (lam n + sigma' L_i),
+
+    where ``s_i`` is SDCA's safe step for an ``L~``-smooth loss (Shalev-Shwartz
+    & Zhang 2013 [SSZ13], and of dfSDCA-IS, docs/references.md, note N6): a step
+    ``alpha_i <- (1 - s) alpha_i + s u_i`` with ``0 <= s <= s_i`` never lowers
+    the dual ``D(alpha)`` (strong concavity along the coordinate) and keeps
+    ``alpha`` in the dual domain.  The probabilities are stale between
+    refreshes, so Theorem 1 does not cover ``Theta / p_i`` alone (a row whose
+    residue grew after a refresh has a tiny ``p_i``: adfSDCA+ with ``s = 1``
+    diverges so, docs/references.md, note N6); the cap is the safeguard.  Cost per call
+    ``O(n_refresh (nnz + n) + n_steps (log n + nnz(x_i)))``: with a fixed
+    ``n_refresh`` an epoch is ``O(nnz + n log n)`` (He & Takáč 2015 [HT15] Table 1,
+    adfSDCA+ column), not Algorithm 1's ``O(n nnz)``.
+
+    ``order_out[t]``/``theta_out[t]`` get the row and ``Theta``; stops early
+    when every residue of a refresh is zero (pitfall P13).  Returns the number
+    of steps.
+    """
+    n_rows = row_end - row_start
+    if n_steps <= 0 or n_rows <= 0:
+        return 0
+    stretch = (n_steps + n_refresh - 1) // n_refresh
+    c = np.empty(n_rows)
+    for jj in range(n_rows):
+        c[jj] = math.sqrt(curv * sqnorm[row_start + jj] + base)
+    wts = np.empty(n_rows)
+    tree = np.zeros(2 * _tree_size(n_rows))
+    state = np.empty(1, dtype=np.uint64)
+    state[0] = stream_seed(random_state, round_index, stream)
+    theta = 0.0
+    s_loc = 0.0
+    for t in range(n_steps):
+        if t % stretch == 0:
+            k2_loc = 0.0
+            for jj in range(n_rows):
+                i = row_start + jj
+                m = 0.0
+                for p in range(indptr[i], indptr[i + 1]):
+                    m += data[p] * u[indices[p]]
+                kap = residue(loss_kind, loss_param, y[i], m, alpha[i])
+                wts[jj] = c[jj] * abs(kap)
+                k2_loc += kap * kap
+            tree = sumtree_build(wts)
+            s_loc = tree[1]
+            if s_loc == 0.0:
+                return t
+            theta = base * (k2_loc + k2_rest) / (s_loc * s_loc / share + d_rest)
+        jj = sumtree_draw(tree, _next_uniform(state))
+        i = row_start + jj
+        p_i = share * wts[jj] / s_loc
+        m = 0.0
+        for p in range(indptr[i], indptr[i + 1]):
+            m += data[p] * u[indices[p]]
+        kappa = residue(loss_kind, loss_param, y[i], m, alpha[i])
+        da = -min(theta / p_i, base / (c[jj] * c[jj])) * kappa
+        alpha[i] += da
+        cc = da * inv_lam_n
+        cs = sigma * cc
+        for p in range(indptr[i], indptr[i + 1]):
+            delta_w[indices[p]] += cc * data[p]
+            u[indices[p]] += cs * data[p]
         order_out[t] = i
         theta_out[t] = theta
     return n_steps

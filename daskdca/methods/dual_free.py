@@ -1,39 +1,56 @@
-"""Dual-free SDCA: uniform, importance and adaptive sampling (He & Takac, seed 001).
+"""Dual-free SDCA: uniform, importance and adaptive sampling (He & Takáč 2015 [HT15]).
 
 Solves ``min_w P(w) = 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2`` for smooth
 ``phi_i`` with one pseudo-dual ``alpha_i`` per row and the invariant
-``w = X^T alpha / (lam n)`` (seed 001 eq. (2)).  A step needs only
+``w = X^T alpha / (lam n)`` (He & Takáč 2015 [HT15] eq. (2)).  A step needs only
 ``phi_i'``: with the residue ``kappa_i = alpha_i + phi_i'(x_i.w)``,
 ``alpha_i -= (theta / p_i) kappa_i`` and ``w -= (theta / p_i) kappa_i x_i / (lam n)``
-(seed 001 Alg. 1 lines 8-9; kernels in :mod:`daskdca.kernels.dual_free`).
+(He & Takáč 2015 [HT15] Alg. 1 lines 8-9; kernels in :mod:`daskdca.kernels.dual_free`).
 
 * ``dfsdca`` with ``sampling="uniform"``: ``p_i = 1/n``,
-  ``theta = lam / (lam n + L_max)`` (seed 001 §3, L156; spec §2.1).
+  ``theta = lam / (lam n + L_max)`` (He & Takáč 2015 [HT15] §3).
 * ``dfsdca`` with ``sampling="importance"``: ``p_i ∝ lam n + L_i``,
   ``theta = lam / (lam n + L_bar)``; then ``theta / p_i = lam n / (lam n + L_i)``
-  (spec §2.2, the fixed-p bound ``theta <= min_i p_i lam n / (lam n + L_i)``).
-* ``adfsdca``: Algorithm 1, ``p_i* ∝ c_i |kappa_i|`` recomputed from every
+  (docs/references.md, note N6, the fixed-p bound ``theta <= min_i p_i lam n / (lam n + L_i)``).
+* ``adfsdca`` (default ``probabilities="refreshed"``): the paper's cheaper
+  scheme (§1.1 "practical variant", §4): ``p_i* ∝ c_i |kappa_i|`` (Lemma 1,
+  eq. (6)) and ``Theta(kappa, p*)`` recomputed from a pass over the residues
+  ``refreshes`` times an epoch, fresh ``kappa_i`` in each step, the step
+  factor capped at SDCA's safe step (``O(nnz + n log n)`` an epoch).
+  ``probabilities="exact"``: Algorithm 1, ``p_i*`` recomputed from every
   residue before every step, ``theta_t = Theta(kappa, p*)`` of Theorem 1 and
-  Lemma 1 (corrected denominator, spec §8 erratum 1), sum-tree sampling;
-  with ``batch_size = b > 1`` Algorithm 4 (water-filled marginals under
+  Lemma 1 (corrected denominator, docs/references.md, note N6 erratum 1), sum-tree sampling
+  (``O(n nnz)`` an epoch, Table 1); with ``batch_size = b > 1`` Algorithm 4 (water-filled marginals under
   ``b p_i <= 1``, Algorithm 3's ``b``-subsets, ``Theta_b`` of App. D
   corrected, ESO constant eq. (10)).
 * ``adfsdca+``: Algorithm 2, residues once per round, weights mixed with an
   importance floor and divided by ``s`` after each pick (sum-tree, O(log n));
-  the step rule is ours (spec §2.4: the paper gives none).
+  the step rule is ours (docs/references.md, note N6: the paper gives none), capped at SDCA's
+  safe step (the safeguard below).
+
+Safeguards (not in the paper).  (1) Wherever the probabilities are not
+exact (``adfsdca`` refreshed, ``adfsdca+``), the step factor ``theta / p_i``
+is capped at ``s_i = lam n / (lam n + sigma' L_i)``, SDCA's safe step for an
+``L~``-smooth loss (Shalev-Shwartz & Zhang 2013; the step of dfSDCA-IS):
+then no step lowers the dual ``D(alpha)`` and ``alpha`` stays in the dual
+domain, whatever row a stale distribution picks.  (2) Every method watches
+its certified relative gap: when its best value has not fallen by
+:data:`STALL_DROP` for :data:`STALL_ROUNDS` measured rounds, it stops
+stepping (later rounds are free and unmeasured, the fit returns the last
+state) and warns with a ``ConvergenceWarning`` that names ``solver="sdca"``.
 
 Here ``L_i = L~ ||x_i||^2`` with ``L~`` the loss's smoothness (``phi_i'`` is
-``L~``-Lipschitz; seed 001 eq. (1)), case 1 constants ``beta_i = 1/L~``,
-``gamma = lam n`` (spec §2.3 table).
+``L~``-Lipschitz; He & Takáč 2015 [HT15] eq. (1)), case 1 constants ``beta_i = 1/L~``,
+``gamma = lam n`` (docs/references.md, note N6 table).
 
-Partitions (spec §7, "experimental"; not analysed in the paper)
+Partitions (docs/references.md, note N6, "experimental"; not analysed in the paper)
 ---------------------------------------------------------------
 A round is about ``local_iters * n`` steps.  Each partition steps on its own
 rows with the local view ``u = w + sigma' delta_w`` and ``sigma' = K`` (the
 CoCoA+ adding rule, Ma et al. 2015 §3): every ``||x_i||^2`` in the step
 constants is multiplied by ``sigma'``.  For the squared loss the importance
-step is then exactly the CoCoA+ local SDCA step on ``G_k^{sigma'}`` (spec
-§2.0 cross-check), for the other losses it is its dual-free analogue.  Each
+step is then exactly the CoCoA+ local SDCA step on ``G_k^{sigma'}`` (docs/references.md,
+note N6), for the other losses it is its dual-free analogue.  Each
 partition sends ``delta_w_k = X_k^T delta_alpha_k / (lam n)``, so the
 invariant holds after the sum.  With one partition (``sigma' = 1``) every
 method is exactly the serial algorithm of the paper.
@@ -61,10 +78,12 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 
 from daskdca.kernels import dual_free as kern
 from daskdca.kernels.sampling import iid_order, permutation_order
@@ -85,20 +104,29 @@ from daskdca.partitions import row_view
 __all__ = ["AdaptiveDualFreeSDCA", "AdaptiveDualFreeSDCAPlus", "DualFreeGlobal", "DualFreeLocal", "DualFreePlan",
            "DualFreeSDCA", "SMOOTH_LOSSES"]
 
-#: The losses with a Lipschitz ``phi'`` (seed 001 assumption L34: ``L~_i > 0`` finite); hinge is not one.
+#: The losses with a Lipschitz ``phi'`` (He & Takáč 2015 [HT15] §1, eq. (1): ``L~_i > 0`` finite); hinge is not one.
 SMOOTH_LOSSES = tuple(name for name, cls in LOSSES.items() if math.isfinite(cls().smoothness))
 
 _SAMPLINGS = ("uniform", "importance")
 # Gap sums kept in the global state by the residue phase (adfsdca, adfsdca+):
 # loss_sum, conj_sum, S = sum c |kappa|, sum kappa^2, C = sum c^2, ||w(a)||^2.
 _N_SUMS = 6
+_PROBABILITIES = ("refreshed", "exact")
+#: Stall test (ours; the paper has none): rounds whose certified relative gap does not improve on the best
+#: one by the factor ``1 - STALL_DROP``, after which the method stops and warns.
+STALL_ROUNDS = 50
+STALL_DROP = 0.01
+#: Below this certified relative gap no stall is called (the floor of double rounding, not a failure).
+STALL_FLOOR = 1e-10
 
 
 class DualFreeGlobal(NamedTuple):
-    """Global state: the primal ``w`` and the residue phase's sums at ``w`` (adfsdca; zeros otherwise)."""
+    """Global state: the primal ``w``, the residue phase's sums at ``w`` (adfsdca; zeros otherwise) and the
+    stall watch ``(best relative gap, rounds since it fell, stopped)``."""
 
     w: np.ndarray
     sums: np.ndarray
+    watch: np.ndarray
 
 
 class DualFreeLocal(NamedTuple):
@@ -115,7 +143,7 @@ def _block_stream(partition, j):
 
 @dataclass(frozen=True)
 class DualFreeSDCA:
-    """Dual-free SDCA with fixed sampling probabilities (Shalev-Shwartz 2015; seed 001 §3).
+    """Dual-free SDCA with fixed sampling probabilities (Shalev-Shwartz 2015; He & Takáč 2015 [HT15] §3).
 
     Solves ``min_w 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2`` for a smooth loss
     by steps ``alpha_i -= (theta / p_i) kappa_i``,
@@ -126,9 +154,9 @@ class DualFreeSDCA:
     ----------
     sampling : {"uniform", "importance"}, default="uniform"
         ``"uniform"``: ``p_i = 1/n`` and ``theta = lam / (lam n + L_max)``
-        (seed 001 L156).  ``"importance"``: ``p_i ∝ lam n + L_i`` and
-        ``theta = lam / (lam n + L_bar)`` (spec §2.2, dfSDCA-IS), the
-        same worst-case rate as adfSDCA's bound (seed 001 Cor. 1).
+        (He & Takáč 2015 [HT15] §3).  ``"importance"``: ``p_i ∝ lam n + L_i`` and
+        ``theta = lam / (lam n + L_bar)`` (docs/references.md, note N6, dfSDCA-IS), the
+        same worst-case rate as adfSDCA's bound (He & Takáč 2015 [HT15] Cor. 1).
     local_iters : float, default=1.0
         Steps per round, in multiples of the rows (one epoch per round by default).
     """
@@ -153,23 +181,37 @@ class DualFreeSDCA:
 
 @dataclass(frozen=True)
 class AdaptiveDualFreeSDCA:
-    """Adaptive dual-free SDCA, seed 001 Algorithm 1 (adfSDCA).
+    """Adaptive dual-free SDCA, He & Takáč 2015 [HT15] Algorithm 1 (adfSDCA), by default with refreshed probabilities.
 
     Solves ``min_w 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2`` for a smooth loss.
-    Before every step all residues ``kappa_i = alpha_i + phi_i'(x_i.w)`` are
+
+    ``probabilities="refreshed"`` (default) is the paper's cheaper scheme
+    (He & Takáč 2015 [HT15] §1.1 "practical aggressive variant", §4: the exact adaptive
+    probabilities are recomputed once per epoch from one pass, not before
+    every step): ``refreshes`` times an epoch a pass over the rows computes
+    every residue, ``p_i* = c_i |kappa_i| / sum_j c_j |kappa_j|`` (Lemma 1,
+    eq. (6)) into a sum-tree and ``Theta(kappa, p*)`` (Theorem 1, corrected,
+    docs/references.md, note N6); each step draws from that tree, takes the fresh residue of
+    the drawn row and the step factor ``min(Theta / p_i, s_i)``, capped at
+    SDCA's safe step ``s_i = lam n / (lam n + L_i)`` because the
+    probabilities are stale between refreshes
+    (:func:`daskdca.kernels.dual_free.refreshed_adaptive_steps`).  An epoch
+    costs ``O(nnz + n log n)`` (Table 1, the adfSDCA+ column).
+
+    ``probabilities="exact"`` is Algorithm 1 as printed: before every step all residues ``kappa_i = alpha_i + phi_i'(x_i.w)`` are
     recomputed, row ``i`` is drawn with
     ``p_i* = c_i |kappa_i| / sum_j c_j |kappa_j|``,
     ``c_i = sqrt(||x_i||^2 lam n + (lam n)^2 / L~)`` (Lemma 1, eq. (6)) from a
     sum-tree, and the step is ``theta_t = Theta(kappa, p*)
     = (lam n)^2 / L~ sum kappa_j^2 / (sum_j c_j |kappa_j|)^2`` (Theorem 1,
-    corrected, spec §2.3), which is at least ``lam / (lam n + L_bar)``
-    (Cor. 1).  A step costs a pass over the partition (``O(n nnz)`` per
-    epoch, seed 001 Table 1): use it on small data or for the comparison.
+    corrected, docs/references.md, note N6), which is at least ``lam / (lam n + L_bar)``
+    (Cor. 1).  A step costs up to a pass over the partition (``O(n nnz)`` per
+    epoch, He & Takáč 2015 [HT15] Table 1): use it on small data or for the comparison.
 
-    With ``batch_size = b > 1`` it is mini-batch adfSDCA, seed 001
+    With ``batch_size = b > 1`` it is mini-batch adfSDCA, He & Takáč 2015 [HT15]
     Algorithm 4: each iteration water-fills the marginals
     ``q_i = min(1, tau c_i |kappa_i|)``, ``sum q = b`` (the cap ``b p_i <= 1``,
-    spec §2.7), draws ``b`` distinct rows with exactly those marginals by
+    docs/references.md, note N6), draws ``b`` distinct rows with exactly those marginals by
     Algorithm 3, and steps all of them from the same ``w`` with
     ``Theta_b`` (App. D, corrected) and the ESO constant
     ``v_i = min(b, max_j |J_j|) ||x_i||^2`` (eq. (10)).
@@ -179,11 +221,19 @@ class AdaptiveDualFreeSDCA:
     local_iters : float, default=1.0
         Coordinate steps per round, in multiples of the rows (one epoch per round by default).
     batch_size : int or None, default=None
-        ``b``, rows per iteration; None or 1 is Algorithm 1.
+        ``b``, rows per iteration; None or 1 is Algorithm 1, ``b > 1`` Algorithm 4 (always with exact
+        probabilities, whatever ``probabilities`` says).
+    probabilities : {"refreshed", "exact"}, default="refreshed"
+        ``"refreshed"``: recomputed ``refreshes`` times an epoch (§1.1, §4); ``"exact"``: before every
+        step (Algorithm 1).
+    refreshes : int, default=4
+        Passes that refresh the probabilities per epoch (``probabilities="refreshed"``).
     """
 
     local_iters: float = 1.0
     batch_size: int | None = None
+    probabilities: str = "refreshed"
+    refreshes: int = 4
     name = "adfsdca"
     capabilities = Capabilities(losses=SMOOTH_LOSSES, many_partitions=True, cluster=True, shrinking=False,
                                 warm_start=True)
@@ -195,6 +245,12 @@ class AdaptiveDualFreeSDCA:
         b = self.batch_size
         if b is not None and (isinstance(b, bool) or not isinstance(b, numbers.Integral) or b < 1):
             raise ValueError(f"batch_size must be a positive int or None, got {b!r}.")
+        if self.probabilities not in _PROBABILITIES:
+            raise ValueError(f"Unknown probabilities {self.probabilities!r} for solver='adfsdca'; use one of "
+                             f"{list(_PROBABILITIES)}.")
+        r = self.refreshes
+        if isinstance(r, bool) or not isinstance(r, numbers.Integral) or r < 1:
+            raise ValueError(f"refreshes must be a positive int, got {r!r}.")
 
     def setup(self, info, ops):
         """The plan: ``sigma' = K`` (module docstring), ``L~`` and the ESO factor ``min(b, max_j |J_j|)``."""
@@ -206,7 +262,7 @@ class AdaptiveDualFreeSDCA:
 
 @dataclass(frozen=True)
 class AdaptiveDualFreeSDCAPlus:
-    """Heuristic adaptive dual-free SDCA, seed 001 Algorithm 2 (adfSDCA+).
+    """Heuristic adaptive dual-free SDCA, He & Takáč 2015 [HT15] Algorithm 2 (adfSDCA+).
 
     Solves ``min_w 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2`` for a smooth loss.
     The residues are recomputed once per round (one epoch), the sampling
@@ -215,15 +271,18 @@ class AdaptiveDualFreeSDCAPlus:
     (``O(log n)``).  The paper gives no step rule; the step is
     ``Theta(kappa_epoch, p^(t))`` with the current normalised ``p`` and the
     fresh residue of the picked row, and the importance floor keeps it stable
-    (spec §2.4: without a floor ``shrink = 1`` diverged on a toy problem).
-    Cost per epoch ``O(nnz + n log n)`` (seed 001 Table 1).
+    (docs/references.md, note N6: without a floor ``shrink = 1`` diverged on a toy problem).
+    Safeguard: the step factor is capped at SDCA's safe step
+    ``lam n / (lam n + L_i)``, so no step lowers the dual (without it
+    ``s = 1`` diverged on real data, floor or not).
+    Cost per epoch ``O(nnz + n log n)`` (He & Takáč 2015 [HT15] Table 1).
 
     Parameters
     ----------
     shrink : float, default=10.0
         ``s >= 1``, the factor a picked row's weight is divided by (the paper used 1, 10 and 20).
     floor : float, default=0.5
-        ``epsilon`` in ``[0, 1)``, the importance-sampling share of the weights (spec §2.4).
+        ``epsilon`` in ``[0, 1)``, the importance-sampling share of the weights (docs/references.md, note N6).
     local_iters : float, default=1.0
         Steps per round, in multiples of the rows.
     """
@@ -258,12 +317,12 @@ def _plan(settings, info):
     sigma = float(info.n_partitions)
     lam_n = info.lam_n
     b = int(getattr(settings, "batch_size", None) or 1)
-    # ESO (seed 001 eq. (10)): v_i = min(b, max_j |J_j|) ||x_i||^2; 1 for b = 1
+    # ESO (He & Takáč 2015 [HT15] eq. (10)): v_i = min(b, max_j |J_j|) ||x_i||^2; 1 for b = 1
     eso = float(min(b, max(1, int(info.max_column_nnz))))
     return DualFreePlan(settings=settings, loss=info.loss, n=info.n, d=info.d, lam_n=lam_n,
                         n_partitions=info.n_partitions, sigma_prime=sigma, smoothness=smoothness,
                         # c_i^2 = v_i gamma + n^2 lam^2 beta_i with v_i = sigma' ||x_i||^2,
-                        # gamma = lam n, beta_i = 1/L~ (seed 001 Thm 1 case 1; spec §2.3)
+                        # gamma = lam n, beta_i = 1/L~ ([HT15] Thm 1 case 1; docs/references.md, note N6)
                         curv=eso * sigma * lam_n, base=lam_n * lam_n / smoothness, batch_size=b)
 
 
@@ -287,7 +346,30 @@ class DualFreePlan(PlanBase):
     primal_from_dual = False
 
     def init_global(self):
-        return DualFreeGlobal(np.zeros(self.d), np.zeros(_N_SUMS))
+        return DualFreeGlobal(np.zeros(self.d), np.zeros(_N_SUMS), np.array([math.inf, 0.0, 0.0]))
+
+    # --- the stall watch (module docstring, safeguard 2) ------------------------
+
+    def _watched(self, state, w, sums, report):
+        """The next global state with the watch moved on by ``report``; warns in the round that stops."""
+        best, since, stopped = (float(v) for v in state.watch)
+        if report.measured:
+            rel = (report.primal - report.dual) / abs(report.primal) if report.primal != 0 else math.inf
+            if math.isfinite(rel) and rel < best * (1.0 - STALL_DROP):
+                best, since = rel, 0.0
+            else:
+                since += 1.0
+            if since >= STALL_ROUNDS and not (best <= STALL_FLOOR):
+                stopped = 1.0
+                warnings.warn(
+                    f"solver={self.settings.name!r} stopped: its certified relative duality gap has not fallen "
+                    f"below {best:.3e} for {STALL_ROUNDS} rounds, so it cannot converge on this problem "
+                    f"(dual-free steps with lam n = {self.lam_n:.3g}); use solver='sdca' (or 'cocoa+'), or "
+                    f"solver='dfsdca' with sampling='importance'.", ConvergenceWarning, stacklevel=2)
+        return DualFreeGlobal(w, sums, np.array([best, since, stopped]))
+
+    def _stopped(self, state):
+        return state.watch[2] != 0.0
 
     def init_local(self, part, ctx):
         """``alpha = 0`` (so ``w = 0`` keeps the invariant) and one row of unit sums per sampling unit."""
@@ -345,12 +427,12 @@ class DualFreePlan(PlanBase):
         n_steps = max(1, int(math.ceil(self.settings.local_iters * n_u)))
         lipschitz = self.sigma_prime * self.smoothness * rows.sqnorm  # sigma' L_i, L_i = L~ ||x_i||^2 (eq. 1)
         if self.settings.sampling == "uniform":
-            # theta = lam / (lam n + L_max) (seed 001 L156), p_i = 1/n: theta / p_i = lam n / (lam n + L_max)
+            # theta = lam / (lam n + L_max) ([HT15] §3), p_i = 1/n: theta / p_i = lam n / (lam n + L_max)
             step = np.full(rows.n_rows, self.lam_n / (self.lam_n + float(lipschitz[lo:hi].max())))
             order = iid_order(ctx.random_state, ctx.round, stream, n_u, n_steps, lo)
         else:
             # p_i ∝ lam n + L_i, theta = lam n_u / sum_u (lam n + L_j): theta / p_i = lam n / (lam n + L_i)
-            # (spec §2.2: theta <= min_i p_i lam n / (lam n + L_i), with equality for every i)
+            # (docs/references.md, note N6: theta <= min_i p_i lam n / (lam n + L_i), with equality for every i)
             weights = self.lam_n + lipschitz
             step = self.lam_n / weights
             order = kern.weighted_order(ctx.random_state, ctx.round, stream, weights[lo:hi], n_steps, lo)
@@ -364,6 +446,8 @@ class DualFreePlan(PlanBase):
         for the dual objective) and ``(loss_sum, conj_sum, steps)``.
         """
         w = state.w
+        if self._stopped(state):
+            return local, Contribution(compress(np.zeros(2 * self.d)), np.zeros(3))
         alpha = local.alpha.copy()
         u = w.copy()
         delta_w = np.zeros_like(w)
@@ -380,17 +464,21 @@ class DualFreePlan(PlanBase):
 
     def combine_round(self, state, total, ctx):
         """``w += sum_k delta_w_k``; the gap of the round's start at the dual point ``-phi'(Xw)``."""
+        if self._stopped(state):
+            return state, RoundReport(False, math.nan, math.nan, 0.0)
         both = dense(total.vector, 2 * self.d)
         wa = both[self.d:]
         loss_sum, conj_sum, steps = total.scalars
         report = self._report(state.w, loss_sum, conj_sum, float(wa @ wa), steps)
-        return DualFreeGlobal(state.w + both[:self.d], state.sums), report
+        return self._watched(state, state.w + both[:self.d], state.sums, report), report
 
     # --- adfsdca: residues, then steps ----------------------------------------
 
     def local_residues(self, part, local, state, ctx):
         """Every unit's ``S_u = sum c_i |kappa_i|`` and ``sum kappa_i^2`` at ``w``, with the gap sums."""
         w = state.w
+        if self._stopped(state):
+            return local, Contribution(compress(np.zeros(self.d)), np.zeros(5))
         g = np.zeros_like(w)
         unit_sums = np.array(local.unit_sums, dtype=np.float64, copy=True)
         totals = np.zeros(5)
@@ -404,9 +492,11 @@ class DualFreePlan(PlanBase):
 
     def combine_residues(self, state, total, ctx):
         """Keep ``(loss_sum, conj_sum, S, sum kappa^2, sum c^2, ||w(a)||^2)`` in the global state for the steps."""
+        if self._stopped(state):
+            return state, RoundReport(False, math.nan, math.nan, 0.0)
         wa = dense(total.vector, self.d)
         sums = np.concatenate([total.scalars, [float(wa @ wa)]])
-        return DualFreeGlobal(state.w, sums), RoundReport(False, math.nan, math.nan, 0.0)
+        return DualFreeGlobal(state.w, sums, state.watch), RoundReport(False, math.nan, math.nan, 0.0)
 
     def local_steps(self, part, local, state, ctx):
         """Algorithm 1 on each unit: ``round(local_iters n S_u / S)`` adaptive steps (module docstring)."""
@@ -418,7 +508,7 @@ class DualFreePlan(PlanBase):
         delta_w = np.zeros_like(w)
         steps = 0
         kind, param = int(self.loss.kind), self.loss.param
-        if s_all > 0.0:
+        if s_all > 0.0 and not self._stopped(state):
             for j, rows, lo, hi, start, stream in self._visit(part, ctx):
                 s_u, k2_u, c_u = local.unit_sums[j]
                 if plus:
@@ -452,6 +542,15 @@ class DualFreePlan(PlanBase):
                     continue
                 order = np.empty(n_steps, dtype=np.int64)
                 thetas = np.empty(n_steps)
+                if self.settings.probabilities == "refreshed":
+                    # refreshes per epoch -> per call: this unit's part of the epoch, at least one
+                    n_refresh = max(1, int(round(self.settings.refreshes * n_steps / max(hi - lo, 1))))
+                    steps += kern.refreshed_adaptive_steps(
+                        rows.indptr, rows.indices, rows.data, rows.y, rows.sqnorm, row_view(alpha, rows, lo, start),
+                        u, delta_w, lo, hi, n_steps, n_refresh, ctx.random_state, ctx.round, stream, share,
+                        k2_all - k2_u, s_all * (s_all - s_u), self.curv, self.base, kind, param, self.sigma_prime,
+                        1.0 / self.lam_n, order, thetas)
+                    continue
                 # the other units at the round's start: sum_b S_b^2 / share_b = S (S - S_u)
                 steps += kern.adaptive_steps(rows.indptr, rows.indices, rows.data, rows.y, rows.sqnorm,
                                              row_view(alpha, rows, lo, start), u, delta_w, lo, hi, n_steps,
@@ -462,6 +561,8 @@ class DualFreePlan(PlanBase):
 
     def combine_steps(self, state, total, ctx):
         """``w += sum_k delta_w_k``; the gap of the round's start from the residue phase's sums."""
+        if self._stopped(state):
+            return state, RoundReport(False, math.nan, math.nan, 0.0)
         loss_sum, conj_sum, _, _, _, wa_sq = state.sums
         report = self._report(state.w, loss_sum, conj_sum, wa_sq, total.scalars[0])
-        return DualFreeGlobal(apply_vector(state.w, total.vector), state.sums), report
+        return self._watched(state, apply_vector(state.w, total.vector), state.sums, report), report
