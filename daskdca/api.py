@@ -282,6 +282,16 @@ def _check_real(name, value, *, low, low_inclusive, hint):
     return float(value)
 
 
+def _check_local_iters(local_iters):
+    """``local_iters`` as a Python number (an int stays an int): any real number > 0, NumPy scalars too (the
+    methods' own check takes Python numbers only); bool is refused."""
+    if isinstance(local_iters, (bool, np.bool_)) or not isinstance(local_iters, numbers.Real) \
+            or not math.isfinite(local_iters) or local_iters <= 0:
+        raise ValueError(f"local_iters must be a finite number > 0 (passes over each partition per round), "
+                         f"got {local_iters!r}; use e.g. local_iters=1.0.")
+    return int(local_iters) if isinstance(local_iters, numbers.Integral) else float(local_iters)
+
+
 def _check_int(name, value, *, low, hint):
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise ValueError(f"{name} must be an integer, got {value!r}; {hint}.")
@@ -440,12 +450,31 @@ def _class_weights(class_weight, labels, classes, sample_weight):
     from sklearn.utils.class_weight import compute_class_weight
 
     per_class = compute_class_weight(class_weight, classes=classes, y=labels, sample_weight=sample_weight)
+    return _check_class_weight_values(per_class, classes)
+
+
+def _check_class_weight_values(per_class, classes):
+    """The class weights (``classes``' order) as float64: each finite and >= 0, not all 0; a ValueError names
+    class_weight and the class otherwise (not the row weights they become)."""
+    per_class = np.asarray(per_class, dtype=np.float64)
     bad = np.flatnonzero(~np.isfinite(per_class) | (per_class < 0))
     if bad.size:
-        k = int(bad[0])
-        raise ValueError(f"class_weight gives class {np.asarray(classes[k]).item()!r} the weight "
-                         f"{float(per_class[k])!r}; class weights must be finite and >= 0.")
-    return np.asarray(per_class, dtype=np.float64)
+        label = np.asarray(classes[int(bad[0])]).item()
+        raise ValueError(f"class_weight gives class {label!r} the weight {float(per_class[bad[0]])!r}; class "
+                         f"weights must be finite and >= 0: give class {label!r} a weight >= 0 (1.0 leaves its "
+                         "rows as they are).")
+    if not np.any(per_class > 0):
+        raise ValueError(f"class_weight gives every class the weight 0 (classes {classes.tolist()}), which leaves "
+                         "no loss to fit (the solution would be w = 0); give at least one class a positive weight.")
+    return per_class
+
+
+def _check_weighted_rows(weight, class_weight):
+    """Row weights that fold class weights into ``sample_weight`` must keep some row's loss."""
+    if class_weight is not None and weight is not None and not np.any(weight > 0):
+        raise ValueError(f"class_weight={class_weight!r} times sample_weight is zero for every row, which leaves "
+                         "no loss to fit (the solution would be w = 0); give a class whose rows have a positive "
+                         "sample_weight a positive class weight.")
 
 
 def _weights_and_problems(class_weight, y_checked, classes, sample_weight):
@@ -457,6 +486,7 @@ def _weights_and_problems(class_weight, y_checked, classes, sample_weight):
         per_class = _class_weights(class_weight, None if index is None else classes[index], classes, sample_weight)
         if per_class is not None:
             sample_weight = (1.0 if sample_weight is None else sample_weight) * per_class[index]
+            _check_weighted_rows(sample_weight, class_weight)
         return sample_weight, None
     index = y_checked.astype(np.intp)
     per_class = _class_weights(class_weight, classes[index], classes, sample_weight)
@@ -686,6 +716,7 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
         max_epochs = _check_real("max_epochs", max_epochs, low=0.0, low_inclusive=False,
                                  hint="use e.g. max_epochs=100 (passes over the data) or None")
     verbose = _check_int("verbose", verbose, low=0, hint="use 0 (silent) or 1")
+    local_iters = _check_local_iters(local_iters)
     if n_partitions is not None:
         n_partitions = _check_int("n_partitions", n_partitions, low=1, hint="use None or a positive int")
     if callback is not None and not callable(callback):
@@ -1015,7 +1046,7 @@ def _fit_store_on_cluster(job, store, client, fit_args, *, verbose, callback, in
 
 
 # An unshuffled store whose partitions' positive fractions differ by more than
-# this warns: CoCoA+ then converges far slower (issue 10: a file sorted by
+# this warns: CoCoA+ then converges far slower (benchmarks/RESULTS.md, "Method protocol": a file sorted by
 # label took 159 s against 0.17 s for serial SDCA).
 LABEL_FRACTION_SPREAD = 0.1
 

@@ -244,7 +244,14 @@ def run_rounds(executor, plan, *, tol, max_rounds, max_epochs=None, callback: Ca
             else:
                 pending.append(handle)
             G, Ls = new_G, new_Ls
+            at_checkpoint = executor.rounds_until_checkpoint(r) == n
             r += n
+            if at_checkpoint and pending:
+                # A checkpoint records the epochs so far, and a resumed fit counts on from them
+                # (docs/reliability.md, "Checkpoints and resume"): the steps of the rounds whose reports were
+                # not read yet go in first, or a fit resumed from here would miss them.
+                epochs += sum(rep.steps for rep in executor.reports(pending)) / plan.n
+                pending = []
             G, Ls = executor.after_rounds(plan, G, Ls, r, epochs, history)
         if not finished:
             epochs += sum(rep.steps for rep in executor.reports(pending)) / plan.n

@@ -37,8 +37,8 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
-import daskdca
-from daskdca.api import _is_dask_array, _scipy_if_pydata
+from daskdca import api
+from daskdca.api import _check_class_weight_values, _check_weighted_rows, _is_dask_array, _scipy_if_pydata
 from daskdca.losses import get_loss
 from daskdca.problem import check_sample_weight
 from daskdca.regpath import _check_Cs, path, with_intercept_column
@@ -135,6 +135,79 @@ def _block_output(block, *, coef, intercept, classes, kind):
     return scores
 
 
+def _lam_of(C, n):
+    """``lam = 1 / (C n)``, refused (naming C) where it underflows to 0 or overflows: ``daskdca.fit`` would
+    otherwise report the ``lam`` it was given, which the caller never set."""
+    lam = 1.0 / (float(C) * n)
+    if not (np.isfinite(lam) and lam > 0):
+        shown = C if type(C) in (int, float) else float(C)  # a NumPy scalar shown as its value
+        raise ValueError(f"C={shown!r} gives lam = 1/(C n) = {lam!r} for the n={n} training rows, which is not a "
+                         f"finite number > 0 (C n = {float(C) * n!r}); use a C with C n between 1e-300 and 1e300 "
+                         "(LIBLINEAR's usual C values are 1e-4 to 1e4).")
+    return lam
+
+
+def _refuse_store(estimator, X):
+    """An estimator's ``fit`` takes in-memory data: a store (its path, URL or handle) is refused with the way
+    to fit one (strings would otherwise fail inside NumPy as 'could not convert string to float')."""
+    if _is_store(X):
+        name = type(estimator).__name__
+        shown = getattr(X, "url", None) or os.fspath(X)
+        raise TypeError(f"{name}.fit takes arrays (a NumPy array, a scipy sparse matrix or a dask array) and y, "
+                        f"not a store ({shown!r}). Fit a store with daskdca.fit({shown!r}) without y (its labels "
+                        f"are stored with the data); {name}'s predict, decision_function and score take a store "
+                        "without y.")
+
+
+def _label_values_text(values, limit=10):
+    values = list(values)
+    shown = [np.asarray(v).item() for v in values[:limit]]
+    return f"{shown}{' ...' if len(values) > limit else ''}"
+
+
+def _distinct_labels(y, classes):
+    """The distinct values of labels ``y``; labels of dtype object as numbers when ``classes`` are numbers and
+    they convert, else as strings (a mix of types cannot be sorted)."""
+    if y.dtype.kind == "O":
+        if classes.dtype.kind in "biuf":
+            try:
+                return np.unique(y.astype(np.float64))
+            except (TypeError, ValueError):
+                pass
+        return np.unique(y.astype(str))
+    return np.unique(y)
+
+
+def _check_known_labels(estimator, values, what):
+    """Labels are compared with predictions by value: every distinct label value of ``what`` must be one of the
+    fitted ``classes_`` (docs/reliability.md, "Bad input"), else a 0/1 set scored by a -1/+1 model counts every
+    0 as wrong without a word.  ``values`` are the distinct labels (None: more than 64 distinct values)."""
+    name, classes = type(estimator).__name__, estimator.classes_
+    if values is None:
+        raise ValueError(f"{what} has more than 64 distinct label values, but this {name} was fitted on the "
+                         f"classes {_label_values_text(classes)}; score data labelled with those classes.")
+    values = np.asarray(values)
+    numeric = values.dtype.kind in "biuf", classes.dtype.kind in "biuf"
+    if numeric[0] != numeric[1]:
+        unknown = values
+    elif numeric[0]:
+        unknown = values[~np.isin(values.astype(np.float64), classes.astype(np.float64))]
+    else:
+        unknown = values[~np.isin(values.astype(str), classes.astype(str))]
+    if unknown.size == 0:
+        return
+    fix = "relabel them with the model's classes or fit on the same encoding"
+    if values.shape[0] == classes.shape[0] and numeric[0] == numeric[1] and (
+            not numeric[0] or np.all(np.isfinite(values.astype(np.float64)))):
+        mapping = ", ".join(f"{np.asarray(a).item()!r}: {np.asarray(b).item()!r}"
+                            for a, b in zip(np.sort(values), classes))
+        fix = f"relabel them with the model's classes (e.g. the map {{{mapping}}}) or fit on the same encoding"
+    dtype = "" if numeric[1] else f" (labels of dtype {classes.dtype})"
+    raise ValueError(f"{what} holds the label values {_label_values_text(values)}, but this {name} was fitted on "
+                     f"the classes {_label_values_text(classes)}{dtype}; {_label_values_text(unknown)} are not "
+                     f"among those classes, so predictions cannot be compared with those labels: {fix}.")
+
+
 def _problem_weights(y, classes, class_weight, sample_weight):
     """Per binary problem, every row's loss weight (None where all are 1), LIBLINEAR's way.
 
@@ -149,10 +222,14 @@ def _problem_weights(y, classes, class_weight, sample_weight):
     positives = classes[1:] if classes.shape[0] == 2 else classes
     if class_weight is None:
         return [sample_weight] * len(positives)
-    per_class = compute_class_weight(class_weight, classes=classes, y=y, sample_weight=sample_weight)
+    # named as class_weight and the class here, not as the sample_weight the rows get below
+    per_class = _check_class_weight_values(
+        compute_class_weight(class_weight, classes=classes, y=y, sample_weight=sample_weight), classes)
     base = np.ones(y.shape[0]) if sample_weight is None else sample_weight
     if classes.shape[0] == 2:
-        return [base * per_class[np.searchsorted(classes, y)]]
+        weight = base * per_class[np.searchsorted(classes, y)]
+        _check_weighted_rows(weight, class_weight)
+        return [weight]
     return [base * np.where(y == label, per_class[k], 1.0) for k, label in enumerate(classes)]
 
 
@@ -172,6 +249,7 @@ class _ProblemResult:
         self.primal_, self.dual_, self.gap_ = float(model.primal_[k]), float(model.dual_[k]), float(model.gap_[k])
         self.converged_ = self.gap_ <= tol * abs(self.primal_)
         self.n_rounds_ = model.n_rounds_
+        self.route_ = model.route_
         self.history_ = [rec._replace(primal=float(rec.primal[k]), dual=float(rec.dual[k]), gap=float(rec.gap[k]))
                          for rec in model.history_]
         return self
@@ -267,7 +345,7 @@ class _SDCAMixin:
             )
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=_FIT_WARNING, category=ConvergenceWarning)
-            return daskdca.fit(
+            return api.fit(
                 X, y, loss=loss, lam=lam, solver=self.solver, tol=self.tol, max_epochs=self.max_iter,
                 n_partitions=self.n_partitions, random_state=seed, client=client,
                 verbose=int(self.verbose), dual_init=dual_init, sample_weight=sample_weight,
@@ -340,6 +418,9 @@ class _SDCAMixin:
             The store's labels (``with_labels=True``), else None.
         """
         store = self._open_predict_store(X)
+        if with_labels and isinstance(self, ClassifierMixin):
+            # before any block is read: the stored labels (verified at open) against classes_, by value
+            _check_known_labels(self, store.label_values, f"The store {store.url!r}")
         coef = np.atleast_2d(self.coef_)
         perm = store.feature_permutation
         if perm is not None:
@@ -385,18 +466,16 @@ class _SDCAMixin:
             if y is None:
                 raise ValueError(f"{type(self).__name__}.score(X, y) needs y with array X; only a store "
                                  "(its path or a CSRStore) carries its own labels.")
+            if isinstance(self, ClassifierMixin):
+                check_is_fitted(self)
+                y_values = np.asarray(y)
+                if y_values.ndim == 1:  # other shapes get scikit-learn's own error
+                    _check_known_labels(self, _distinct_labels(y_values, self.classes_), "y")
             return super().score(X, y, sample_weight=sample_weight)
         if y is not None:
             raise ValueError(f"{type(self).__name__}.score got y with a store {getattr(X, 'url', X)!r}; a store "
                              "is scored against its own labels: call score(store) without y.")
         is_classifier = isinstance(self, ClassifierMixin)
-        if is_classifier:
-            check_is_fitted(self)
-            if self.classes_.dtype.kind not in "biuf":
-                raise ValueError(f"The store's labels are numbers but this {type(self).__name__} was fitted on "
-                                 f"labels of dtype {self.classes_.dtype} ({self.classes_[:2].tolist()!r}...), "
-                                 "so they cannot be compared; score on arrays with score(X, y), or fit on the "
-                                 "store's numeric labels.")
         predictions, labels = self._stream(X, "predict", with_labels=True)
         metric = accuracy_score if is_classifier else r2_score
         return float(metric(labels, predictions, sample_weight=sample_weight))
@@ -684,6 +763,7 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
                                      sample_weight=sample_weight)
 
     def _validate_classification(self, X, y):
+        _refuse_store(self, X)
         X, y = validate_data(self, _in_memory(X), y, accept_sparse="csr", dtype=[np.float64, np.float32])
         check_classification_targets(y)
         classes = np.unique(y)
@@ -715,7 +795,7 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         so ``n_iter_`` is the same for all), else K fits in turn.
         """
         n = X.shape[0]
-        lam = 1.0 / (C * n)
+        lam = _lam_of(C, n)
         X = self._with_bias(_canonical(X))
         seed = _seed(self.random_state)
         positives = classes[1:] if classes.shape[0] == 2 else classes
@@ -1033,6 +1113,9 @@ n_features_in_, feature_names_in_ :
             sample_weight = check_sample_weight(sample_weight, X.shape[0])
         Cs = np.logspace(-4, 4, self.Cs) if isinstance(self.Cs, Integral) else _check_Cs(self.Cs)
         folds = list(check_cv(self.cv, y, classifier=True).split(X, y))
+        for C in Cs:  # every fit's lam = 1/(C n), from the smallest training fold to all rows, named as C
+            for n in {min(len(train) for train, _ in folds), X.shape[0]}:
+                _lam_of(C, n)
         scorer = check_scoring(self, scoring=self.scoring)
         X = _canonical(X)
         seed = _seed(self.random_state)
@@ -1230,9 +1313,10 @@ class SDCARegressor(_SDCAMixin, RegressorMixin, BaseEstimator):
         self : SDCARegressor
             The fitted estimator.
         """
+        _refuse_store(self, X)
         X, y = validate_data(self, _in_memory(X), y, accept_sparse="csr", dtype=[np.float64, np.float32],
                              y_numeric=True)
-        lam = 1.0 / (self.C * X.shape[0])
+        lam = _lam_of(self.C, X.shape[0])
         X = self._with_bias(_canonical(X))
         y = np.asarray(y, dtype=np.float64)
         if sample_weight is not None:
