@@ -20,9 +20,11 @@ from __future__ import annotations
 import logging
 import math
 import time
+import warnings
 from typing import Callable, NamedTuple
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 
 from daskdca.methods.base import Ctx, DataInfo, Ops, add_contributions, tree_reduce
 from daskdca.partitions import (
@@ -233,6 +235,9 @@ def run_rounds(executor, plan, *, tol, max_rounds, max_epochs=None, callback: Ca
                     progress.update(record)
                     # any true value stops (a NumPy bool such as ``record.gap <= x`` too); None goes on
                     stop = callback is not None and bool(callback(record, FitState(executor, plan, G, Ls, r, epochs)))
+                    if getattr(rep, "stop", ""):  # the method's own reason to end the fit (RoundReport.stop)
+                        warnings.warn(rep.stop, ConvergenceWarning, stacklevel=3)
+                        stop = True
                     if stop or gap_met(record.primal, record.dual, tol):
                         w, alpha, primal, dual = executor.certify(plan, G, Ls)
                         history[-1] = _certified_record(record, primal, dual, time.perf_counter() - t0)

@@ -686,5 +686,6 @@ def test_a_stalled_fit_stops_early_and_names_sdca():
         m = _fit(X, y, DualFreeSDCA(), "squared", 1e-9, tol=1e-12, max_rounds=3000)
     assert not m.converged_
     assert m.n_epochs_ < 3000 - df.STALL_ROUNDS
+    assert m.n_rounds_ < 3000 - df.STALL_ROUNDS  # the driver ends the fit there, not after no-op rounds
     primal, dual, _ = _certify(m, X, y, 1e-9, "squared")
     assert m.gap_ == pytest.approx(primal - dual, rel=1e-8)

@@ -108,12 +108,16 @@ class RoundReport(NamedTuple):
     ``primal`` and ``dual`` are those of the round's *starting* state (the
     local steps compute the gap sums before they move), valid when
     ``measured``; ``steps`` counts the coordinate steps the round took.
+    ``stop``, when not empty, is the method's own reason to end the fit
+    (e.g. a gap that stopped falling): the driver certifies the state,
+    warns with it on the client and stops, on either executor.
     """
 
     measured: bool
     primal: float
     dual: float
     steps: float
+    stop: str = ""
 
 
 class Phase(NamedTuple):

@@ -78,12 +78,10 @@ from __future__ import annotations
 
 import math
 import numbers
-import warnings
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
 
 from daskdca.kernels import dual_free as kern
 from daskdca.kernels.sampling import iid_order, permutation_order
@@ -351,7 +349,9 @@ class DualFreePlan(PlanBase):
     # --- the stall watch (module docstring, safeguard 2) ------------------------
 
     def _watched(self, state, w, sums, report):
-        """The next global state with the watch moved on by ``report``; warns in the round that stops."""
+        """``(next global state, report)`` with the watch moved on by ``report``; the round that stops
+        carries the reason in ``report.stop``, which the driver turns into a ConvergenceWarning on the client
+        and the end of the fit."""
         best, since, stopped = (float(v) for v in state.watch)
         if report.measured:
             rel = (report.primal - report.dual) / abs(report.primal) if report.primal != 0 else math.inf
@@ -359,14 +359,14 @@ class DualFreePlan(PlanBase):
                 best, since = rel, 0.0
             else:
                 since += 1.0
-            if since >= STALL_ROUNDS and not (best <= STALL_FLOOR):
+            if since >= STALL_ROUNDS and not (best <= STALL_FLOOR) and not stopped:
                 stopped = 1.0
-                warnings.warn(
+                report = report._replace(stop=(
                     f"solver={self.settings.name!r} stopped: its certified relative duality gap has not fallen "
                     f"below {best:.3e} for {STALL_ROUNDS} rounds, so it cannot converge on this problem "
                     f"(dual-free steps with lam n = {self.lam_n:.3g}); use solver='sdca' (or 'cocoa+'), or "
-                    f"solver='dfsdca' with sampling='importance'.", ConvergenceWarning, stacklevel=2)
-        return DualFreeGlobal(w, sums, np.array([best, since, stopped]))
+                    f"solver='dfsdca' with sampling='importance'."))
+        return DualFreeGlobal(w, sums, np.array([best, since, stopped])), report
 
     def _stopped(self, state):
         return state.watch[2] != 0.0
@@ -470,7 +470,7 @@ class DualFreePlan(PlanBase):
         wa = both[self.d:]
         loss_sum, conj_sum, steps = total.scalars
         report = self._report(state.w, loss_sum, conj_sum, float(wa @ wa), steps)
-        return self._watched(state, state.w + both[:self.d], state.sums, report), report
+        return self._watched(state, state.w + both[:self.d], state.sums, report)
 
     # --- adfsdca: residues, then steps ----------------------------------------
 
@@ -565,4 +565,4 @@ class DualFreePlan(PlanBase):
             return state, RoundReport(False, math.nan, math.nan, 0.0)
         loss_sum, conj_sum, _, _, _, wa_sq = state.sums
         report = self._report(state.w, loss_sum, conj_sum, wa_sq, total.scalars[0])
-        return self._watched(state, apply_vector(state.w, total.vector), state.sums, report), report
+        return self._watched(state, apply_vector(state.w, total.vector), state.sums, report)
