@@ -16,6 +16,7 @@ the measured latency of a Dask round for each.  A probe that already meets
 from __future__ import annotations
 
 import math
+import os
 import time
 import warnings
 from typing import NamedTuple
@@ -124,7 +125,7 @@ def advise(X, y=None, *, loss="hinge", lam=1e-4, tol=1e-6, client=None, n_partit
     lam = _check_real("lam", lam, low=0.0, low_inclusive=False, hint="LIBLINEAR's C corresponds to lam = 1/(C n)")
     tol = _check_real("tol", tol, low=0.0, low_inclusive=False, hint="use e.g. tol=1e-6 (relative duality gap)")
     on_cluster = client is not None or _is_cluster_input(X)
-    if isinstance(X, CSRStore) or (isinstance(X, str) and _is_cluster_input(X)):
+    if isinstance(X, (CSRStore, str, os.PathLike)):
         store = X if isinstance(X, CSRStore) else open_store(X)
         X, y = store.read_all()
     elif hasattr(X, "compute"):

@@ -839,12 +839,9 @@ def _fit_cluster(X, y, *, loss_obj, lam, method, local_iters, tol, max_rounds, m
                                            sample_weight=sample_weight, class_weight=class_weight)
             if model is not None:
                 return model
-            X, y, staged = job.staged
-        else:
-            staged = None
         try:
-            if staged is not None:
-                store = staged
+            if job.staged is not None:
+                store = job.staged
             elif isinstance(X, CSRStore):
                 store = X
             elif isinstance(X, (str, os.PathLike)):
@@ -867,7 +864,8 @@ class _ClusterJob:
         self.loss_obj, self.lam, self.method, self.local_iters = loss_obj, lam, method, local_iters
         self.seed, self.workers, self.needs_rounds, self.n_partitions = seed, workers, needs_rounds, n_partitions
         self.tmpdir = None
-        self.staged = None
+        self.staged = None  # the staging store of in-memory arrays that go to rounds
+        self.route_ = None  # the route chosen for them
         self.array_classes = self.problems = self.row_order = self.dual_init = None
         self.store_partitions = n_partitions
 
@@ -909,7 +907,7 @@ class _ClusterJob:
 
 def _fit_arrays_on_cluster(job, X, y, client, fit_args, *, dual_init, sample_weight, class_weight):
     """In-memory arrays with a client: the whole fit on one worker (a LinearModel), or None after staging them
-    for rounds (``job.staged``: ``(X, y, store)`` in the seeded partition order)."""
+    for rounds (``job.staged``: the store, rows in the seeded partition order)."""
     from daskdca import engine
     from daskdca.store import write_store
 
@@ -958,7 +956,7 @@ def _fit_arrays_on_cluster(job, X, y, client, fit_args, *, dual_init, sample_wei
     # shuffle=False: the rows are already in the in-process partition order (above)
     store = write_store(os.path.join(job.staging_folder(), "data.zarr"), X, y, block_rows=-(-n // parts),
                         compression="none", shuffle=False, source="daskdca.fit input", sample_weight=sample_weight)
-    job.staged = (None, None, store)
+    job.staged = store
     job.route_ = route
     return None
 

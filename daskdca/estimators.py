@@ -53,6 +53,11 @@ _SOLVERS = ("auto", "sdca", "minibatch_sdca", "cocoa+")
 _FIT_WARNING = r"daskdca\.fit reached max_rounds"
 
 
+def _loss_name(loss):
+    """daskdca's name of ``loss`` (scikit-learn's ``"log_loss"`` and ``"squared_error"`` are aliases)."""
+    return get_loss(loss).name
+
+
 def _solver_name(solver):
     """The registered name of ``solver`` (a name, a method object, or None for "auto")."""
     return "auto" if solver is None else solver if isinstance(solver, str) else solver.name
@@ -537,7 +542,7 @@ class _SDCAMixin:
 
 
 def _check_logistic(estimator):
-    if estimator.loss != "logistic":
+    if _loss_name(estimator.loss) != "logistic":
         raise AttributeError(
             f"predict_proba and predict_log_proba need loss='logistic'; this SDCAClassifier has "
             f"loss={estimator.loss!r}, whose decision_function is not a log-odds."
@@ -575,7 +580,7 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
 
     Parameters
     ----------
-    loss : {"hinge", "squared_hinge", "smoothed_hinge", "logistic"}, default="hinge"
+    loss : {"hinge", "squared_hinge", "smoothed_hinge", "logistic", "log_loss"}, default="hinge"
         ``phi(a)`` with ``a = y x.w``: ``max(0, 1 - a)``; ``max(0, 1 - a)^2``
         (LIBLINEAR's L2-loss SVM); the smoothed hinge with ``gamma = 1``
         (``0`` for ``a >= 1``, ``1/2 - a`` for ``a <= 0``, ``(1 - a)^2 / 2``
@@ -707,7 +712,7 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
     """
 
     _parameter_constraints: dict = {
-        "loss": [StrOptions({"hinge", "squared_hinge", "smoothed_hinge", "logistic"})],
+        "loss": [StrOptions({"hinge", "squared_hinge", "smoothed_hinge", "logistic", "log_loss"})],
         "class_weight": [dict, StrOptions({"balanced"}), None],
         **_SDCAMixin._common_constraints,
     }
@@ -944,13 +949,13 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
 
         check_is_fitted(self)
         seed = self.random_state if isinstance(self.random_state, Integral) else None
-        if self.loss in ("hinge", "squared_hinge"):
-            est = LinearSVC(loss=self.loss, C=self._fitted_C(), fit_intercept=self.fit_intercept,
+        if _loss_name(self.loss) in ("hinge", "squared_hinge"):
+            est = LinearSVC(loss=_loss_name(self.loss), C=self._fitted_C(), fit_intercept=self.fit_intercept,
                             intercept_scaling=self.intercept_scaling, tol=self.tol, max_iter=self.max_iter,
                             random_state=seed)
             est.n_iter_ = int(self.n_iter_.max())
             return self._copy_fitted(est, self.classes_, self.coef_, self.intercept_)
-        if self.loss != "logistic":
+        if _loss_name(self.loss) != "logistic":
             raise ValueError(
                 f"No scikit-learn estimator fits loss={self.loss!r}; to_sklearn supports 'hinge', "
                 "'squared_hinge' (LinearSVC) and 'logistic' (LogisticRegression)."
@@ -1188,7 +1193,7 @@ class SDCARegressor(_SDCAMixin, RegressorMixin, BaseEstimator):
 
     Parameters
     ----------
-    loss : {"squared"}, default="squared"
+    loss : {"squared", "squared_error"}, default="squared"
         The only regression loss so far.
     C : float, default=1.0
         Inverse regularisation strength, ``lam = 1 / (C n)`` (Ridge's
@@ -1271,7 +1276,7 @@ class SDCARegressor(_SDCAMixin, RegressorMixin, BaseEstimator):
     """
 
     _parameter_constraints: dict = {
-        "loss": [StrOptions({"squared"})],
+        "loss": [StrOptions({"squared", "squared_error"})],
         **_SDCAMixin._common_constraints,
     }
 

@@ -275,3 +275,14 @@ def test_read_only_checkpoint_folder_is_a_clear_error(client, tmp_path):
             daskdca.fit(X, y, solver="cocoa+", client=client, checkpoint=path)
     finally:
         path.chmod(stat.S_IRWXU)
+
+
+@pytest.mark.parametrize("alias, name", [("log_loss", "logistic"), ("squared_error", "squared")])
+def test_scikit_learn_loss_names_are_aliases(alias, name):
+    X, y = load_dataset("heart")
+    a = daskdca.fit(X, y, loss=alias, lam=1e-2, tol=1e-8)
+    b = daskdca.fit(X, y, loss=name, lam=1e-2, tol=1e-8)
+    assert a.loss.name == name
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    est = (daskdca.SDCAClassifier if name == "logistic" else daskdca.SDCARegressor)
+    np.testing.assert_array_equal(est(loss=alias).fit(X, y).coef_, est(loss=name).fit(X, y).coef_)
