@@ -834,12 +834,12 @@ def _fit_cluster(X, y, *, loss_obj, lam, method, local_iters, tol, max_rounds, m
         job = _ClusterJob(loss_obj=loss_obj, lam=lam, method=method, local_iters=local_iters, seed=seed,
                           workers=workers, needs_rounds=needs_rounds, n_partitions=n_partitions)
         fit_args = dict(tol=tol, max_rounds=max_rounds, max_epochs=max_epochs, random_state=seed)
-        if not isinstance(X, (str, os.PathLike, CSRStore)) and not hasattr(X, "chunks"):
-            model = _fit_arrays_on_cluster(job, X, y, active, fit_args, dual_init=dual_init,
-                                           sample_weight=sample_weight, class_weight=class_weight)
-            if model is not None:
-                return model
-        try:
+        try:  # the staging folder goes whatever happens
+            if not isinstance(X, (str, os.PathLike, CSRStore)) and not hasattr(X, "chunks"):
+                model = _fit_arrays_on_cluster(job, X, y, active, fit_args, dual_init=dual_init,
+                                               sample_weight=sample_weight, class_weight=class_weight)
+                if model is not None:
+                    return model
             if job.staged is not None:
                 store = job.staged
             elif isinstance(X, CSRStore):
