@@ -833,6 +833,7 @@ def _fit_cluster(X, y, *, loss_obj, lam, method, local_iters, tol, max_rounds, m
         workers = Workers(*engine.worker_resources(active))
         job = _ClusterJob(loss_obj=loss_obj, lam=lam, method=method, local_iters=local_iters, seed=seed,
                           workers=workers, needs_rounds=needs_rounds, n_partitions=n_partitions)
+        job.verbose = verbose
         fit_args = dict(tol=tol, max_rounds=max_rounds, max_epochs=max_epochs, random_state=seed)
         try:  # the staging folder goes whatever happens
             if not isinstance(X, (str, os.PathLike, CSRStore)) and not hasattr(X, "chunks"):
@@ -856,6 +857,21 @@ def _fit_cluster(X, y, *, loss_obj, lam, method, local_iters, tol, max_rounds, m
             job.cleanup()
 
 
+def _show_records(result, verbose, tol):
+    """The one-worker route's gap records, shown as the rounds route shows them live (``verbose`` > 0), when
+    the task returns: the whole fit ran in one task, so there was nothing to show before."""
+    if not verbose:
+        return
+    from daskdca.driver import _Progress
+
+    progress = _Progress(verbose, tol)
+    try:
+        for record in result.history:
+            progress.update(record)
+    finally:
+        progress.close()
+
+
 class _ClusterJob:
     """What a cluster fit carries between its steps: the route's inputs, the staging folder, the arrays' own
     labels, rows order and problems."""
@@ -866,6 +882,7 @@ class _ClusterJob:
         self.tmpdir = None
         self.staged = None  # the staging store of in-memory arrays that go to rounds
         self.route_ = None  # the route chosen for them
+        self.verbose = 0
         self.array_classes = self.problems = self.row_order = self.dual_init = None
         self.store_partitions = n_partitions
 
@@ -938,6 +955,7 @@ def _fit_arrays_on_cluster(job, X, y, client, fit_args, *, dual_init, sample_wei
                         max_column_nnz=max_column_nnz(X))
         result = engine.fit_on_one_worker(part, info, client=client, method=method_run, dual_init=dual_init,
                                           ship=True, **fit_args)
+        _show_records(result, job.verbose, fit_args["tol"])
         _warn_not_converged(result, fit_args["tol"], fit_args["max_epochs"])
         return LinearModel(loss=job.loss_obj, lam=job.lam, solver=job.method, classes=job.array_classes,
                            result=result, random_state=job.seed, n_features=d, coef=result.w, route=route)
@@ -1019,6 +1037,7 @@ def _fit_store_on_cluster(job, store, client, fit_args, *, verbose, callback, in
                         max_column_nnz=int(store.column_nnz.max(initial=0)))
         result = engine.fit_on_one_worker(source, info, client=client, method=method_run, dual_init=dual_init,
                                           **fit_args)
+        _show_records(result, verbose, fit_args["tol"])
     else:
         n_partitions = job.store_partitions or engine.default_partitions(
             store, job.workers.n_workers, checkpoint if resume else None)

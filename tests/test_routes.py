@@ -286,3 +286,11 @@ def test_scikit_learn_loss_names_are_aliases(alias, name):
     np.testing.assert_array_equal(a.coef_, b.coef_)
     est = (daskdca.SDCAClassifier if name == "logistic" else daskdca.SDCARegressor)
     np.testing.assert_array_equal(est(loss=alias).fit(X, y).coef_, est(loss=name).fit(X, y).coef_)
+
+
+def test_one_worker_route_shows_its_records_with_verbose(client, capsys):
+    X, y = load_dataset("heart")
+    model = daskdca.fit(X, y, loss="logistic", lam=1e-2, tol=1e-8, client=client, verbose=1)
+    assert model.route_.name == "one_worker"
+    shown = capsys.readouterr()
+    assert f"round {model.n_rounds_:5d}" in shown.out + shown.err  # the last record, as rounds print it
