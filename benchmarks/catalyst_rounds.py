@@ -1,4 +1,4 @@
-"""Issue 11, target 1: rounds of CoCoA+ with and without Catalyst against serial SDCA's epochs.
+"""Rounds of CoCoA+ with and without Catalyst against serial SDCA's epochs.
 
 For each problem (data set, loss, lam) it fits, in process and side by side:
 
@@ -40,7 +40,7 @@ sys.path.insert(0, str(HERE))
 import daskdca  # noqa: E402
 from suite import load_data  # noqa: E402
 
-# A generated set of at least 5 M non-zeros (issue 11 asks for that): rows, features, and the generator's
+# A generated set of at least 5 M non-zeros (the cluster benchmarks ask for that): rows, features, and the generator's
 # nnz_per_row (about 30 distinct features a row remain: 5.0 M nnz in all).
 GENERATED_5M = (170_000, 20_000, 40.0)
 

@@ -1,4 +1,4 @@
-"""Issue 11, target 2: seconds to a 1e-4 relative suboptimality on a 2-worker LocalCluster, LIBLINEAR and in memory.
+"""Seconds to a 1e-4 relative suboptimality on a 2-worker LocalCluster, LIBLINEAR and in memory.
 
 For each problem on the generated 5 M nnz set (``catalyst_rounds.GENERATED_5M``), side by side in one
 process:

@@ -25,7 +25,7 @@ engine's per-round cost.
 core, 2 partitions, to relative gap 1e-3; peak worker memory from
 ``MemorySampler`` and seconds per round.
 
-``cost``: the cost model of issue 11, ``T_round(K) = T_comp / K + L0 + L1 K
+``cost``: the cost model, ``T_round(K) = T_comp / K + L0 + L1 K
 + c d log2(K)``: ``T_comp`` is one serial epoch in process, ``L0 + L1 K``
 is fitted to the round time on a tiny store (arithmetic negligible) at 1, 2
 and 4 worker processes, and ``c`` to what the latency and the local steps
@@ -279,7 +279,7 @@ def main():
     u.add_argument("--store", default="/tmp/url.zarr")
     u.add_argument("--lam", type=float, default=1e-5)
     u.add_argument("--max-rounds", type=int, default=60)
-    u.add_argument("--tol", type=float, default=1e-4, help="relative duality gap to certify (issue 11: 1e-4)")
+    u.add_argument("--tol", type=float, default=1e-4, help="relative duality gap to certify (default 1e-4)")
     c = sub.add_parser("cost")
     c.add_argument("--rows", type=int, default=200_000)
     c.add_argument("--features", type=int, default=100_000)

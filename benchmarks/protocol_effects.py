@@ -1,4 +1,4 @@
-"""What the method protocol changed, measured (issue 10).
+"""What the method protocol changed, measured.
 
 1. Rows sorted by label: CoCoA+ rounds to a certified relative gap of 1e-4
    with contiguous partitions (the old default) and with the seeded random

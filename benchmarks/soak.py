@@ -1,4 +1,4 @@
-"""Soak test (issue 16): memory of a long cluster fit with 64 partitions.
+"""Soak test: memory of a long cluster fit with 64 partitions.
 
 Usage::
 

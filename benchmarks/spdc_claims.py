@@ -22,7 +22,7 @@ Claim checked: weighted beats uniform when ``R / R_bar >= 5``.
 ``benchmarks/plots/spdc_claims.png`` and prints Markdown tables.  Passes, not
 seconds: the machine is shared.
 
-SPDC across partitions (issue 12: which design is the cluster default):
+SPDC across partitions (which design is the cluster default):
 
     python benchmarks/spdc_claims.py --local-solvers [--quick]
 

@@ -1,4 +1,4 @@
-"""Bad input at the API entry points (issue 16): a clear error, never a silent wrong result.
+"""Bad input at the API entry points: a clear error, never a silent wrong result.
 
 One table, ``CASES``: (entry point, input, exception type, a word of the
 message).  The entry points are ``daskdca.fit`` in memory (``fit``),

@@ -95,7 +95,7 @@ def test_the_certificate_from_the_returned_duals_bounds_the_distance_to_the_opti
 
 
 def test_far_fewer_rounds_than_plain_cocoa_on_a9a_at_small_lam():
-    """Issue 11, target 1 (benchmarks/RESULTS.md "Catalyst around CoCoA+"): a9a, logistic, lam 1e-5, K = 2.
+    """The round claim (benchmarks/RESULTS.md "Catalyst around CoCoA+"): a9a, logistic, lam 1e-5, K = 2.
 
     Plain CoCoA+ is at a relative gap of about 4e-4 after 1,500 rounds; Catalyst certifies 1e-4 in about
     45 (serial SDCA needs 48 epochs)."""

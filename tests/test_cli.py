@@ -164,7 +164,7 @@ def test_python_dash_m_prints_one_line_and_exits_2(tmp_path, svm, store):
 
 
 # --------------------------------------------------------------------------
-# --C, --fit-intercept, --save and `daskdca predict` (issue 14), on heart_scale
+# --C, --fit-intercept, --save and `daskdca predict`, on heart_scale
 
 
 C, SCALING = 0.5, 3.0

@@ -178,7 +178,7 @@ def test_naive_minibatch_fails_where_safe_converges():
     assert gaps["naive"] > 20 * gaps["safe"]
 
 
-# --- unequal partitions (issue 10): tau_c-nice inside partition c, independent across them
+# --- unequal partitions: tau_c-nice inside partition c, independent across them
 
 
 def _unequal_pairs(sizes, taus):
@@ -248,7 +248,7 @@ def test_equal_partition_beta_fails_on_a_short_duplicate_partition():
 
 
 def test_minibatch_converges_with_a_short_partition_of_duplicates():
-    """Issue 10's case: partitions of (100, 100, 100, 10) rows, the short one ten duplicates, b = 40."""
+    """Partitions of (100, 100, 100, 10) rows, the short one ten duplicates, b = 40."""
     import daskdca
     from daskdca.driver import InProcess, max_column_nnz, run_rounds
     from daskdca.methods.base import DataInfo
@@ -266,7 +266,7 @@ def test_minibatch_converges_with_a_short_partition_of_duplicates():
     plan = executor.setup(daskdca.MinibatchSDCA(batch_size=40))
     assert plan.taus == (13, 13, 13, 1)  # about b s_c / n from each: every row sampled at about b / n
     # The equal-partition beta left a relative gap of 0.84 and a primal 2.7x the
-    # optimum after 4,000 rounds here (issue 10); the safe step converges,
+    # optimum after 4,000 rounds here; the safe step converges,
     # slowly (beta ~ 20 on these correlated rows): 1e-1 in about 7,200 rounds.
     result = run_rounds(executor, plan, tol=5e-2, max_rounds=20_000)
     assert result.converged and result.gap <= 5e-2 * result.primal

@@ -1,5 +1,5 @@
 """Lazy sparse dask arrays (AnnData's ``read_elem_lazy``: row chunks of scipy CSR) are written and fitted
-one chunk at a time and never densified (issue 14).
+one chunk at a time and never densified.
 
 The chunks here are scipy (or pydata sparse) classes whose ``toarray``,
 ``todense`` and ``__array__`` raise, so any densifying of a chunk fails the

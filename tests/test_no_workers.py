@@ -1,5 +1,5 @@
 """A cluster fit never hangs: a cluster left without workers, or a lost scheduler, ends it with an error that
-names what happened, what was saved and the fix (issue 16); workers that come back change nothing.
+names what happened, what was saved and the fix; workers that come back change nothing.
 
 Each test starts its own one-worker cluster: the faults here take every worker (or the scheduler) away.
 """

@@ -1,4 +1,4 @@
-"""Random in-memory partitions: sorted files cost CoCoA+ nothing (issue 10)."""
+"""Random in-memory partitions: sorted files cost CoCoA+ nothing."""
 
 import numpy as np
 import pytest

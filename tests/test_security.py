@@ -1,4 +1,4 @@
-"""Secure by default (issue 16): TLS clusters refuse clients without credentials.
+"""Secure by default: TLS clusters refuse clients without credentials.
 
 ``cluster/jobqueue_cluster.make_cluster`` builds SLURM/PBS clusters over TLS
 with temporary credentials and a dashboard on 127.0.0.1;

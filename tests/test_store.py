@@ -280,7 +280,7 @@ def test_shuffle_and_renumber_are_seeded_and_reversible(tmp_path):
 
 
 def test_every_write_shuffles_by_default_and_records_it(tmp_path):
-    """Real files are sorted (issue 10): a store's rows are in a seeded random order unless asked not to be."""
+    """Real files are sorted: a store's rows are in a seeded random order unless asked not to be."""
     da = pytest.importorskip("dask.array")
     X, y = load_dataset("heart")
     order = np.argsort(y, kind="stable")  # sorted by label, as real files often are

@@ -1,4 +1,4 @@
-"""Issue 16, store part: writes that lose nothing, reads verified every time, clear errors.
+"""The store: writes that lose nothing, reads verified every time, clear errors.
 
 Every test here fails on the store of commit 5757b9e (rmtree of the target,
 checksums once per process without row norms, raw parser tracebacks).

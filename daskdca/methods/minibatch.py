@@ -243,7 +243,7 @@ class MinibatchSDCA:
                              "eso='auto' only.")
         if self.step == "naive":
             warnings.warn("MinibatchSDCA(step='naive') adds the serial steps of the whole batch (beta = 1) and "
-                          "can diverge or stall when batch_size >> 1/sigma^2 (seed 002 §4.1); use step='safe' "
+                          "can diverge or stall when batch_size >> 1/sigma^2 (Takáč et al. 2013 [TBRS13] §4.1, docs/references.md); use step='safe' "
                           "(the default) or step='aggressive' for a step that converges.", UserWarning,
                           stacklevel=3)
         for field in ("batch_size", "eval_every"):

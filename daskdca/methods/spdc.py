@@ -524,7 +524,7 @@ class LocalSPDCPlan(LocalSDCAPlan):
         loss = info.loss
         if int(loss.kind) == HINGE:
             raise ValueError(
-                "local_solver='spdc' needs a smooth loss (paper 004 Assumption A: phi_i* strongly convex), got "
+                "local_solver='spdc' needs a smooth loss (Zhang & Xiao 2017 [ZX17] Assumption A: phi_i* strongly convex), got "
                 "loss='hinge'; use local_solver='sdca' or 'sdna' for hinge, loss='smoothed_hinge', or "
                 "solver='spdc', which smooths the hinge (eq. (16)).")
         m = 1 if settings.local_batch_size is None else int(settings.local_batch_size)  # checked by the settings
