@@ -43,7 +43,7 @@ from references import _int32, primal_objective  # noqa: E402
 TOLERANCES = tuple(10.0 ** -k for k in range(1, 9))
 
 
-def _liblinear_seconds(X, y, loss, lam, p_star, dual):
+def liblinear_ladder_seconds(X, y, loss, lam, p_star, dual):
     """Seconds of the first LIBLINEAR tolerance on the ladder that reaches ``P* (1 + 1e-4)`` (None: none)."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.svm import LinearSVC
@@ -101,9 +101,9 @@ def main(argv=None):
                 cells = {"cd": [], "newton": [], "memory": [], "cluster": []}
                 rounds = None
                 for _ in range(args.reps):
-                    cells["cd"].append(_liblinear_seconds(X, y, loss, lam, p_star, dual=True))
+                    cells["cd"].append(liblinear_ladder_seconds(X, y, loss, lam, p_star, dual=True))
                     if loss == "logistic":
-                        cells["newton"].append(_liblinear_seconds(X, y, loss, lam, p_star, dual=False))
+                        cells["newton"].append(liblinear_ladder_seconds(X, y, loss, lam, p_star, dual=False))
                     cells["memory"].append(_daskdca_seconds(X, y, loss, lam, None)[0])
                     seconds, m = _daskdca_seconds(X, y, loss, lam, client)
                     cells["cluster"].append(seconds if m.converged_ else None)

@@ -63,6 +63,7 @@ from daskdca.methods.base import (
     Capabilities,
     Contribution,
     Phase,
+    PlanBase,
     RoundReport,
     compress,
     dense,
@@ -137,8 +138,9 @@ class Newton:
 
 
 @dataclass(frozen=True)
-class NewtonPlan:
-    """:class:`Newton` resolved for one data set."""
+class NewtonPlan(PlanBase):
+    """:class:`Newton` resolved for one data set (``PlanBase``'s name, model ``w`` and measuring every
+    ``eval_every`` rounds; two phases a round)."""
 
     settings: Newton
     loss: object
@@ -148,16 +150,6 @@ class NewtonPlan:
     eval_every = 1  # phase 1's sums are the gap's: every round is measured
     rounds_per_epoch = 1
     primal_from_dual = False
-    # the drivers' defaults for these optional hooks (daskdca.methods.protocol.Plan)
-    fused_rounds = None
-    l1_ratio = 0.0
-
-    @property
-    def name(self):
-        return self.settings.name
-
-    def measures(self, round_index):
-        return True
 
     def phases(self):
         return (Phase("newton", self.local_newton, self.combine_newton),
@@ -168,9 +160,6 @@ class NewtonPlan:
 
     def init_local(self, part, ctx):
         return NewtonLocal(np.zeros(0))
-
-    def model(self, state):
-        return state.w
 
     def dual_point(self, part, local, state):
         """``alpha_i = -s_i phi_i'(x_i.w)`` for the partition's rows (module docstring)."""

@@ -43,7 +43,7 @@ from daskdca.kernels import eso
 from daskdca.kernels.dual_free import dual_point
 from daskdca.kernels.pegasos import certificate_sums, subgradient_sum
 from daskdca.kernels.sampling import minibatch_indices
-from daskdca.methods.base import Capabilities, Contribution, Phase, RoundReport, compress, dense
+from daskdca.methods.base import Capabilities, Contribution, PlanBase, RoundReport, compress, dense
 from daskdca.methods.minibatch import resolve_batch_sizes
 
 __all__ = ["MinibatchPegasos", "PegasosGlobal", "PegasosPlan"]
@@ -132,8 +132,9 @@ class MinibatchPegasos:
 
 
 @dataclass(frozen=True)
-class PegasosPlan:
-    """:class:`MinibatchPegasos` resolved for one data set."""
+class PegasosPlan(PlanBase):
+    """:class:`MinibatchPegasos` resolved for one data set (``PlanBase``'s name, measuring and one "round"
+    phase; the model is the averaged iterate)."""
 
     settings: MinibatchPegasos
     loss: object
@@ -147,29 +148,16 @@ class PegasosPlan:
     eval_every: int
     rounds_per_epoch: int
     primal_from_dual = False
-    # the drivers' defaults for these optional hooks (daskdca.methods.protocol.Plan)
-    fused_rounds = None
-    l1_ratio = 0.0
-
-    @property
-    def name(self):
-        return self.settings.name
 
     @property
     def lam(self):
         return self.lam_n / self.n
-
-    def measures(self, round_index):
-        return round_index % self.eval_every == 0
 
     def init_global(self):
         return PegasosGlobal(np.zeros(self.d), np.zeros(self.d))  # w^(1) = 0
 
     def init_local(self, part, ctx):
         return PegasosLocal(np.zeros(0))
-
-    def phases(self):
-        return (Phase("round", self.local, self.combine),)
 
     def model(self, state):
         return state.average
