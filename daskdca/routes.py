@@ -35,8 +35,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["CATALYST_LAM_N", "NEWTON_LOSSES", "NEWTON_MAX_FEATURES", "ONE_WORKER_MEMORY_FRACTION", "Route", "Workers", "choose_route", "data_bytes",
-           "explicit_route", "fits_one_worker"]
+from daskdca.methods.newton import NEWTON_LOSSES  # the losses the Newton method takes
+
+__all__ = ["CATALYST_LAM_N", "NEWTON_LOSSES", "NEWTON_MAX_FEATURES", "ONE_WORKER_MEMORY_FRACTION", "Route",
+           "Workers", "choose_route", "data_bytes", "explicit_route", "fits_one_worker"]
 
 #: Serial SDCA runs inside Catalyst when ``lam n`` (``1/C`` in LIBLINEAR's terms) is below this.  Measured
 #: (benchmarks/RESULTS.md, "Catalyst around serial SDCA"): at lam n = 0.03-0.05 (lam 1e-6 on a9a, w8a,
@@ -51,8 +53,6 @@ CATALYST_LAM_N = 0.1
 #: C = 100 (19-89x faster), while at C = 1 it was 1.3x faster on a9a and 1.9x slower on ijcnn1.
 NEWTON_MAX_FEATURES = 256
 
-#: The losses the Newton method takes (twice differentiable, or with a generalised Hessian).
-NEWTON_LOSSES = ("logistic", "squared", "squared_hinge", "smoothed_hinge")
 
 #: The one-worker route is taken when the data's in-memory size is at most this fraction of the smallest
 #: worker's memory limit: loading a store holds its blocks and their joined copy at once (about 2x), and the
@@ -63,7 +63,6 @@ ONE_WORKER_MEMORY_FRACTION = 0.25
 #: worker.
 ONE_WORKER_UNLIMITED_BYTES = 4 << 30
 
-ROUTES = ("in_process", "one_worker", "rounds")
 
 
 class Workers(NamedTuple):
