@@ -48,6 +48,14 @@ def cluster():
         yield c, client
 
 
+def _scale_to_zero(cluster, client):
+    """Scale the cluster to no worker and wait until the scheduler has none (a round takes milliseconds)."""
+    cluster.scale(0)
+    deadline = time.monotonic() + 30
+    while client.scheduler_info()["workers"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def _after_round(k, action):
     """A callback that runs ``action`` once, at the first record after round ``k``, and records when."""
     times = []
@@ -81,7 +89,7 @@ def test_a_bad_no_workers_timeout_is_named_with_the_fix(value):
 
 def _scaled_to_zero(cluster, client, checkpoint):
     """A fit whose cluster is scaled to zero after round 4, with a 2 s wait for workers: its error."""
-    stop = _after_round(4, lambda: cluster.scale(0))
+    stop = _after_round(4, lambda: _scale_to_zero(cluster, client))
     with dask.config.set({KEY: "2s"}), pytest.raises(engine.NoWorkersError) as info:
         _fit(client, checkpoint=checkpoint, callback=stop)
     waited = time.monotonic() - stop.times[0]
@@ -120,7 +128,7 @@ def test_the_checkpoint_named_by_a_no_workers_error_resumes_to_the_undisturbed_r
 @pytest.mark.timeout(60)
 def test_without_a_checkpoint_the_error_says_nothing_was_saved(cluster):
     cluster, client = cluster
-    stop = _after_round(1, lambda: cluster.scale(0))
+    stop = _after_round(1, lambda: _scale_to_zero(cluster, client))
     with dask.config.set({KEY: 1}), pytest.raises(engine.NoWorkersError) as info:
         _fit(client, callback=stop)
     assert info.value.checkpoint_round is None and info.value.checkpoint is None
@@ -149,7 +157,7 @@ def test_the_schedulers_own_no_workers_timeout_gives_the_same_error(tmp_path):
         cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
                                            dashboard_address=None, silence_logs=logging.CRITICAL)
     with cluster, distributed.Client(cluster) as client:
-        stop = _after_round(1, lambda: cluster.scale(0))
+        stop = _after_round(1, lambda: _scale_to_zero(cluster, client))
         with dask.config.set({KEY: None}), pytest.raises(engine.NoWorkersError) as info:
             _fit(client, callback=stop)
     assert "distributed.scheduler.no-workers-timeout" in str(info.value) and info.value.timeout == 1.0

@@ -102,13 +102,14 @@ from daskdca.engine.errors import (
 )
 from daskdca.engine.executor import DaskExecutor
 from daskdca.engine.one_worker import fit_on_one_worker
+from daskdca.engine.resident import ROUNDS_KEY, ResidentExecutor, configured_rounds
 from daskdca.engine.tasks import _delayed, _held, _pinned, _Placement
 from daskdca.methods.base import DataInfo
 from daskdca.partitions import OneVsRestPartition, StorePartition, store_partition_ranges
 
 logger = logging.getLogger("daskdca")
 
-__all__ = ["ClusterLostError", "DaskExecutor", "NoWorkersError", "SchedulerLostError", "cluster_client",
+__all__ = ["ROUNDS_KEY", "ClusterLostError", "DaskExecutor", "NoWorkersError", "ResidentExecutor", "SchedulerLostError", "cluster_client",
            "configured_no_workers_timeout", "default_partitions", "fit_on_cluster", "fit_on_one_worker",
            "local_client", "worker_resources"]
 
@@ -192,7 +193,11 @@ def fit_on_cluster(store, *, client, method, loss, lam, positive_label, tol, max
     sources = [StorePartition(store, a, b, positive_label) for a, b in ranges]
     if problems is not None:
         sources = [OneVsRestPartition(src, problems) for src in sources]
-    if store_is_local:
+    rounds = configured_rounds()
+    if rounds == "resident":
+        parts = [src.load() for src in sources] if store_is_local else sources
+        mode = "held" if store_is_local else "load" if in_memory else "stream"
+    elif store_is_local:
         homes = placement.homes(client)
         with dask.config.set({"distributed.admin.large-graph-warning-threshold": "16 GiB"}):
             parts = [client.submit(partial(_held, src.load()), key=f"daskdca-load-{run_id}-{k}", pure=False,
@@ -214,17 +219,23 @@ def fit_on_cluster(store, *, client, method, loss, lam, positive_label, tol, max
     signature = {"data": _store_fingerprint(store), "loss": repr(loss), "lam": lam,
                  "solver": repr(method) + ("" if problems is None else f" one-vs-rest {problems!r}"),
                  "random_state": random_state, "n_partitions": K}
-    executor = DaskExecutor(client, parts, info, random_state, placement=placement, run_id=run_id,
-                            checkpoint=ckpt, checkpoint_every=checkpoint_every, signature=signature,
-                            dual_init=dual_init, no_workers_timeout=wait_for_workers)
     if ckpt is not None:
         _check_workers_share(client, ckpt)
-    plan = executor.setup(method)
-    start = executor.resume(plan) if resume else None
-    if start is None and ckpt is not None:
-        # a fresh fit removes only an old checkpoint's own entries (asked for by overwrite=True, checked
-        # above); the group is created here so that writer tasks only ever create their own arrays
-        _clear_checkpoint(ckpt, replaced)
-    return run_rounds(executor, plan, tol=tol, max_rounds=max_rounds, max_epochs=max_epochs, callback=callback,
-                      verbose=verbose,
-                      start=start)
+    common = dict(run_id=run_id, checkpoint=ckpt, checkpoint_every=checkpoint_every, signature=signature,
+                  dual_init=dual_init, no_workers_timeout=wait_for_workers)
+    if rounds == "resident":
+        executor = ResidentExecutor(client, parts, info, random_state, mode=mode, **common)
+    else:
+        executor = DaskExecutor(client, parts, info, random_state, placement=placement, **common)
+    try:
+        plan = executor.setup(method)
+        start = executor.resume(plan) if resume else None
+        if start is None and ckpt is not None:
+            # a fresh fit removes only an old checkpoint's own entries (asked for by overwrite=True, checked
+            # above); the group is created here so that writer tasks only ever create their own arrays
+            _clear_checkpoint(ckpt, replaced)
+        return run_rounds(executor, plan, tol=tol, max_rounds=max_rounds, max_epochs=max_epochs, callback=callback,
+                          verbose=verbose, start=start)
+    finally:
+        if rounds == "resident":
+            executor.close()
