@@ -40,12 +40,16 @@ def objectives(info, sums, w, w_alpha, l1_ratio=0.0):
     """``(P(w), D(alpha))`` from the row sums ``[loss_sum, conj_sum]`` of ``info``'s problem.
 
     ``w`` is the model being certified and ``w_alpha = X^T alpha / (lam n)``
-    the dual point's vector; they are the same array for dual methods.  With
-    ``l1_ratio = rho > 0`` (elastic net, SPDC only) the regulariser is
+    the dual point's vector; they are the same array for the L2 dual methods.
+    With ``l1_ratio = rho > 0`` (elastic net: SPDC, and SDCA and CoCoA+ by
+    proximal steps) the regulariser is
     ``g(w) = lam rho ||w||_1 + lam (1 - rho)/2 ||w||^2`` and
     ``D(alpha) = -conj_sum/n - g*(X^T alpha / n)``,
     ``g*(v) = sum_j (|v_j| - lam rho)_+^2 / (2 lam (1 - rho))``
-    (Zhang & Xiao, SPDC, eq. (1) and its dual).
+    (Zhang & Xiao, SPDC, eq. (1) and its dual); the primal point of
+    ``alpha`` is then ``grad g*(X^T alpha / n) = sign(w_alpha) (|w_alpha| - rho)_+ / (1 - rho)``,
+    which the elastic-net plans return as their model (``primal_from_dual``
+    is False for them).
 
     A one-vs-rest fit passes ``sums`` of shape ``(K, 2)`` and ``w``,
     ``w_alpha`` of shape ``(K, d)``; ``P`` and ``D`` are then arrays of its

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from daskdca.losses import LOSSES
 from daskdca.methods.base import Capabilities, check_local_iters
 from daskdca.methods.catalyst import CatalystPlan, default_kappa
-from daskdca.methods.sdca import LineSearchPlan, LocalSDCAPlan
+from daskdca.methods.sdca import LineSearchPlan, LocalSDCAPlan, ProxSDCAPlan
 from daskdca.methods.sdna import SDNA
 from daskdca.methods.spdc import LocalSPDCPlan
 
@@ -30,8 +30,17 @@ _ACCELERATIONS = ("auto", None, "catalyst")
 
 
 def _sdca_plan(settings, info, ops):
-    """``local_solver="sdca"``: Catalyst around CoCoA+, the line search, or plain CoCoA+ (``sigma' = K``)."""
+    """``local_solver="sdca"``: Catalyst around CoCoA+, the line search, or plain CoCoA+ (``sigma' = K``);
+    with ``l1_ratio > 0`` the proximal steps of :class:`~daskdca.methods.sdca.ProxSDCAPlan`, always plain
+    (the settings refuse the rest)."""
     K = info.n_partitions
+    rho = float(settings.l1_ratio)
+    if rho > 0.0:
+        # lam' = lam (1 - rho) and c = rho / (1 - rho): lam' g(w) = lam ((1 - rho)/2 ||w||^2 + rho ||w||_1)
+        # with g(w) = 1/2 ||w||^2 + c ||w||_1, 1-strongly convex (Shalev-Shwartz & Zhang 2016, Prox-SDCA)
+        return ProxSDCAPlan(settings=settings, loss=info.loss, n=info.n, d=info.d, lam_n=info.lam_n * (1.0 - rho),
+                            n_partitions=K, sigma_prime=float(K), lam=float(info.lam), l1_ratio=rho,
+                            threshold=rho / (1.0 - rho))
     if settings.acceleration == "catalyst" or (settings.acceleration == "auto" and K > 1
                                                and settings.local_solver == "sdca"
                                                and settings.aggregation == "adding"):
@@ -75,7 +84,9 @@ def _check(local_iters, sampling, shrinking):
 class CoCoAPlus:
     """CoCoA+ rounds with the adding aggregation (Ma et al. 2015, arXiv:1502.03508).
 
-    Solves ``min_w 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2`` through its dual.
+    Solves ``min_w 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2`` through its dual
+    (with ``l1_ratio = rho > 0`` the elastic net
+    ``min_w 1/n sum_i phi_i(x_i.w) + lam ((1 - rho)/2 ||w||^2 + rho ||w||_1)``).
     Each round every partition improves its local subproblem ``G_k^{sigma'}``
     with ``sigma' = K`` (the number of partitions) by ``local_iters`` passes
     of a local solver; then ``w += sum_k delta_w_k``.  With one partition
@@ -146,6 +157,22 @@ class CoCoAPlus:
         :func:`daskdca.methods.catalyst.default_kappa`, from ``lam``, ``K``
         and the rows' mean squared norm (0, plain CoCoA+, when ``lam`` is
         large enough).
+    l1_ratio : float, default=0.0
+        ``rho`` in ``[0, 1)``: the elastic net
+        ``lam ((1 - rho)/2 ||w||^2 + rho ||w||_1)`` instead of ``lam/2 ||w||^2``,
+        solved by proximal SDCA steps (Shalev-Shwartz & Zhang 2016, Prox-SDCA:
+        ``v = X^T alpha / (lam (1 - rho) n)``, ``w`` its soft threshold at
+        ``rho / (1 - rho)``; :class:`daskdca.methods.sdca.ProxSDCAPlan`) and
+        certified by the elastic net's own gap
+        (:func:`daskdca.problem.objectives`).  Needs ``local_solver="sdca"``
+        and ``aggregation="adding"``; ``acceleration="auto"`` is then plain
+        CoCoA+ and ``"catalyst"`` is refused.  One-vs-rest problems are fitted
+        one after another (not together).  ``rho = 1`` (pure L1) is refused:
+        ``g`` is then not strongly convex, and the reduction that adds
+        ``eps/2 ||w||^2`` needs ``eps`` of order ``tol lam / ||w*||_inf`` for
+        its certificate to reach ``tol``, which the dual steps' curvature
+        ``||x_i||^2 / (eps n)`` makes impractically slow.  0 is the L2 problem
+        and its code path, bit for bit.
     """
 
     local_iters: float = 1.0
@@ -156,6 +183,7 @@ class CoCoAPlus:
     local_batch_size: int | None = None
     acceleration: str | None = "auto"
     kappa: float | None = None
+    l1_ratio: float = 0.0
     name = "cocoa+"
     capabilities = Capabilities(losses=tuple(LOSSES), many_partitions=True, cluster=True, shrinking=True,
                                 warm_start=True, sample_weight=True, multi_class=True)
@@ -199,6 +227,34 @@ class CoCoAPlus:
                 f"aggregation='line_search' combines with local_solver='sdca' only (its local solves use "
                 f"sigma' = 1 and the SDCA sweep), got local_solver={self.local_solver!r}; use aggregation='adding'.")
         self._check_acceleration()
+        self._check_l1_ratio()
+
+    def _check_l1_ratio(self):
+        rho = self.l1_ratio
+        if isinstance(rho, bool) or not isinstance(rho, numbers.Real) or not math.isfinite(rho) or not 0 <= rho <= 1:
+            raise ValueError(f"l1_ratio must be a number in [0, 1), got {rho!r}.")
+        if rho == 1:
+            raise ValueError(
+                "l1_ratio=1 (pure L1) is not supported by the dual methods: their steps need the strongly convex "
+                "part lam (1 - l1_ratio)/2 ||w||^2 > 0, and adding a small eps/2 ||w||^2 (Shalev-Shwartz & Zhang "
+                "2016) certifies the L1 problem only for eps of order tol * lam / max|w*_j|, where the dual steps "
+                "crawl (their curvature is ||x_i||^2 / (eps n)).  Use l1_ratio < 1, e.g. 0.99 (that elastic net is "
+                "what the fit then solves and certifies).")
+        if rho == 0:
+            return
+        if self.local_solver != "sdca" or self.aggregation != "adding":
+            raise ValueError(
+                f"l1_ratio={rho!r} (elastic net) runs proximal SDCA steps with aggregation='adding'; got "
+                f"local_solver={self.local_solver!r}, aggregation={self.aggregation!r}. Use local_solver='sdca' and "
+                "aggregation='adding', or l1_ratio=0.")
+        if self.acceleration == "catalyst":
+            raise ValueError(
+                f"acceleration='catalyst' does not take l1_ratio={rho!r}: Catalyst's proximal term "
+                "kappa/2 ||w - y_k||^2 centres the L2 part away from the L1 term's centre 0, a regulariser the "
+                "proximal SDCA steps do not model. Use "
+                "acceleration=None (or 'auto', which is then plain CoCoA+), or l1_ratio=0.")
+        # its plan keeps v beside w (ProxGlobal), and the one-vs-rest plan certifies with l1_ratio 0
+        object.__setattr__(self, "capabilities", replace(self.capabilities, multi_class=False))
 
     def _check_acceleration(self):
         if self.acceleration not in _ACCELERATIONS:
@@ -239,7 +295,10 @@ class CoCoAPlus:
 class SDCA(CoCoAPlus):
     """Serial SDCA (Shalev-Shwartz & Zhang, JMLR 2013), LIBLINEAR-style dual coordinate descent.
 
-    Solves ``min_w 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2`` by maximising its
+    Solves ``min_w 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2`` (with
+    ``l1_ratio = rho > 0`` the elastic net
+    ``min_w 1/n sum_i phi_i(x_i.w) + lam ((1 - rho)/2 ||w||^2 + rho ||w||_1)``,
+    by Prox-SDCA, Shalev-Shwartz & Zhang 2016) by maximising its
     dual one coordinate at a time, in closed form, on one partition.  One
     round takes ``local_iters * n`` coordinate steps.  The parameters are
     those of :class:`CoCoAPlus`; with one partition the two are the same

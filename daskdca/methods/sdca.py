@@ -15,8 +15,9 @@ with one partition ``sigma' = 1`` and the round is an epoch of serial SDCA
 
 The settings, :class:`~daskdca.methods.cocoa.SDCA` and
 :class:`~daskdca.methods.cocoa.CoCoAPlus`, live in :mod:`daskdca.methods.cocoa`;
-this module holds the plans of the SDCA local solver: :class:`LocalSDCAPlan`
-and the line search's :class:`LineSearchPlan`.
+this module holds the plans of the SDCA local solver: :class:`LocalSDCAPlan`,
+the line search's :class:`LineSearchPlan`, and :class:`ProxSDCAPlan`, the
+proximal steps of the elastic net (``l1_ratio > 0``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from daskdca.kernels.prox_sdca import prox_local_sdca, soft_threshold_vector
 from daskdca.kernels.sampling import iid_order, permutation_order
 from daskdca.kernels.sdca import (
     line_conjugate_sums,
@@ -40,7 +42,8 @@ from daskdca.methods.base import Contribution, RoundReport, apply_vector, compre
 from daskdca.methods.dual import DualLocal, DualPlan, sweep_blocks, sweep_blocks_problems
 from daskdca.partitions import binary_rows
 
-__all__ = ["LINE_SEARCH_STEPS", "LineSearchGlobal", "LineSearchPlan", "LocalSDCAPlan", "PendingLocal"]
+__all__ = ["LINE_SEARCH_STEPS", "LineSearchGlobal", "LineSearchPlan", "LocalSDCAPlan", "PendingLocal", "ProxGlobal",
+           "ProxSDCAPlan"]
 
 # Candidate steps of the line search along the summed direction: t = j / 8 for
 # j = 1..8, and 1/K (averaging, the safe step) whatever K is.
@@ -247,3 +250,121 @@ class LineSearchPlan(LocalSDCAPlan):
         reg = 0.5 * lam * ww
         report = RoundReport(True, loss_sum / self.n + reg, -conj_sum / self.n - reg, float(steps))
         return LineSearchGlobal(apply_vector(w, total.vector, scale=t), np.array(t)), report
+
+
+class ProxGlobal(NamedTuple):
+    """Global state of proximal SDCA: ``v = X^T alpha / (lam' n)`` (up to rounding) and ``w = grad g*(v)``."""
+
+    w: np.ndarray
+    v: np.ndarray
+
+
+@dataclass(frozen=True)
+class ProxSDCAPlan(LocalSDCAPlan):
+    """Serial SDCA and CoCoA+ rounds for the elastic net, by proximal dual steps (``l1_ratio = rho > 0``).
+
+    Solves ``min_w 1/n sum_i phi_i(x_i.w) + lam ((1 - rho)/2 ||w||^2 + rho ||w||_1)``
+    written as ``1/n sum_i phi_i(x_i.w) + lam' g(w)`` with ``lam' = lam (1 - rho)``
+    and the 1-strongly convex ``g(w) = 1/2 ||w||^2 + c ||w||_1``,
+    ``c = rho / (1 - rho)`` (Shalev-Shwartz & Zhang 2016 [SSZ16], Prox-SDCA;
+    :mod:`daskdca.kernels.prox_sdca`).  Its dual is
+
+        D(alpha) = -1/n sum_i phi_i*(-alpha_i) - lam' g*(v),   v = X^T alpha / (lam' n),
+        g*(v) = 1/2 sum_j (|v_j| - c)_+^2 = 1/2 ||grad g*(v)||^2,
+
+    and the primal point of ``alpha`` is ``w = grad g*(v)``, the soft
+    threshold of ``v`` at ``c``.  ``lam_n`` (what the local steps use) is
+    ``lam' n``; ``lam`` is the problem's.
+
+    CoCoA+ (adding, ``sigma' = K``): ``g*`` is convex, so
+    ``g*(v + sum_k dv_k) <= 1/K sum_k g*(v + K dv_k)`` (Jensen) and
+    ``D(alpha + sum_k d_k) >= sum_k H_k(d_k)`` with the local subproblems
+
+        H_k(d) = -1/n sum_{i in P_k} phi_i*(-(alpha_i + d_i)) - lam'/K g*(v + K dv),   dv = X_k^T d / (lam' n),
+
+    which sum to ``D(alpha)`` at ``d = 0``: every local ascent is global
+    ascent.  A partition runs Prox-SDCA steps on ``H_k`` (curvature
+    ``K ||x_i||^2 / (lam' n)``, margins at ``grad g*(v + K dv)``) and sends
+    ``dv_k``; the combine sets ``v += sum_k dv_k`` and ``w = grad g*(v)``.
+    One partition (``K = 1``) is serial Prox-SDCA.
+
+    Certificate: the duals are feasible, ``primal_from_dual`` is False and
+    the model is ``w = grad g*(v)`` of the state's ``v``; the drivers
+    recompute ``P(w)`` and ``D(alpha)`` (from ``X^T alpha``) from scratch with
+    the plan's ``l1_ratio`` (:func:`daskdca.problem.objectives`).
+    """
+
+    lam: float = 0.0
+    l1_ratio: float = 0.0
+    threshold: float = 0.0
+    primal_from_dual = False
+    # not among the plans fitted one-vs-rest together (Capabilities.multi_class is False with l1_ratio > 0)
+    local_problems = None
+
+    def init_global(self):
+        return ProxGlobal(np.zeros(self.d), np.zeros(self.d))
+
+    def init_global_from(self, w):
+        """A warm start at ``alpha0`` given ``w = X^T alpha0 / (lam n)``: ``v = w / (1 - rho)``, ``w = grad g*(v)``."""
+        v = np.array(w, dtype=np.float64, copy=True) / (1.0 - self.l1_ratio)
+        return ProxGlobal(soft_threshold_vector(v, self.threshold), v)
+
+    def local(self, part, local, state, ctx):
+        """One round on one partition: gap sums at ``w``, then the proximal steps on ``H_k``.
+
+        With one partition the contribution is the new ``v`` itself;
+        otherwise ``dv_k``.
+        """
+        alpha = local.alpha.copy()
+        track = self._tracks()
+        u, w_u = state.v.copy(), state.w.copy()
+        delta_v = np.zeros(self.d) if track else np.empty(0)
+        loss = self.loss
+        kind, param = int(loss.kind), loss.param
+        shrink = self.settings.shrinking and loss.has_active_bounds
+        rows = part.whole()
+        if rows is not None:
+            if shrink:
+                loss_sum, conj_sum, visit = objective_sums_movable(
+                    rows.indptr, rows.indices, rows.data, rows.y, rows.weight, rows.sqnorm, alpha, state.w, 0,
+                    rows.n_rows, kind, param, self.lam_n, self.sigma_prime)
+            else:
+                loss_sum, conj_sum = objective_sums(rows.indptr, rows.indices, rows.data, rows.y, rows.weight, alpha,
+                                                    state.w, 0, rows.n_rows, kind, param)
+                visit = None
+            order = self._order(rows.n_rows, visit, ctx, ctx.partition)
+            self._steps(rows, alpha, u, w_u, delta_v, order, track)
+            n_steps = order.shape[0]
+        else:
+            def step(blk, lo, hi, a, stream):
+                visit = (movable_rows(blk.indptr, blk.indices, blk.data, blk.y, blk.weight, blk.sqnorm, a, w_u, lo,
+                                      hi, kind, param, self.lam_n, self.sigma_prime) if shrink else None)
+                order = self._order(hi - lo, visit, ctx, stream)
+                if visit is None:
+                    order = order + lo
+                self._steps(blk, a, u, w_u, delta_v, order, track)
+                return order.shape[0]
+
+            loss_sum, conj_sum, n_steps = sweep_blocks(part, alpha, state.w, ctx, loss, step)
+        vector = compress(delta_v) if track else u
+        return DualLocal(alpha), Contribution(vector, np.array([loss_sum, conj_sum, float(n_steps)]))
+
+    def _steps(self, rows, alpha, u, w_u, delta_v, order, track):
+        prox_local_sdca(rows.indptr, rows.indices, rows.data, rows.y, rows.weight, rows.sqnorm, alpha, u, w_u, delta_v,
+                        order, int(self.loss.kind), self.loss.param, self.lam_n, self.sigma_prime, self.threshold,
+                        track)
+
+    def combine(self, state, total, ctx):
+        """``v += sum_k dv_k`` (one partition: the new ``v``), ``w = grad g*(v)``; the gap of the round's start.
+
+        ``P(w) = loss_sum/n + lam'/2 ||w||^2 + lam rho ||w||_1`` and
+        ``D(alpha) = -conj_sum/n - lam' g*(v) = -conj_sum/n - lam'/2 ||w||^2``
+        (``|grad g*(v)_j| = (|v_j| - c)_+``).
+        """
+        w, v = state.w, state.v
+        new_v = dense(total.vector, self.d).copy() if self.n_partitions == 1 else apply_vector(v, total.vector)
+        loss_sum, conj_sum, steps = total.scalars
+        half_sq = 0.5 * self.lam_n / self.n * float(w @ w)
+        l1 = self.lam * self.l1_ratio * float(np.abs(w).sum())
+        report = RoundReport(True, loss_sum / self.n + half_sq + l1, -conj_sum / self.n - half_sq, float(steps))
+        return ProxGlobal(soft_threshold_vector(new_v, self.threshold), new_v), report
