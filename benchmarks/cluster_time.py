@@ -9,7 +9,7 @@ process:
   ``P*`` (relative).
 - daskdca in memory: serial SDCA, ``tol=1e-4`` (the certificate, which implies the same bound).
 - daskdca on a 2-worker LocalCluster (``threads_per_worker=1``, started before the clock; its
-  start is excluded, as the issue says): ``daskdca.fit(X, y, client=client, n_partitions=2,
+  start is excluded): ``daskdca.fit(X, y, client=client, n_partitions=2,
   tol=1e-4)``, the default cluster method, everything else included (sending the rows to the
   workers, setup, rounds, certificate).
 

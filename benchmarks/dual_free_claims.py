@@ -1,4 +1,4 @@
-"""Seed 001 (He & Takac) Figs. 2-5 claim, measured: after 10 epochs adfSDCA's gap is below dfSDCA's and SDCA's.
+"""He & Takáč 2015 [HT15], Figs. 2-5 claim, measured: after 10 epochs adfSDCA's gap is below dfSDCA's and SDCA's.
 
 For each data set, loss (logistic, squared) and lam in {1/n, 1e-4, 1e-6}, fit
 with ``tol=0`` for 10 rounds of one epoch each (one partition, seed 0):
@@ -11,7 +11,7 @@ The number compared is the certified duality gap ``P - D`` of the returned
 state (``daskdca.fit``'s ``gap_``; the dual-free methods are certified at the
 dual point ``-phi'(Xw)``, SDCA at its own ``alpha``).  Epochs are counted,
 never seconds.  Exact adfSDCA costs a pass over the data per step (O(n nnz)
-per epoch, seed 001 Table 1), so every data set is a seeded random subset of
+per epoch, [HT15] Table 1), so every data set is a seeded random subset of
 ``--rows`` rows (rcv1_1k has 1000).
 
     python benchmarks/dual_free_claims.py [--rows 2000] [--epochs 10]
@@ -19,7 +19,7 @@ per epoch, seed 001 Table 1), so every data set is a seeded random subset of
 Also: adfSDCA+ (Algorithm 2, floor 0.5) with s = 1, 10, 20 on the same grid (claim: s = 10 and s = 20
 within 3x of each other), and mini-batch adfSDCA (Algorithm 4) with b = 1, 2, 4, 8 on the logistic loss at
 lam = 1/n and 1e-4: epochs to a certified relative gap of 1e-4 (claim: b <= 8 needs at most 1.5x the epochs
-of b = 1; 001 Fig. 5).
+of b = 1; [HT15] Fig. 5).
 
 Writes ``benchmarks/plots/dual_free_claims.png`` and prints a Markdown table.
 
@@ -62,7 +62,7 @@ FILES = {
     "rcv1_1k": ("rcv1_sample1000.svm.gz", 47236),
 }
 SOLVERS = ("adfsdca", "dfsdca", "sdca")
-# adfSDCA+ (Algorithm 2) with the importance floor 0.5 (spec §2.4) and the paper's shrink factors
+# adfSDCA+ (Algorithm 2) with the importance floor 0.5 (docs/references.md, note N6) and the paper's shrink factors
 PLUS = {"s=1": 1.0, "s=10": 10.0, "s=20": 20.0}
 BATCHES = (1, 2, 4, 8)
 LOSSES = ("logistic", "squared")
@@ -81,7 +81,7 @@ def load(name, rows, seed=0):
 
 
 def optimum(X, y, loss, lam):
-    """``P*`` from a tight reference solve (spec pitfall P5: report ``P - P*`` beside the gap).
+    """``P*`` from a tight reference solve (``P - P*`` is reported beside the gap).
 
     Squared loss: the dual's normal equations ``(I + X X^T / (lam n)) alpha = y`` (exact up to
     rounding).  Logistic: LIBLINEAR's trust-region Newton with ``C = 1/(lam n)`` and ``tol=1e-12``.

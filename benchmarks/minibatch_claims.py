@@ -1,10 +1,10 @@
-"""Seed 002 (Takac et al., ICML 2013) Figs. 1-2 claims, measured: mini-batch Pegasos and naive/safe/aggressive SDCA.
+"""Takáč et al. 2013 [TBRS13] Figs. 1-2 claims, measured: mini-batch Pegasos and naive/safe/aggressive SDCA.
 
-For each data set (reuters, hinge, lam = 1.25e-4 as for news20 in 002 §5;
+For each data set (reuters, hinge, lam = 1.25e-4 as for news20 in [TBRS13] §5;
 and a generated set of unit-norm rows around a few centres, where
 ``1/sigma^2`` is small) and each batch size ``b``, every method runs in
 process on one partition (seed 0, no shrinking) until its primal
-suboptimality ``P(w) - P*`` is <= 1e-3 (002 Fig. 1's criterion), measured
+suboptimality ``P(w) - P*`` is <= 1e-3 ([TBRS13] Fig. 1's criterion), measured
 every quarter epoch; the number reported is the round (= iteration) of the
 first evaluation that meets it, or ``>cap`` when the cap (the smaller of a
 round cap and an epoch cap) is reached.  At ``b = 1`` ``beta_b = 1`` pins the
@@ -12,10 +12,10 @@ aggressive ``beta`` at 1, the step of safe SDCA, so it is not run there.
 ``P*`` is the smaller of LIBLINEAR's and a serial daskdca SDCA fit's primal
 (the SDCA fit certifies ``P* >= D`` to a relative gap of 1e-9).
 
-* ``pegasos``: :class:`daskdca.methods.pegasos.MinibatchPegasos`, decaying average (002 Fig. 2);
+* ``pegasos``: :class:`daskdca.methods.pegasos.MinibatchPegasos`, decaying average ([TBRS13] Fig. 2);
 * ``naive``, ``safe``, ``aggressive``: :class:`daskdca.methods.MinibatchSDCA` ``step=...``.
 
-Claims checked (002 §5): (i) SDCA needs fewer iterations than Pegasos at
+Claims checked ([TBRS13] §5): (i) SDCA needs fewer iterations than Pegasos at
 b = 1; (ii) safe SDCA's iterations scale like ``beta_b / b`` (reported as
 ``T(b) b / beta_b``, flat when they do); (iii) naive SDCA diverges or stalls
 for ``b >> 1/sigma^2`` while safe converges; (iv) aggressive needs no more
@@ -51,7 +51,7 @@ from daskdca.methods import MinibatchSDCA
 from daskdca.methods.pegasos import MinibatchPegasos
 
 DATA_DIR = Path(os.environ.get("DASKDCA_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
-TARGET = 1e-3  # P - P* of 002 Fig. 1
+TARGET = 1e-3  # P - P* of [TBRS13] Fig. 1
 METHODS = ("pegasos", "naive", "safe", "aggressive")
 
 

@@ -1,18 +1,18 @@
-"""SDNA's claims (003 Figs. 1-3): epochs (Fig. 1), seconds per epoch (Fig. 2) and runtime (Fig. 3) against tau.
+"""SDNA's claims (Qu et al. 2016 [QRTF16], Figs. 1-3): epochs (Fig. 1), seconds per epoch (Fig. 2) and runtime (Fig. 3) against tau.
 
 Both methods minimise the ridge objective
 ``P(w) = 1/(2n) sum_i (x_i.w - y_i)^2 + lam/2 ||w||^2`` (squared loss with
-``y`` in {-1, +1}, as in spec ``sdna.md`` §5.3; the paper does not state its
+``y`` in {-1, +1}; the paper does not state its
 loss) at ``lam = 1/n``, on one partition, with ``tau`` in {1, 32, 256}:
 
 * SDNA: ``solver=SDNA(batch_size=tau)``, one round = ``ceil(n / tau)``
   iterations of Algorithm 3 (about one epoch);
 * mini-batch SDCA: ``solver="minibatch_sdca", batch_size=tau`` (safe ESO
-  weights, seed 000), gap evaluated once per epoch.
+  weights, [TRS15]), gap evaluated once per epoch.
 
 Data: agaricus train + test (= UCI mushrooms, 8124 rows, 126 one-hot
 features, rows not normalised, like the paper's LIBSVM mushrooms) and a
-correlated generated set (spec §5.3.2: n = 2048, d = 1024, rank-20 factor plus
+correlated generated set (``correlated()``: n = 2048, d = 1024, rank-20 factor plus
 0.3 x noise, unit-norm rows).  Reported: epochs until the certified duality
 gap ``P - D`` is at most 1e-6 (at most ``--max-epochs``), and the gap after
 20 epochs at tau = 256.  Epochs, not seconds: the machine is shared.
@@ -21,7 +21,7 @@ gap ``P - D`` is at most 1e-6 (at most ``--max-epochs``), and the gap after
 
 Writes ``benchmarks/plots/sdna_fig1.png`` and prints a Markdown table.
 
-003 Figs. 2-3 (``--figs 2,3``), on the same two sets and problem, tau in
+[QRTF16] Figs. 2-3 (``--figs 2,3``), on the same two sets and problem, tau in
 {1, 2, 4, ..., 256}, one partition in memory:
 
 * Fig. 2, seconds per epoch: the library's own epoch kernels timed directly,
@@ -87,7 +87,7 @@ def agaricus():
 
 
 def correlated(n=2048, d=1024, rank=20, noise=0.3, seed=0):
-    """Spec sdna.md §5.3.2: a rank-``rank`` factor plus ``noise`` x Gaussian noise, unit-norm rows."""
+    """A rank-``rank`` factor plus ``noise`` x Gaussian noise, unit-norm rows."""
     rng = np.random.default_rng(seed)
     A = rng.standard_normal((n, rank)) @ rng.standard_normal((rank, d)) / math.sqrt(rank)
     A += noise * rng.standard_normal((n, d))

@@ -1,4 +1,4 @@
-"""SPDC's claims (paper 004 Fig. 1 and Fig. 5), counted in passes over the data.
+"""SPDC's claims (Zhang & Xiao 2017 [ZX17], Fig. 1 and Fig. 5), counted in passes over the data.
 
 Fig. 1 (ridge, synthetic): ``n = d = 500``, rows ``a ~ N(0, diag(j^-2))``,
 ``b = a.1 + N(0, 1)``, ``P(x) = 1/(2n) sum (a_i.x - b_i)^2 + lam/2 ||x||^2``
@@ -10,7 +10,7 @@ SDCA's.
 
 Fig. 5 (weighted sampling): generated classification rows
 (:func:`daskdca.datasets.make_classification`, log-normal row norms with
-``row_norm_spread`` s), scaled so that ``R_bar = 1`` as in paper §7.3,
+``row_norm_spread`` s), scaled so that ``R_bar = 1`` as in [ZX17] §7.3,
 smoothed hinge (``gamma = 1``), ``lam = 1e-5``.  Algorithm 1 (uniform,
 eq. (12)) against Algorithm 3 (``p_k`` of eq. (20), ``a*`` of eq. (25),
 eq. (24)); reported: the duality gap ``P(x) - D(y)`` after 20 and 50 passes.
@@ -29,8 +29,8 @@ SPDC across partitions (which design is the cluster default):
 2 partitions, in process, logistic loss on a9a and ijcnn1 (``shared/data``,
 or ``$DASKDCA_DATA``): epochs, rounds and seconds to a certified relative gap
 of 1e-4 for (a) global mini-batch SPDC (``SPDC()``: one row per partition per
-round, spec ``spdc.md`` §5.5 (A)), (b) CoCoA+ with the SPDC local solver
-(§5.5 (B)), (c) CoCoA+ with SDCA and (d) CoCoA+ with SDNA, and (a') global
+round: design (A)), (b) CoCoA+ with the SPDC local solver (design (B),
+docs/references.md, note N8), (c) CoCoA+ with SDCA and (d) CoCoA+ with SDNA, and (a') global
 SPDC with 1024 rows a round (design (A)'s best case on a cluster: 32 rounds an
 epoch).  Sets and lam: the side-by-side suite's (a9a 1e-3, ijcnn1 1e-4;
 ``--lam`` sets another on both, ``--quick`` keeps a9a only); each CoCoA+ fit
@@ -66,7 +66,7 @@ FIG5_PASSES = (20, 50)
 
 
 def fig1_data(n=500, d=500, seed=0):
-    """Paper §7.1: ``a ~ N(0, diag(j^-2))``, ``b = a.1 + N(0, 1)``."""
+    """[ZX17] §7.1: ``a ~ N(0, diag(j^-2))``, ``b = a.1 + N(0, 1)``."""
     rng = np.random.default_rng(seed)
     A = rng.standard_normal((n, d)) / np.arange(1, d + 1)
     return sp.csr_matrix(A), A @ np.ones(d) + rng.standard_normal(n)
@@ -118,7 +118,7 @@ def fig5_data(spread, n=4000, d=2000, seed=1):
                                     binary_values=False)
         X, y = store.read_all()
     norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
-    X = sp.csr_matrix(X / norms.mean())  # R_bar = 1 (paper §7.3)
+    X = sp.csr_matrix(X / norms.mean())  # R_bar = 1 ([ZX17] §7.3)
     return X, y, norms.max() / norms.mean()
 
 

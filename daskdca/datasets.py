@@ -13,7 +13,7 @@ The generator (all knobs explicit):
   assigned to feature ids by a seeded permutation, so popular features are
   scattered over the index range as in real data (and renumbering by
   frequency has something to do);
-* values: 1.0 (``binary_values``) or |N(0, 1)|, then each row scaled to norm
+* values: 1.0 (``binary_values``) or ``|N(0, 1)|``, then each row scaled to norm
   ``exp(row_norm_spread * N(0, 1))`` (spread 0: every row has norm 1; the
   ``R / R_bar`` ratio of the seed papers grows with the spread);
 * correlated rows: with probability ``correlation`` a row copies the
@@ -169,7 +169,7 @@ def make_regression(url, n_rows, n_features, *, nnz_per_row=50.0, zipf_exponent=
                     correlation=0.0, n_prototypes=16, noise=0.1, binary_values=True, seed=0,
                     block_rows=DEFAULT_BLOCK_ROWS, compression="zstd", float32=False, storage_options=None,
                     progress=False, overwrite=False):
-    """Write a regression store: ``y = x . w_true + noise * N(0, 1)``.
+    """Write a regression store: ``y = x.w_true + noise * N(0, 1)``.
 
     ``overwrite=True`` replaces an existing daskdca store at ``url``.
     Returns the :class:`~daskdca.store.CSRStore`.

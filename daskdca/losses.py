@@ -265,8 +265,8 @@ def _logistic_b_sweep(y, alpha, q, m):
     ``h`` the 1-D dual objective and ``g_i = phi(c) + phi*(-b_old) + c b_old
     >= 0`` the row's gap term.  ``s = gamma / (gamma + q) = 1 / (1 + k)``
     zeroes the second term, so the step raises ``h`` by at least ``s g_i``.
-    As ``gamma >= 4``, ``s >= 4 / (4 + q)``: the cheap step of spec
-    ``minibatch-sdca.md`` Part C ("Cheap inexact logistic steps") is the
+    As ``gamma >= 4``, ``s >= 4 / (4 + q)``: the cheap inexact step of
+    docs/references.md, note N2 is the
     special case ``gamma = 4``, and Takáč et al. 2015 [TRS15] Theorem 2 holds for this step as
     it does for that one.  It costs one ``exp`` and no ``log``; late in a fit,
     where ``u`` is close to ``b_old``, it agrees to first order with a Newton
@@ -567,10 +567,12 @@ class SmoothedHinge(Loss):
 
     @property
     def param(self) -> float:
+        """``gamma``, the scalar the kernels receive."""
         return float(self.gamma)
 
     @property
     def smoothness(self) -> float:
+        """``1 / gamma``, the Lipschitz constant of ``phi'``."""
         return 1.0 / float(self.gamma)
 
 
@@ -607,6 +609,7 @@ class Squared(Loss):
     has_active_bounds = False
 
 
+#: name -> loss class, for every loss :func:`daskdca.fit` accepts by name
 LOSSES = {cls.name: cls for cls in (Hinge, SmoothedHinge, SquaredHinge, Logistic, Squared)}
 
 

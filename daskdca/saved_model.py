@@ -69,9 +69,11 @@ import xxhash
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "SavedModel", "save_model", "load_model", "check_model", "atomic_output"]
 
+#: The ``format`` field of every saved model file.
 FORMAT = "daskdca-linear-model"
-# 1: the first format (coef, intercept, classes, loss, lam and the certificate).
-# 2: the same fields; the file ends with the checksum trailer (_TRAILER), required.  Version 1 is still read.
+#: The version :func:`save_model` writes.
+#: 1: the first format (coef, intercept, classes, loss, lam and the certificate).
+#: 2: the same fields; the file ends with the checksum trailer (_TRAILER), required.  Version 1 is still read.
 FORMAT_VERSION = 2
 READ_VERSIONS = (1, 2)
 # The zip comment that ends a version-2 file: this prefix, then the XXH3-64 of every byte before the

@@ -37,6 +37,9 @@ def _purge_stale_numba_cache():
 _purge_stale_numba_cache()
 
 DATA_DIR = Path(os.environ.get("DASKDCA_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+# small files with a copy in the repository (tests/data/README.md): used when DATA_DIR lacks them
+BUNDLED_DIR = Path(__file__).resolve().parent / "data"
+BUNDLED = frozenset({"heart_scale"})
 
 # name -> (file, n_features), from ../shared/data/README.md
 DATASETS = {
@@ -51,18 +54,32 @@ DATASETS = {
 _cache = {}
 
 
+def data_path(fname):
+    """The path of a data file: in DATA_DIR, else its bundled copy (BUNDLED), else the missing DATA_DIR path."""
+    path = DATA_DIR / fname
+    if not path.exists() and fname in BUNDLED:
+        return BUNDLED_DIR / fname
+    return path
+
+
+def require_data(fname):
+    """:func:`data_path`, skipping the test when the file is missing (failing it under DASKDCA_REQUIRE_DATA=1)."""
+    path = data_path(fname)
+    if not path.exists():
+        message = f"{path} not found; set DASKDCA_DATA to the shared data directory"
+        if os.environ.get("DASKDCA_REQUIRE_DATA") == "1":  # CI: missing data is a failure
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
+
+
 def load_dataset(name):
     """``(X, y)`` with X as CSR float64, loaded once per session."""
     if name not in _cache:
         from sklearn.datasets import load_svmlight_file
 
         fname, d = DATASETS[name]
-        path = DATA_DIR / fname
-        if not path.exists():
-            message = f"{path} not found; set DASKDCA_DATA to the shared data directory"
-            if os.environ.get("DASKDCA_REQUIRE_DATA") == "1":  # CI: missing data is a failure
-                pytest.fail(message)
-            pytest.skip(message)
+        path = require_data(fname)
         X, y = load_svmlight_file(str(path), n_features=d)
         _cache[name] = (sp.csr_matrix(X), np.asarray(y, dtype=np.float64))
     return _cache[name]

@@ -1,4 +1,4 @@
-"""Readable NumPy references for dual-free SDCA (seed 001), independent of daskdca.losses.
+"""Readable NumPy references for dual-free SDCA (He & Takáč 2015 [HT15]), independent of daskdca.losses.
 
 Problem: ``P(w) = 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2`` with pseudo-duals
 ``alpha`` and ``w = X^T alpha / (lam n)``; residue ``kappa_i = alpha_i + phi_i'(x_i.w)``.
@@ -42,7 +42,7 @@ def c_weights(X, lam_n, loss, sigma=1.0):
 
 
 def theta(kappa, p, X, lam_n, loss, sigma=1.0):
-    """``Theta(kappa, p)`` of Theorem 1, corrected denominator (spec §2.3, erratum 1); sums over kappa != 0."""
+    """``Theta(kappa, p)`` of Theorem 1, corrected denominator (docs/references.md, note N6); sums over kappa != 0."""
     beta = 1.0 / SMOOTHNESS[loss]
     v = sigma * (dense(X) ** 2).sum(axis=1)
     on = kappa != 0

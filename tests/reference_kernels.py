@@ -3,7 +3,7 @@
 Like scikit-learn's ``test_sag.py``, the tests feed these and the compiled
 kernels the same row sequence and compare the iterates, rather than only the
 end point.  The formulas are written out independently of ``daskdca.losses``
-(spec ``minibatch-sdca.md`` Part C); the logistic root is found by Brent's
+(docs/references.md, note N2); the logistic root is found by Brent's
 method instead of the kernels' Newton iteration.
 """
 
@@ -137,7 +137,7 @@ def local_sdca(X, y, alpha, u, delta_w, order, loss, lam_n, sigma, gamma=1.0, we
 
 
 def minibatch_sdca(X, y, q, alpha, w, batches, loss, lam_n, gamma=1.0):
-    """Seed 000 Algorithm 1: every row of a batch reads the same ``w``."""
+    """[TRS15] Algorithm 1: every row of a batch reads the same ``w``."""
     alpha, w = alpha.copy(), w.copy()
     for batch in batches:
         margins = np.asarray(X[batch] @ w).ravel()

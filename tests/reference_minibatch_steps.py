@@ -1,7 +1,7 @@
 """Readable NumPy versions of the naive and aggressive mini-batch SDCA steps and of mini-batch Pegasos.
 
-All solve ``min_w P(w) = 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2`` (seed 002
-eq. (1) with a general loss).  Like ``reference_kernels.py`` they take the
+All solve ``min_w P(w) = 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2`` (Takáč et al.
+2013 [TBRS13], eq. (1) with a general loss).  Like ``reference_kernels.py`` they take the
 row sequence as input, so the tests feed them and the compiled code the same
 batches and compare the iterates, not only the end point.  The dual is
 recomputed from scratch here (``reference_kernels.dual_objective``), never
@@ -14,11 +14,11 @@ import numpy as np
 
 import reference_kernels as ref
 
-GAMMA = 0.95  # seed 002 Algorithm 2
+GAMMA = 0.95  # [TBRS13] Algorithm 2
 
 
 def batch_step(X, y, alpha, w, batch, beta, loss, lam_n):
-    """Seed 002 eq. (15), general loss: the new duals of ``batch`` from one ``w``, ``v_i = beta ||x_i||^2``."""
+    """[TBRS13] eq. (15), general loss: the new duals of ``batch`` from one ``w``, ``v_i = beta ||x_i||^2``."""
     margins = np.asarray(X[batch] @ w).ravel()
     sqnorm = np.asarray(X[batch].multiply(X[batch]).sum(axis=1)).ravel()
     return np.array([ref.dual_update(loss, y[i], alpha[i], beta * s / lam_n, m)
@@ -26,7 +26,7 @@ def batch_step(X, y, alpha, w, batch, beta, loss, lam_n):
 
 
 def naive_minibatch_sdca(X, y, batches, loss, lam_n):
-    """Seed 002 §4.1: every row of a batch takes the serial step (``beta = 1``) from the same ``w``."""
+    """[TBRS13] §4.1: every row of a batch takes the serial step (``beta = 1``) from the same ``w``."""
     alpha, w = np.zeros(X.shape[0]), np.zeros(X.shape[1])
     for batch in batches:
         new = batch_step(X, y, alpha, w, batch, 1.0, loss, lam_n)
@@ -36,7 +36,7 @@ def naive_minibatch_sdca(X, y, batches, loss, lam_n):
 
 
 def aggressive_sdca(X, y, batches, loss, lam, beta_b):
-    """Seed 002 Algorithm 2 (spec §B5): tentative step, ``rho``, actual step, accept iff ``D`` increases.
+    """[TBRS13] Algorithm 2 (docs/references.md, note N3): tentative step, ``rho``, actual step, accept iff ``D`` increases.
 
     Returns ``(alpha, w, betas, rhos, accepted)`` with one entry per
     iteration in the lists; the dual is evaluated from scratch.
@@ -68,7 +68,7 @@ def aggressive_sdca(X, y, batches, loss, lam, beta_b):
 
 
 def derivative(loss, y, z):
-    """``d phi / dz`` (hinge: ``-y`` when ``y z < 1``, else 0, as chi_i in seed 002 eq. (8))."""
+    """``d phi / dz`` (hinge: ``-y`` when ``y z < 1``, else 0, as chi_i in [TBRS13] eq. (8))."""
     a = y * z
     if loss == "hinge":
         return np.where(a < 1.0, -y, 0.0)
@@ -80,7 +80,7 @@ def derivative(loss, y, z):
 
 
 def pegasos(X, y, batches, lam, loss, decay=0.9):
-    """Seed 002 Algorithm 1 with eq. (9) for a general loss, and the decaying average of 002 Fig. 2.
+    """[TBRS13] Algorithm 1 with eq. (9) for a general loss, and the decaying average of its Fig. 2.
 
     ``w^(t+1) = (1 - 1/t) w^(t) - 1/(lam t b) sum_{i in A_t} phi_i'(x_i.w^(t)) x_i``
     and ``w_bar^(t+1) = decay w_bar^(t) + (1 - decay) w^(t+1)``.  Returns

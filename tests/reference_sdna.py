@@ -1,11 +1,11 @@
-"""A readable NumPy SDNA (seed 003, Algorithm 3 in CoCoA+ local form), for index-for-index tests.
+"""A readable NumPy SDNA (Qu et al. 2016 [QRTF16], Algorithm 3 in CoCoA+ local form), for index-for-index tests.
 
 Each step on a row set ``S`` forms ``c = X_S u`` and
 ``Q = sigma X_S X_S^T / (lam n)`` densely and minimises
 
     Phi(h) = c.h + 1/2 h^T Q h + sum_{j in S} phi_j*(-alpha_j - h_j)
 
-(spec ``sdna.md`` §2.5, §6.4) by means independent of the numba kernels:
+(docs/references.md, note N7) by means independent of the numba kernels:
 ``np.linalg.solve`` for squared loss, and for every other loss exact
 coordinate descent with :func:`reference_kernels.dual_update` (the logistic
 root by Brent's method) run until it stops moving, instead of the kernels'

@@ -1,4 +1,4 @@
-"""A readable NumPy SPDC (paper 004, Algorithms 1-3) and Chambolle-Pock, for index-for-index tests.
+"""A readable NumPy SPDC (Zhang & Xiao 2017 [ZX17], Algorithms 1-3) and Chambolle-Pock, for index-for-index tests.
 
 Dense and eager: every iteration updates all ``d`` coordinates of ``x``,
 ``xbar`` and ``u`` exactly as printed in the paper (eq. (5)-(8), (9)-(10),

@@ -8,7 +8,7 @@ import pytest
 import daskdca
 from daskdca.cli import main
 
-from conftest import DATA_DIR, load_dataset
+from conftest import data_path, load_dataset
 
 
 @pytest.mark.parametrize("loss, C", [("logistic", 1.0), ("logistic", 100.0), ("hinge", 1.0), ("hinge", 100.0),
@@ -40,6 +40,6 @@ def test_advice_checks_its_input():
 
 
 def test_cli_advise_prints_the_plan(capsys):
-    assert main(["advise", str(DATA_DIR / "heart_scale"), "--loss", "logistic", "--C", "100"]) == 0
+    assert main(["advise", str(data_path("heart_scale")), "--loss", "logistic", "--C", "100"]) == 0
     out = capsys.readouterr().out
     assert "route: in_process, solver newton" in out and "predicted:" in out and "why:" in out

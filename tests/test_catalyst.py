@@ -2,8 +2,8 @@
 
 The extrapolation is replayed here in NumPy from the returned duals alone;
 the certificate is recomputed from the returned duals and checked against
-LIBLINEAR / L-BFGS optima; and the issue-11 claim (far fewer rounds than
-plain CoCoA+ at small lam) is checked on a9a.
+LIBLINEAR / L-BFGS optima; and the claim that Catalyst (Lin et al. 2018 [LMH18]) around CoCoA+
+takes far fewer rounds than plain CoCoA+ at small lam is checked on a9a.
 """
 
 import math

@@ -21,7 +21,7 @@ from daskdca.cli import main
 from daskdca.saved_model import FORMAT_VERSION, SavedModel, load_model
 from daskdca.store import open_store, write_store
 
-from conftest import DATA_DIR, DATASETS, load_dataset, random_labels, random_sparse
+from conftest import DATASETS, data_path, load_dataset, random_labels, random_sparse
 
 SVM = "1 1:1 3:0.5\n-1 2:1\n1 1:0.25 2:2\n"
 
@@ -175,7 +175,7 @@ def heart():
     """The real heart_scale file: ``(path, X with 32-bit indices for LIBLINEAR, y)``."""
     X, y = load_dataset("heart")
     X = sp.csr_matrix((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)), shape=X.shape)
-    return str(DATA_DIR / DATASETS["heart"][0]), X, y
+    return str(data_path(DATASETS["heart"][0])), X, y
 
 
 @pytest.fixture(scope="module")

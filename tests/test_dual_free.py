@@ -1,4 +1,4 @@
-"""Dual-free SDCA (seed 001): kernels against NumPy, the step's theory (spec §4.2), real data, bad input."""
+"""Dual-free SDCA (He & Takáč 2015 [HT15]): kernels against NumPy, the step's theory, real data, bad input."""
 
 import warnings
 
@@ -207,7 +207,7 @@ def test_sumtree_draws_the_cdf_interval_and_skips_zero_weights():
     np.testing.assert_allclose(counts / 60_000, weights / weights.sum(), atol=0.01)
 
 
-# --- the theory of the step (spec §4.2) -------------------------------------------------------------
+# --- the theory of the step -------------------------------------------------------------------------
 
 @pytest.mark.parametrize("loss", SMOOTH)
 def test_gradient_identity_and_unbiased_step(loss):
@@ -310,7 +310,7 @@ def test_squared_loss_importance_step_is_the_sdca_step():
 # --- Algorithm 3 and mini-batch adfSDCA (Algorithm 4) -------------------------------------------
 
 def test_algorithm3_toy_example_exact():
-    """001 Fig. 1: q = (0.8, 0.6, 0.4, 0.2), b = 2: t = (0.2, 0.4, 0.4), P{1,2} = 7/15, P{1,3} = 4/15, rest 1/15."""
+    """[HT15] Fig. 1: q = (0.8, 0.6, 0.4, 0.2), b = 2: t = (0.2, 0.4, 0.4), P{1,2} = 7/15, P{1,3} = 4/15, rest 1/15."""
     perm, t, i_st, j_st, m = kern.alg3_stages(np.array([0.8, 0.6, 0.4, 0.2]), 2, 1e-12)
     assert m == 3
     np.testing.assert_allclose(t, [0.2, 0.4, 0.4], atol=1e-15)
@@ -464,7 +464,7 @@ def test_plus_kernel_matches_reference(loss, floor, shrink, share, d_rest):
 
 
 def test_plus_converges_with_the_floor_on_one_and_two_partitions():
-    """With the importance floor every shrink converges (spec §2.4; s = 1 without it diverges there and here)."""
+    """With the importance floor every shrink converges (docs/references.md, note N6; s = 1 without it diverges there and here)."""
     X, y = load_dataset("heart")
     lam = 1e-2
     for shrink in (1.0, 10.0, 20.0):
@@ -591,7 +591,7 @@ def test_bad_settings_raise():
 # --- the claim, small: after 10 epochs adfSDCA's gap is below uniform dfSDCA's ---------------------
 
 def test_adaptive_gap_below_uniform_after_ten_epochs_on_heart():
-    """001 Figs. 2/4 (spec §5.3 item 2), small: heart, logistic, lam = 1/n, 10 epochs, one partition."""
+    """[HT15] Figs. 2/4, small: heart, logistic, lam = 1/n, 10 epochs, one partition."""
     X, y = load_dataset("heart")
     lam = 1.0 / X.shape[0]
     gaps = {}
@@ -603,7 +603,7 @@ def test_adaptive_gap_below_uniform_after_ten_epochs_on_heart():
     assert gaps["adfsdca"] < gaps["dfsdca"]
 
 
-# --- refreshed adaptive probabilities (seed 001 §1.1, §4) and the safeguards -----------------------
+# --- refreshed adaptive probabilities ([HT15] §1.1, §4) and the safeguards --------------------------
 
 @pytest.mark.parametrize("loss", SMOOTH)
 @pytest.mark.parametrize("n_refresh, share, k2_rest, d_rest, sigma", [(1, 1.0, 0.0, 0.0, 1.0), (3, 0.4, 3.0, 50.0, 2.0)])

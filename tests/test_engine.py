@@ -15,7 +15,7 @@ import daskdca  # noqa: E402
 from daskdca.partitions import random_row_order  # noqa: E402
 from daskdca.store import StoreError, convert_svmlight, write_store  # noqa: E402
 
-from conftest import DATA_DIR, load_dataset  # noqa: E402
+from conftest import data_path, load_dataset  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -140,7 +140,8 @@ def test_many_partitions_per_worker_run_as_one_task_each_with_the_in_process_bit
                   random_state=6)
     with pytest.warns(ConvergenceWarning):
         local = daskdca.fit(X, y, **kwargs)
-    with distributed.get_task_stream(client) as stream, pytest.warns(ConvergenceWarning):
+    with (dask.config.set({"daskdca.rounds": "tasks"}), distributed.get_task_stream(client) as stream,
+          pytest.warns(ConvergenceWarning)):
         remote = daskdca.fit(store, client=client, in_memory=True, **kwargs)
     np.testing.assert_array_equal(remote.dual_coef_, local.dual_coef_[order])
     np.testing.assert_array_equal(remote.coef_, local.coef_)
@@ -171,7 +172,8 @@ def test_partitions_are_grouped_per_worker_thread_and_regrouped_when_workers_joi
                 cluster.scale(2)
                 c.wait_for_workers(2, timeout=60)
 
-        with distributed.get_task_stream(c) as stream, pytest.warns(ConvergenceWarning):
+        with (dask.config.set({"daskdca.rounds": "tasks"}), distributed.get_task_stream(c) as stream,
+              pytest.warns(ConvergenceWarning)):
             remote = daskdca.fit(store, client=c, in_memory=True, checkpoint_every=10, callback=scale_up,
                                  **kwargs)
     np.testing.assert_array_equal(remote.dual_coef_, local.dual_coef_[order])
@@ -183,6 +185,68 @@ def test_partitions_are_grouped_per_worker_thread_and_regrouped_when_workers_joi
             rounds.setdefault(rnd, set()).add((key.rsplit("-", 1)[1], task["worker"]))
     assert {g for g, _ in rounds[5]} == {"g0", "g1"} and len({w for _, w in rounds[5]}) == 1
     assert {g for g, _ in rounds[12]} == {"g0", "g1", "g2", "g3"} and len({w for _, w in rounds[12]}) == 2
+
+
+def _actors_per_worker(client):
+    return sorted(client.run(lambda dask_worker: len(dask_worker.state.actors)).values())
+
+
+@pytest.mark.parametrize("in_memory", [True, False])
+def test_resident_rounds_run_no_round_tasks_and_give_the_in_process_bits(client, tmp_path_factory, in_memory):
+    """The default rounds (Dask config daskdca.rounds = "resident"): 10 partitions on 2 workers live in one
+    actor per worker (partitions 0-4 and 5-9); a round is a call to each, no task, and the iterates are the
+    in-process ones bit for bit, in memory and out of core.  The actors leave with the fit."""
+    X, y = load_dataset("rcv1_1k")
+    order = random_row_order(X.shape[0], 6)
+    store = write_store(tmp_path_factory.mktemp("stores") / "rcv1-10.zarr", X[order], y[order], block_rows=100,
+                        shuffle=False)
+    kwargs = dict(loss="logistic", lam=1e-4, solver="cocoa+", n_partitions=10, tol=1e-12, max_rounds=6,
+                  random_state=6)
+    with pytest.warns(ConvergenceWarning):
+        local = daskdca.fit(X, y, **kwargs)
+    seen = []
+
+    def look(record, state):
+        seen.append(_actors_per_worker(client))
+
+    with distributed.get_task_stream(client) as stream, pytest.warns(ConvergenceWarning):
+        remote = daskdca.fit(store, client=client, in_memory=in_memory, callback=look, **kwargs)
+    np.testing.assert_array_equal(remote.dual_coef_, local.dual_coef_[order])
+    np.testing.assert_array_equal(remote.coef_, local.coef_)
+    assert [r.primal for r in remote.history_] == [r.primal for r in local.history_]
+    keys = [str(task["key"]) for task in stream.data]
+    assert not [k for k in keys if k.startswith(("daskdca-round-", "daskdca-reduce-", "daskdca-combine-"))]
+    assert [k for k in keys if k.startswith("daskdca-resident-")]
+    assert seen and all(counts == [1, 1] for counts in seen)
+    assert _actors_per_worker(client) == [0, 0]
+
+
+def test_resident_rounds_move_to_workers_that_join(tmp_path):
+    """A fit started on one worker puts its 4 partitions in one actor; a second worker joins at round 3, and
+    from the next copy of the states (round 10) the partitions live in two actors, one per worker.  The
+    iterates are the in-process ones, bit for bit."""
+    X, y = load_dataset("rcv1_1k")
+    order = random_row_order(X.shape[0], 7)
+    store = write_store(tmp_path / "rcv1-4.zarr", X[order], y[order], block_rows=250, shuffle=False)
+    kwargs = dict(loss="hinge", lam=1e-4, solver="cocoa+", n_partitions=4, tol=1e-12, max_rounds=16,
+                  random_state=7)
+    with pytest.warns(ConvergenceWarning):
+        local = daskdca.fit(X, y, **kwargs)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=True, dashboard_address=None,
+                                  silence_logs=40) as cluster, distributed.Client(cluster) as c:
+        seen = {}
+
+        def scale_up(record, state):
+            if record.round == 3:
+                cluster.scale(2)
+                c.wait_for_workers(2, timeout=60)
+            seen[record.round] = _actors_per_worker(c)
+
+        with pytest.warns(ConvergenceWarning):
+            remote = daskdca.fit(store, client=c, in_memory=True, checkpoint_every=10, callback=scale_up,
+                                 **kwargs)
+    np.testing.assert_array_equal(remote.dual_coef_, local.dual_coef_[order])
+    assert seen[2] == [1] and seen[5] == [0, 1] and seen[12] == [1, 1]
 
 
 @pytest.mark.parametrize("in_memory", [True, False])
@@ -322,7 +386,7 @@ def test_dask_array_and_in_memory_inputs(client):
 
 
 def test_renumbered_store_returns_coef_in_source_order(client, tmp_path):
-    path = DATA_DIR / "heart_scale"
+    path = data_path("heart_scale")
     store = convert_svmlight(path, tmp_path / "h.zarr", n_features=13, renumber_features=True, shuffle=True,
                              block_rows=135)
     m = daskdca.fit(store, loss="logistic", lam=1e-1, solver="cocoa+", tol=1e-9, client=client)

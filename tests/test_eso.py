@@ -1,8 +1,8 @@
 """ESO validity of every shipped weight formula, and why it matters.
 
 Weights ``v`` are valid for a sampling when ``M <= Diag(v)`` with
-``M_ij = (n/b) P(i, j both sampled) (X X^T)_ij`` (spec ``minibatch-sdca.md``
-§A3), i.e. ``lambda_max(Diag(v)^-1/2 M Diag(v)^-1/2) <= 1``.
+``M_ij = (n/b) P(i, j both sampled) (X X^T)_ij`` (Takáč et al. 2015
+[TRS15], Definition 1; docs/references.md, note N1), i.e. ``lambda_max(Diag(v)^-1/2 M Diag(v)^-1/2) <= 1``.
 """
 
 import numpy as np
@@ -101,7 +101,7 @@ def test_distributed_sampling_weights_are_valid(family, c, b):
 
 
 def test_printed_row_nnz_formula_is_invalid():
-    """Seed 000 §4.3 prints the sparse weights with row nnz; the check must catch it."""
+    """[TRS15] §4.3 prints the sparse weights with row nnz; the check must catch it."""
     X = _family("identical_e1")
     b = 12
     row_nnz = (X != 0).sum(axis=1)
@@ -110,7 +110,7 @@ def test_printed_row_nnz_formula_is_invalid():
 
 
 def test_beta_standard_range_and_extremes():
-    # 1 <= beta <= b; orthogonal rows give 1, collinear rows give b (spec §A4 sanity values)
+    # 1 <= beta <= b; orthogonal rows give 1, collinear rows give b
     assert eso.beta_standard(100, 10, 1 / 100) == pytest.approx(1.0)
     assert eso.beta_standard(100, 10, 1.0) == pytest.approx(10.0)
     assert eso.beta_standard(100, 100, 0.3) == pytest.approx(30.0)  # b = n: n sigma^2
@@ -137,7 +137,7 @@ def _run_minibatch(X, y, lam, v, b, n_iter, seed=0):
 
 
 def test_seed002_toy_naive_oscillates_safe_converges():
-    """Seed 002 §4.1: Q = [[1, 1], [1, 1]], lam = 1/n = 1/2, b = 2."""
+    """[TBRS13] §4.1: Q = [[1, 1], [1, 1]], lam = 1/n = 1/2, b = 2."""
     X = np.array([[1.0], [1.0]])
     y = np.array([1.0, 1.0])
     lam = 0.5
@@ -156,7 +156,7 @@ def test_seed002_toy_naive_oscillates_safe_converges():
 
 
 def test_naive_minibatch_fails_where_safe_converges():
-    """Correlated clusters with b >> 1/sigma^2 (spec Part D item 5)."""
+    """Correlated clusters with b >> 1/sigma^2."""
     rng = np.random.default_rng(0)
     n, d, b = 400, 50, 50
     centers = rng.standard_normal((8, d))

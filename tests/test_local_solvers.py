@@ -1,6 +1,6 @@
 """CoCoA+'s local solvers (``CoCoAPlus(local_solver=...)``): one spelling for SDCA, SDNA and SPDC.
 
-SDNA by name is the SDNA fit bit for bit; SPDC as the local solver (spec ``spdc.md`` §5.5 (B)) solves the CoCoA+
+SDNA by name is the SDNA fit bit for bit; SPDC as the local solver (docs/references.md, note N8) solves the CoCoA+
 local subproblem (a direct solve), is SPDC itself on one partition (the NumPy reference), never lowers the dual
 (and needs its safeguard for that), converges to the L-BFGS / LIBLINEAR / closed-form optimum, and is certified
 by a gap that bounds ``P(w) - P*``.

@@ -1,7 +1,7 @@
 """Losses: values, derivatives, conjugates and the closed-form dual step.
 
 The dual step is checked against brute-force 1-D maximisation on thousands
-of random cases per loss, as the core issue asks.
+of random cases per loss.
 """
 
 import math
@@ -185,7 +185,7 @@ def _logistic_h_gain(y, alpha, q, m, new):
 
 def test_logistic_sweep_step_always_ascends_with_the_sdca_bound():
     """The sweep's logistic step (cheap or exact) never lowers the 1-D dual objective beyond rounding, raises it by
-    at least ``4 / (4 + q) g_i`` (``g_i`` the row's gap term: seed 000 Theorem 2's premise, spec Part C), and keeps
+    at least ``4 / (4 + q) g_i`` (``g_i`` the row's gap term: [TRS15] Theorem 2's premise, docs/references.md, note N2), and keeps
     ``b`` strictly inside (0, 1) -- on 200,000 random cases including the corners of ``b``, ``q`` and ``m``.
 
     An old ``b`` below ``B_MIN`` (reachable only from outside, e.g. ``alpha = 0`` at the start) may have its
@@ -309,7 +309,7 @@ def test_conjugate_is_infinite_outside_domain(loss):
 
 
 def test_logistic_conjugate_at_zero_is_zero():
-    # 0 log 0 = 0: D(0) = 0 for logistic (spec Part E, numerics of lam n)
+    # 0 log 0 = 0: D(0) = 0 for logistic
     assert Logistic().conjugate([1.0, -1.0], [0.0, 0.0]).tolist() == [0.0, 0.0]
 
 

@@ -203,7 +203,8 @@ def test_a_worker_killed_while_writing_a_checkpoint_changes_nothing(heart, fault
     process); the write is redone elsewhere, the fit ends with the undisturbed bits, and its checkpoint is
     complete and holds the last round."""
     from daskdca import engine
-    from daskdca.engine import executor as engine_executor  # where the executor looks _save_state up
+    from daskdca.engine import executor as engine_executor  # where each executor looks _save_state up
+    from daskdca.engine import resident as engine_resident
 
     X, y = heart
     client = fault_client
@@ -221,6 +222,7 @@ def test_a_worker_killed_while_writing_a_checkpoint_changes_nothing(heart, fault
         return real_save(out, url, prefix)
 
     monkeypatch.setattr(engine_executor, "_save_state", save_or_die)
+    monkeypatch.setattr(engine_resident, "_save_state", save_or_die)
     disturbed = _fit(store, None, name, checkpoint=tmp_path / "b", **kwargs)
     monkeypatch.undo()
     assert os.path.exists(marker)

@@ -1,4 +1,4 @@
-"""Naive and aggressive mini-batch SDCA (seed 002 §4.1 and Algorithm 2) against NumPy references.
+"""Naive and aggressive mini-batch SDCA (Takáč et al. 2013 [TBRS13], §4.1 and Algorithm 2) against NumPy references.
 
 The references (``reference_minibatch_steps.py``) get the batches the fit
 draws, ``minibatch_indices(random_state, round, partition, ...)``, and the
@@ -164,7 +164,7 @@ def _run(X, y, method, loss, lam, rounds, seed=0):
 
 
 def test_the_002_toy_naive_oscillates_safe_and_aggressive_solve_it():
-    """Seed 002 §4.1: two identical rows, lam = 1/n = 1/2, b = 2; the optimum is alpha = (0.5, 0.5), D = 0.25.
+    """[TBRS13] §4.1: two identical rows, lam = 1/n = 1/2, b = 2; the optimum is alpha = (0.5, 0.5), D = 0.25.
 
     The API refuses one class, so the plan runs on the in-process executor directly.
     """
@@ -182,7 +182,7 @@ def test_the_002_toy_naive_oscillates_safe_and_aggressive_solve_it():
 
 
 def test_naive_fails_where_safe_and_aggressive_converge():
-    """Clustered rows with b >> 1/sigma^2 (spec Part D items 5 and 11)."""
+    """Clustered rows with b >> 1/sigma^2."""
     X, y = clustered()
     lam, b, rounds = 1e-3, 100, 240  # 60 epochs
     methods = {"naive": _naive(batch_size=b), "safe": MinibatchSDCA(batch_size=b),

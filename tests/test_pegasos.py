@@ -1,4 +1,4 @@
-"""Mini-batch Pegasos (seed 002 Algorithm 1) against a NumPy reference, its norm bound, and the cluster.
+"""Mini-batch Pegasos (Takáč et al. 2013 [TBRS13], Algorithm 1) against a NumPy reference, its norm bound, and the cluster.
 
 ``MinibatchPegasos`` is not in the registry (the contract test asks every
 registered method for a certified relative gap of 1e-5 on logistic heart in
@@ -63,7 +63,7 @@ def test_kernel_matches_the_reference_on_the_same_batches(loss, averaging):
 
 @pytest.mark.parametrize("rounds", [41, 60])
 def test_suffix_average_is_theorem_1s_average(rounds):
-    """``1/(T - floor(T/2)) sum_{t=floor(T/2)+1}^{T} w^(t)``, odd and even T (spec §B3)."""
+    """``1/(T - floor(T/2)) sum_{t=floor(T/2)+1}^{T} w^(t)``, odd and even T (docs/references.md, note N4)."""
     X, y = load_dataset("heart")
     lam, b, seed = 1e-2, 8, 1
     result = _fit(X, y, MinibatchPegasos(batch_size=b, averaging="suffix", horizon=rounds), "hinge", lam, rounds,
@@ -89,7 +89,7 @@ def test_the_certificate_is_recomputed_from_the_returned_duals():
 
 
 def test_expected_squared_norm_obeys_the_theorem_1_bound():
-    """Seed 002 eq. (13): ``E||w^(t)||^2 <= beta_b / (lam^2 b)`` (rows of norm <= 1), over 40 seeds."""
+    """[TBRS13] eq. (13): ``E||w^(t)||^2 <= beta_b / (lam^2 b)`` (rows of norm <= 1), over 40 seeds."""
     X, y = load_dataset("heart")
     X = _unit_rows(X)
     lam, b = 0.1, 8

@@ -1,4 +1,4 @@
-"""SDNA (seed 003, solver="sdna"): kernels against the NumPy reference, the spec's §4.4 tests, LIBLINEAR.
+"""SDNA (Qu et al. 2016 [QRTF16], solver="sdna"): kernels against the NumPy reference, invariants, LIBLINEAR.
 
 The objective is ``P(w) = 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2``; SDNA
 maximises its dual ``D(alpha)`` exactly over random sets of ``tau`` coordinates.
@@ -72,7 +72,7 @@ def test_kernel_equals_reference_on_the_same_sets(loss, sigma):
 @pytest.mark.parametrize("sigma", [1.0, 2.0])
 @pytest.mark.parametrize("loss", LOSSES)
 def test_tau_one_gives_the_sdca_iterates(loss, sigma):
-    """tau = 1: each SDNA step is SDCA's closed-form step (spec §2.5, T-tau1), index for index.
+    """tau = 1: each SDNA step is SDCA's closed-form step (docs/references.md, note N7), index for index.
 
     Through ``fit`` SDNA(batch_size=1) samples like ``SDCA(sampling="iid")``
     (one uniform row per step, with replacement across steps) but from other
@@ -120,7 +120,7 @@ def _brute_force(Q, c, alpha_S, y_S, loss):
 def test_subproblem_solvers_against_brute_force(loss, duplicates):
     rng = np.random.default_rng(7)
     XS = rng.standard_normal((5, 3))
-    if duplicates:  # Q singular (one-hot data such as mushrooms; spec §6.2)
+    if duplicates:  # Q singular (one-hot data such as mushrooms; docs/references.md, note N7)
         XS[3] = XS[1]
         XS[4] = XS[0]
     Q = XS @ XS.T / 2.0
@@ -146,20 +146,20 @@ def test_squared_subproblem_is_the_linear_solve_and_cholesky_survives_a_singular
     c, alpha_S, y_S = rng.standard_normal(6), rng.standard_normal(6), rng.standard_normal(6)
     a = solve_subproblem(Q, c, alpha_S, y_S, int(get_loss("squared").kind), 0.0)
     np.testing.assert_allclose(a - alpha_S, np.linalg.solve(Q + np.eye(6), y_S - c - alpha_S), rtol=1e-12)
-    # rank 4 of 6: the plain factorisation fails, the jitter (spec §6.2) gives a finite least-squares-like answer
+    # rank 4 of 6: the plain factorisation fails, the jitter (note N7) gives a finite least-squares-like answer
     x = cholesky_solve(Q, Q @ np.ones(6))
     assert np.all(np.isfinite(x))
     np.testing.assert_allclose(Q @ x, Q @ np.ones(6), atol=1e-6)
 
 
-# --- the spec's §4.4 tests --------------------------------------------------------------------------------------------
+# --- invariants of the solves ------------------------------------------------------------------------------------------
 
 def test_squared_loss_with_tau_n_is_optimal_after_one_step():
     X, y = _data(n=60, d=20, loss="squared", seed=3)
     m = daskdca.fit(X, y, loss="squared", lam=0.05, solver=SDNA(batch_size=60), tol=1e-12, max_rounds=3)
     assert m.converged_ and m.n_rounds_ == 1
     assert m.gap_ <= 1e-12 * m.primal_
-    # the dual optimum solves (X X^T / (lam n) + I) alpha = y (spec §1.6)
+    # the dual optimum solves (X X^T / (lam n) + I) alpha = y
     Xd = X.toarray()
     alpha_star = np.linalg.solve(Xd @ Xd.T / (0.05 * 60) + np.eye(60), y)
     np.testing.assert_allclose(m.dual_coef_, alpha_star, rtol=1e-10, atol=1e-12)
@@ -201,7 +201,7 @@ def test_the_sdna_step_rises_at_least_as_much_as_the_minibatch_sdca_step(loss):
         assert d_sdca >= d0 - 1e-13  # the ESO is safe
         assert d_sdna >= d_sdca - 1e-12 * abs(d_sdca)
         assert d_sdna > d_sdca  # strictly, on correlated rows
-        # the increase is exactly -(Phi(h) - Phi(0)) / n (spec §2.5)
+        # the increase is exactly -(Phi(h) - Phi(0)) / n (docs/references.md, note N7)
         XS = X[S].toarray()
         Q, c = XS @ XS.T / lam_n, XS @ w0
         dphi = rsdna.phi(Q, c, alpha0[S], y[S], a_sdna[S], loss) - rsdna.phi(Q, c, alpha0[S], y[S], alpha0[S], loss)
@@ -209,7 +209,7 @@ def test_the_sdna_step_rises_at_least_as_much_as_the_minibatch_sdca_step(loss):
 
 
 def test_the_papers_three_by_three_example():
-    """003 §2.3: sigma_1 = 0.3350, sigma_2 = 1.333e-4, sigma_3 = 0.333e-4 (printed "sigma_2"; spec §7.4)."""
+    """[QRTF16] §2.3: sigma_1 = 0.3350, sigma_2 = 1.333e-4, sigma_3 = 0.333e-4 (printed "sigma_2")."""
     M = np.array([[1.0, 0.99, 0.9999], [0.99, 1.0, 0.99], [0.9999, 0.99, 1.0]])
     sets = [(0, 1), (1, 2), (2, 0)]  # 2-nice on {1, 2, 3}: each pair with probability 1/3
     p = np.full(3, 2 / 3)
@@ -300,7 +300,7 @@ def test_sdna_matches_liblinear_on_a9a(loss, lam):
         assert abs(primal - p_ll) <= 1e-6 * p_ll
 
 
-# --- the claim (003 Fig. 1) on small data -----------------------------------------------------------------------------
+# --- the claim ([QRTF16] Fig. 1) on small data -------------------------------------------------------------------------
 
 def _epochs_to(X, y, solver, target, max_rounds):
     with warnings.catch_warnings():
@@ -313,7 +313,7 @@ def _epochs_to(X, y, solver, target, max_rounds):
 
 
 def test_claim_fig1_on_a_small_correlated_set():
-    """003 Fig. 1 on a rank-10 + noise set (n = 512): with tau = 32 SDNA needs fewer epochs than with tau = 1,
+    """[QRTF16] Fig. 1 on a rank-10 + noise set (n = 512): with tau = 32 SDNA needs fewer epochs than with tau = 1,
     and mini-batch SDCA more; the benchmark (benchmarks/sdna_claims.py) runs the full claim."""
     rng = np.random.default_rng(0)
     n, d = 512, 128
@@ -378,7 +378,7 @@ def test_out_of_core_sweeps_block_by_block_and_one_block_equals_in_memory(tmp_pa
 
 
 def test_an_epochs_gram_work_grows_with_tau_as_the_cost_model_says(monkeypatch):
-    """003 Fig. 2's cost model (spec §6.1): one SDNA round (an epoch) builds ``ceil(n / tau)`` Gram blocks of
+    """[QRTF16] Fig. 2's cost model: one SDNA round (an epoch) builds ``ceil(n / tau)`` Gram blocks of
     ``tau (tau + 1) / 2`` entries, about ``n (tau + 1) / 2`` entries an epoch, while it visits about ``n`` rows.
 
     The round's own row sets (the plan's) go through ``local_sdna``'s Python body with ``gram_block``

@@ -1,4 +1,4 @@
-"""SPDC (paper 004): lazy kernel == dense NumPy reference, m = n == Chambolle-Pock, weighted a = 0 ==
+"""SPDC (Zhang & Xiao 2017 [ZX17]): lazy kernel == dense NumPy reference, m = n == Chambolle-Pock, weighted a = 0 ==
 Algorithm 1, the step parameters and mixing, fused == single rounds, converged fits against references."""
 
 import math
@@ -85,7 +85,7 @@ def test_lazy_kernel_equals_the_dense_reference_on_the_same_index_sequence(loss_
     np.testing.assert_allclose(x, x_ref, rtol=0, atol=1e-10)
     np.testing.assert_allclose(y, y_ref, rtol=0, atol=1e-10)
     np.testing.assert_allclose(u, u_ref, rtol=0, atol=1e-12)
-    # invariant u = A^T y / n (spec §3.4 test 2)
+    # invariant u = A^T y / n
     np.testing.assert_allclose(u, X.T @ y / n, rtol=0, atol=1e-12)
     if lam1 > 0:
         assert np.any(x_ref == 0.0) and np.array_equal(x == 0.0, x_ref == 0.0)
@@ -109,7 +109,7 @@ def test_weighted_steps_equal_the_dense_reference_and_alpha_zero_is_algorithm_1(
                                  [1.0 / (p[k] * n) for k in ks], "smoothed_hinge", tau, theta, 0.0, lam)
     np.testing.assert_allclose(x, x_ref, atol=1e-10)
     np.testing.assert_allclose(y, y_ref, atol=1e-10)
-    # a = 0: p_k = 1/n, so the step sigma/(p_k n) = sigma and the weight 1/(p_k n) = 1: Algorithm 1 (spec §2.3)
+    # a = 0: p_k = 1/n, so the step sigma/(p_k n) = sigma and the weight 1/(p_k n) = 1: [ZX17] Algorithm 1
     p0 = np.full(n, (1.0 - 0.0) / n + 0.0 * norms / norms.sum())
     tau, sigma, theta = step_parameters(R, n, 1, lam, gamma)
     weighted = rs.spdc(X.toarray(), labels, batches, [np.array([sigma / (p0[k] * n)]) for k in ks],
@@ -367,12 +367,12 @@ def test_an_elastic_net_fit_is_sklearns_elastic_net_and_its_gap_is_certified(par
 
 def test_lemma_3_and_inequalities_15_at_random_points():
     """Ridge: ``P(x) <= f(x, y*) + R^2/(2 gamma) ||x - x*||^2``, ``D(y) >= f(x*, y) - R^2/(2 lam n) ||y - y*||^2``
-    and (15), with ``(x*, y*)`` from the closed form (spec §3.1)."""
+    and (15), with ``(x*, y*)`` from the closed form."""
     X, b, _ = _data(n=50, d=20, seed=8)
     A = X.toarray()
     n, lam = A.shape[0], 0.05
     x_star, _ = ridge_closed_form(X, b, lam)
-    y_star = A @ x_star - b  # y* = phi'(a.x*) (spec §1.3)
+    y_star = A @ x_star - b  # y* = phi'(a.x*)
     R = np.linalg.norm(A, axis=1).max()
 
     def f(x, y):
@@ -426,7 +426,7 @@ def _theorem_1_run(loss, m, seeds, passes=(5, 10, 20), lam=1e-2):
     """Mean and standard error over ``seeds`` runs of Theorem 1's ``Delta^(t)`` (eq. (11)) after ``passes`` passes
     of Algorithm 1/2 (the lazy kernel, eq. (12)) from ``x = 0, y = 0``, and the bound ``theta^t (Delta^(0) +
     ||y(0) - y*||^2 / (4 m sigma))``.  ``(x*, y*)``: the closed form (squared) or L-BFGS (the paper's smoothed
-    hinge, ``gamma = 1``), with ``y* = phi'(a.x*)`` (spec §1.3)."""
+    hinge, ``gamma = 1``), with ``y* = phi'(a.x*)``."""
     from references import lbfgs
 
     X, target, labels = _data(n=80, d=30, density=0.3, seed=0)
@@ -472,7 +472,7 @@ def _theorem_1_run(loss, m, seeds, passes=(5, 10, 20), lam=1e-2):
         t = 0
         for c, T in enumerate(checkpoints):
             k = T - t
-            # |K| = m distinct rows, P(i in K) = m/n (the two conditions of Theorem 1, spec §2.2)
+            # |K| = m distinct rows, P(i in K) = m/n (the two conditions of [ZX17] Theorem 1)
             K = np.argsort(rng.random((k, n)), axis=1)[:, :m] if m > 1 else rng.integers(0, n, (k, 1))
             kern.spdc_iterations(indptr, X.indices, X.data, b, y, x, xp, u, last, t, K.astype(np.int64),
                                  np.full(K.shape, 1 / sigma), np.full(k, 1 / m), 1 / n, tau, theta, 0.0, lam,
@@ -487,7 +487,7 @@ def _theorem_1_run(loss, m, seeds, passes=(5, 10, 20), lam=1e-2):
 def _check_theorem_1(mean, se, bounds):
     # the bound holds with three standard errors to spare, at every t
     assert np.all(mean + 3 * se <= bounds), (mean, se, bounds)
-    # and it is not vacuous: Delta falls, and the bound stays within a factor 50 of it (spec §3.4 test 8: 2.3-12)
+    # and it is not vacuous: Delta falls, and the bound stays within a factor 50 of it
     assert np.all(np.diff(mean) < 0) and np.all(bounds / mean < 50)
 
 

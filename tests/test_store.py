@@ -25,7 +25,7 @@ from daskdca.store import (
     write_store,
 )
 
-from conftest import DATA_DIR, load_dataset
+from conftest import data_path, load_dataset
 
 # every file of ../shared/data with its n_features (from its README)
 SHARED_FILES = {
@@ -37,7 +37,7 @@ SKLEARN_FIXTURES = Path(sklearn.__file__).parent / "datasets" / "tests" / "data"
 
 
 def _shared(name):
-    path = DATA_DIR / name
+    path = data_path(name)
     if not path.exists():
         if os.environ.get("DASKDCA_REQUIRE_DATA") == "1":
             pytest.fail(f"{path} not found")

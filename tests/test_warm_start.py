@@ -30,7 +30,7 @@ def _a9a_head(n=3000):
 
 
 def test_the_required_methods_support_warm_starts():
-    # the list; a method that drops out must say so here
+    # the methods that must warm-start; a method that drops out must say so here
     assert {"sdca", "cocoa+", "minibatch_sdca", "sdna"} <= set(WARM)
 
 
