@@ -26,6 +26,7 @@ from daskdca.partitions import OneVsRest, random_row_order, store_partition_rang
 from daskdca.problem import check_sample_weight, relative_gap
 from daskdca.routes import Workers, choose_route, data_bytes, explicit_route
 from daskdca.store import CSRStore, open_store
+from daskdca.store.frames import _is_dask_frame, _is_pandas_frame, _refuse_label_name, pandas_input
 
 __all__ = ["fit", "LinearModel"]
 
@@ -74,9 +75,14 @@ class LinearModel:
         Where the fit ran and why: ``route_.name`` is ``"in_process"``,
         ``"one_worker"`` or ``"rounds"``, ``route_.reason`` the facts that
         chose it (:mod:`daskdca.routes`).
+    feature_names_in_ : ndarray of shape (n_features,)
+        The column names of a fitted pandas or dask DataFrame (or of the
+        frame a store was written from), when they are all strings; absent
+        otherwise, as in scikit-learn.
     """
 
-    def __init__(self, *, loss, lam, solver, classes, result, random_state, n_features, coef, route=None):
+    def __init__(self, *, loss, lam, solver, classes, result, random_state, n_features, coef, route=None,
+                 feature_names=None):
         self.loss = loss
         self.lam = lam
         self.solver = solver
@@ -94,14 +100,39 @@ class LinearModel:
         self.n_rounds_ = result.n_rounds
         self.n_epochs_ = result.n_epochs
         self.route_ = route
+        if feature_names is not None:
+            self.feature_names_in_ = np.asarray(feature_names, dtype=object)
+
+    def _check_frame(self, X):
+        """A DataFrame's columns against the fitted ones (names when the fit had them, else their count)."""
+        names = getattr(self, "feature_names_in_", None)
+        columns = list(X.columns)
+        if names is not None and columns != list(names):
+            raise ValueError(f"X's columns {columns[:10]}{' ...' if len(columns) > 10 else ''} differ from the "
+                             f"fitted feature names {list(names)[:10]}{' ...' if len(names) > 10 else ''}; pass "
+                             "the same columns in the same order (e.g. X[model.feature_names_in_]).")
+        self._check_columns(len(columns))
 
     def decision_function(self, X):
         """``X @ coef_`` (``X @ coef_.T``, one column per class, for more than two) for new data X.
 
         A dask array (one column chunk; its chunks dense or sparse, e.g.
         AnnData's ``read_elem_lazy``) gives a lazy dask array, one task per
-        row chunk, never densified.
+        row chunk, never densified.  A dask DataFrame gives a lazy dask
+        Series (a DataFrame of one column per class for more than two) on
+        its partitions and index; a pandas DataFrame is read as its values.
+        A DataFrame's columns must be the fitted ones (``feature_names_in_``).
         """
+        if _is_dask_frame(X):
+            from daskdca.store.from_dask import map_frame
+
+            self._check_frame(X)
+            names = None if self.coef_.ndim == 1 else list(range(self.coef_.shape[0]))
+            return map_frame(X, partial(_frame_scores, coef=self.coef_), columns=list(X.columns), names=names,
+                             dtype=np.float64)
+        if _is_pandas_frame(X):
+            self._check_frame(X)
+            X = pandas_input(X, None)[0]
         if _is_dask_array(X):
             self._check_columns(X.shape[1])
             if len(X.chunks[1]) != 1:
@@ -126,7 +157,14 @@ class LinearModel:
             )
 
     def predict(self, X):
-        """Class labels (classification losses) or predicted targets (squared loss); lazy for a dask array."""
+        """Class labels (classification losses) or predicted targets (squared loss); lazy for a dask array (a
+        dask array) or a dask DataFrame (a dask Series on its partitions and index)."""
+        if _is_dask_frame(X) and self.classes_ is not None:
+            from daskdca.store.from_dask import map_frame
+
+            self._check_frame(X)
+            return map_frame(X, partial(_frame_labels, coef=self.coef_, classes=self.classes_),
+                             columns=list(X.columns), names=None, dtype=self.classes_.dtype)
         scores = self.decision_function(X)
         if self.classes_ is None:
             return scores
@@ -163,6 +201,18 @@ def _chunk_scores(chunk, coef):
     if coef.ndim == 2:
         return np.asarray(chunk @ coef.T, dtype=np.float64)
     return np.asarray(chunk @ coef, dtype=np.float64).reshape(-1, 1)
+
+
+def _frame_scores(values, coef):
+    """``values @ coef`` (``values @ coef.T`` for a 2-D ``coef``) of one partition of a dask DataFrame, checked
+    and computed as for a NumPy X (through CSR: the same sums, the same bits)."""
+    scores = np.asarray(_check_X(values) @ (coef.T if coef.ndim == 2 else coef), dtype=np.float64)
+    return scores if coef.ndim == 2 else scores.ravel()
+
+
+def _frame_labels(values, coef, classes):
+    """The predicted labels of one partition of a dask DataFrame."""
+    return _labels_of(_frame_scores(values, coef), classes)
 
 
 def _labels_of(scores, classes):
@@ -544,11 +594,23 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
 
     Parameters
     ----------
-    X : ndarray, scipy sparse matrix, dask array, or store path/URL/handle
+    X : ndarray, scipy sparse matrix, dask array, pandas or dask DataFrame, or store path/URL/handle
         Training data of shape (n_samples, n_features); CSC and COO are
         converted to CSR.  float32 values are kept as float32; ``w``,
-        ``alpha`` and all sums are float64.
-    y : array-like of shape (n_samples,) or None
+        ``alpha`` and all sums are float64.  A DataFrame's columns are the
+        features and must all be numeric (a column of categories, strings,
+        objects or dates raises ValueError naming it: encode or drop it
+        first); their names become the model's ``feature_names_in_``.  A
+        pandas DataFrame is fitted as its values (the bits of the NumPy
+        array); a dask DataFrame goes to the cluster like a dask array, one
+        partition at a time, never computed whole into this process (one
+        pass counts its partitions' rows first).
+    y : array-like, dask array or Series, str, or None
+        A str names X's label column (X a DataFrame: ``fit(df, y="label")``),
+        which is then not a feature.  Labels may be numbers, strings, bools
+        or categories, on every input; dask labels that are not numbers cost
+        one more pass over them (their sorted distinct values are found
+        before the data is staged).  Otherwise of shape (n_samples,):
         Two distinct labels (sorted, the second becomes +1) for the
         classification losses, or ``K > 2`` labels: then the K one-vs-rest
         problems (class ``k`` against the rest, each the objective above with
@@ -726,6 +788,10 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
     if not isinstance(overwrite, bool):
         raise ValueError(f"overwrite must be True or False, got {overwrite!r}.")
     seed = _resolve_random_state(random_state)
+    _refuse_label_name(X, y)
+    feature_names = None
+    if _is_pandas_frame(X):  # in memory: its values and column names (a dask DataFrame is staged below)
+        X, y, feature_names = pandas_input(X, y)
     on_cluster = client is not None or _is_cluster_input(X)
     auto = solver is None or (isinstance(solver, str) and solver == "auto")
     if auto and batch_size is not None:  # the routes' solvers take no batch: the same error as solver="sdca"
@@ -754,7 +820,7 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
                             client=client, in_memory=in_memory, checkpoint=checkpoint,
                             checkpoint_every=checkpoint_every, resume=resume, overwrite=overwrite,
                             storage_options=storage_options, dual_init=dual_init, sample_weight=sample_weight,
-                            class_weight=class_weight)
+                            class_weight=class_weight, feature_names=feature_names)
     for name, value, default in (("in_memory", in_memory, None), ("checkpoint", checkpoint, None),
                                  ("checkpoint_every", checkpoint_every, None), ("resume", resume, False),
                                  ("overwrite", overwrite, False), ("storage_options", storage_options, None)):
@@ -789,7 +855,7 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
                             problems=problems)
     _warn_not_converged(result, tol, max_epochs)
     return LinearModel(loss=loss_obj, lam=lam, solver=method, classes=classes, result=result,
-                       random_state=seed, n_features=d, coef=result.w, route=route)
+                       random_state=seed, n_features=d, coef=result.w, route=route, feature_names=feature_names)
 
 
 def _problems_and_start(method, problems, dual_init, y_checked, loss_obj, classes, sample_weight, n_partitions):
@@ -807,7 +873,7 @@ def _problems_and_start(method, problems, dual_init, y_checked, loss_obj, classe
 
 def _fit_cluster(X, y, *, loss_obj, lam, method, local_iters, tol, max_rounds, max_epochs, n_partitions, seed,
                  verbose, callback, client, in_memory, checkpoint, checkpoint_every, resume, overwrite,
-                 storage_options, dual_init, sample_weight, class_weight):
+                 storage_options, dual_init, sample_weight, class_weight, feature_names):
     """A fit with a cluster: ``method`` None is ``solver="auto"``, which picks the route here, once the data's
     size and the workers are known."""
     from daskdca import engine
@@ -834,9 +900,10 @@ def _fit_cluster(X, y, *, loss_obj, lam, method, local_iters, tol, max_rounds, m
         job = _ClusterJob(loss_obj=loss_obj, lam=lam, method=method, local_iters=local_iters, seed=seed,
                           workers=workers, needs_rounds=needs_rounds, n_partitions=n_partitions)
         job.verbose = verbose
+        job.feature_names = feature_names
         fit_args = dict(tol=tol, max_rounds=max_rounds, max_epochs=max_epochs, random_state=seed)
         try:  # the staging folder goes whatever happens
-            if not isinstance(X, (str, os.PathLike, CSRStore)) and not hasattr(X, "chunks"):
+            if not isinstance(X, (str, os.PathLike, CSRStore)) and not hasattr(X, "chunks") and not _is_dask_frame(X):
                 model = _fit_arrays_on_cluster(job, X, y, active, fit_args, dual_init=dual_init,
                                                sample_weight=sample_weight, class_weight=class_weight)
                 if model is not None:
@@ -884,6 +951,7 @@ class _ClusterJob:
         self.route_ = None  # the route chosen for them
         self.verbose = 0
         self.array_classes = self.problems = self.row_order = self.dual_init = None
+        self.feature_names = None  # a DataFrame's column names
         self.store_partitions = n_partitions
 
     def route(self, *, n, nnz, d, warm_start, size=None):
@@ -905,14 +973,21 @@ class _ClusterJob:
         return self.tmpdir
 
     def stage_dask(self, X, y, sample_weight):
-        """A dask array's chunks, through this process, into a staging store the workers then read."""
-        from daskdca.store import write_store
+        """A dask array's chunks (a dask DataFrame's partitions), through this process, into a staging store
+        the workers then read; labels that are not numbers are stored as codes with their names."""
+        from daskdca.store.write import prepare_input, write_prepared
 
         if y is None:
-            raise ValueError("y is required when X is an array; labels come from the store only for stores.")
-        rows = int(max(X.chunks[0]))  # a block per dask chunk (regular chunks); partitions are runs of them
-        return write_store(os.path.join(self.staging_folder(), "data.zarr"), X, y, block_rows=rows,
-                           compression="none", shuffle=False, source="daskdca.fit input", sample_weight=sample_weight)
+            raise ValueError("y is required when X is an array or a DataFrame (for a DataFrame, the labels or the "
+                             "name of its label column, y='label'); labels come from the store only for stores.")
+        data = prepare_input(X, y)
+        if data.feature_names is not None:
+            self.feature_names = data.feature_names
+        rows = int(max(data.X.chunks[0]))  # a block per dask chunk (regular chunks); partitions are runs of them
+        return write_prepared(os.path.join(self.staging_folder(), "data.zarr"), data, block_rows=rows,
+                              compression="none", float32=False, shuffle=False, seed=0, renumber_features=False,
+                              storage_options={}, source="daskdca.fit input", overwrite=False,
+                              sample_weight=sample_weight)
 
     def cleanup(self):
         import shutil
@@ -958,7 +1033,8 @@ def _fit_arrays_on_cluster(job, X, y, client, fit_args, *, dual_init, sample_wei
         _show_records(result, job.verbose, fit_args["tol"])
         _warn_not_converged(result, fit_args["tol"], fit_args["max_epochs"])
         return LinearModel(loss=job.loss_obj, lam=job.lam, solver=job.method, classes=job.array_classes,
-                           result=result, random_state=job.seed, n_features=d, coef=result.w, route=route)
+                           result=result, random_state=job.seed, n_features=d, coef=result.w, route=route,
+                           feature_names=job.feature_names)
     parts = job.n_partitions if job.n_partitions is not None else max(1, job.workers.n_workers)
     if parts > n:
         raise ValueError(f"n_partitions={parts} is more than the {n} rows of X; use at most {n}.")
@@ -1003,9 +1079,10 @@ def _fit_store_on_cluster(job, store, client, fit_args, *, verbose, callback, in
             y_stored = np.asarray(store.group["y"][:])  # the stored labels, in the store's row order
             weight = np.asarray(store.group["sample_weight"][:]) if store.weighted else None
         if multi:
-            class_index = np.searchsorted(classes, y_stored)
-            problems = _problems(_class_weights(class_weight, y_stored, classes, weight), classes.shape[0],
-                                 labels=classes)
+            stored = store.label_values  # the labels as y stores them (codes when the labels are names)
+            class_index = np.searchsorted(stored, y_stored)
+            problems = _problems(_class_weights(class_weight, classes[class_index], classes, weight),
+                                 classes.shape[0], labels=stored)
             if dual_init is not None:
                 dual_init = _check_dual_init_ovr(dual_init, class_index, job.loss_obj, classes, weight, problems)
         else:
@@ -1058,8 +1135,9 @@ def _fit_store_on_cluster(job, store, client, fit_args, *, verbose, callback, in
     if store.feature_permutation is not None:
         coef = np.empty_like(result.w)
         coef[..., store.feature_permutation] = result.w
+    names = job.feature_names if job.feature_names is not None else store.feature_names
     return LinearModel(loss=job.loss_obj, lam=job.lam, solver=method, classes=classes, result=result,
-                       random_state=job.seed, n_features=store.d, coef=coef, route=route)
+                       random_state=job.seed, n_features=store.d, coef=coef, route=route, feature_names=names)
 
 
 # An unshuffled store whose partitions' positive fractions differ by more than
@@ -1087,13 +1165,19 @@ def _warn_if_partitions_differ(store, positive, n_partitions):
 
 
 def _store_labels(store, loss_obj):
-    """``(classes, positive_label)`` from the store's label values, checked against the loss.
+    """``(classes, positive_label)`` from the store's labels, checked against the loss: ``classes`` as they
+    were given (``store.classes``: the names of labels that are not numbers), ``positive_label`` as ``y``
+    stores it (its code for names).
 
     More than two classes give ``positive_label`` None: the partitions keep
     the stored labels, and each one-vs-rest problem compares with its own.
     """
     values = store.label_values
+    names = store.label_names
     if not loss_obj.is_classification:
+        if names is not None and names.dtype.kind != "b":
+            raise TypeError(f"The squared loss needs numeric targets, but the store {store.url!r} holds the labels "
+                            f"{names.tolist()[:10]} (stored as class codes); use a classification loss.")
         return None, None
     if values is None or len(values) < 2:
         shown = "more than 64 distinct values" if values is None else f"{len(values)}: {values.tolist()[:10]}"
@@ -1101,5 +1185,5 @@ def _store_labels(store, loss_obj):
             f"The {loss_obj.name} loss needs 2 to 64 label values (classes), but the store {store.url!r} has "
             f"{shown}. Use loss='squared' for regression targets, or convert class labels.")
     if len(values) > 2:
-        return values, None
-    return values, values[1]
+        return store.classes, None
+    return store.classes, values[1]

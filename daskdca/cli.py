@@ -269,11 +269,14 @@ def build_parser():
 
     c = sub.add_parser(
         "convert",
-        help="convert an svmlight/LIBSVM file into a daskdca zarr store (streaming)",
+        help="convert an svmlight/LIBSVM file or a Parquet dataset into a daskdca zarr store (streaming)",
         description="Convert an svmlight/LIBSVM file (plain, .gz or .bz2) into a zarr store of CSR row "
-                    "blocks, streaming: memory is bounded by --chunk-mb of text and one block.",
+                    "blocks, streaming: memory is bounded by --chunk-mb of text and one block. A Parquet file "
+                    "or dataset (with --label-column) is read by dask.dataframe.read_parquet and written one "
+                    "partition at a time: every other column is a numeric feature, and labels that are not "
+                    "numbers are stored as class codes with their names.",
     )
-    c.add_argument("input", help="svmlight/LIBSVM file")
+    c.add_argument("input", help="svmlight/LIBSVM file, or Parquet file or dataset (with --label-column)")
     c.add_argument("output", help="store path or fsspec URL (must not exist; --overwrite replaces a store)")
     c.add_argument("--n-features", type=_int_at_least(1), default=None,
                    help="number of features (default: the largest index in the file)")
@@ -288,6 +291,9 @@ def build_parser():
     c.add_argument("--seed", type=_int_at_least(0), default=0, help="seed of the shuffle (default: 0)")
     c.add_argument("--renumber-features", action="store_true",
                    help="number features by decreasing frequency (the permutation is stored)")
+    c.add_argument("--label-column", metavar="NAME", default=None,
+                   help="the label column of a Parquet input (which makes the input Parquet); the other "
+                        "columns are the features")
     _add_store_options(c)
 
     a = sub.add_parser(
@@ -332,9 +338,33 @@ def build_parser():
     return parser
 
 
-def _convert(args):
-    from daskdca.store import convert_svmlight
+def _is_parquet(path):
+    """Whether an input path names Parquet: a .parquet / .parq / .pq file or a folder of them."""
+    suffixes = (".parquet", ".parq", ".pq")
+    if path.rstrip("/").endswith(suffixes):
+        return True
+    return os.path.isdir(path) and any(name.endswith(suffixes) for name in os.listdir(path))
 
+
+def _convert(args):
+    from daskdca.store import convert_svmlight, write_store
+
+    if args.label_column is not None or _is_parquet(args.input):
+        if args.label_column is None:
+            raise ValueError(f"{args.input} is Parquet: name its label column with --label-column NAME (the "
+                             "other columns are the features).")
+        for option, value, default in (("--n-features", args.n_features, None),
+                                       ("--zero-based", args.zero_based, "auto")):
+            if value != default:
+                raise ValueError(f"{option} applies to svmlight input only; drop it for the Parquet input "
+                                 f"{args.input}.")
+        store = write_store(args.output, args.input, args.label_column, block_rows=args.block_rows,
+                            compression=args.compression, float32=args.float32, shuffle=args.shuffle,
+                            seed=args.seed, renumber_features=args.renumber_features, overwrite=args.overwrite)
+        labels = "" if store.label_names is None else f", labels {store.label_names.tolist()[:10]}"
+        print(f"wrote {store.url}: {store.n} rows x {store.d} features, {store.nnz} non-zeros, "
+              f"{store.n_blocks} blocks{labels}")
+        return 0
     zero_based = {"auto": "auto", "true": True, "false": False}[args.zero_based]
     store = convert_svmlight(args.input, args.output, n_features=args.n_features, zero_based=zero_based,
                              block_rows=args.block_rows, chunk_bytes=max(1, int(args.chunk_mb * 2**20)),
@@ -518,6 +548,10 @@ def _fit(args):
 
         X, y = open_store(args.data), None
         n = X.n
+        if X.label_names is not None and X.label_names.dtype.kind != "b":
+            raise ValueError(f"the store {args.data} holds the labels {X.label_names.tolist()[:10]}, which are not "
+                             "numbers, and a saved model holds numeric labels only; fit it in Python "
+                             "(daskdca.fit(daskdca.open_store(PATH))), or write the store with numeric labels.")
         print(f"data: store {args.data} ({X.n} x {X.d}, {X.nnz} non-zeros, {X.n_blocks} blocks)")
     else:
         X, y = _load(args.data, args.n_features)

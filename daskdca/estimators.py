@@ -43,6 +43,14 @@ from daskdca.losses import get_loss
 from daskdca.problem import check_sample_weight
 from daskdca.regpath import _check_Cs, path, with_intercept_column
 from daskdca.store import CSRStore, open_store
+from daskdca.store.frames import (
+    _check_numeric_columns,
+    _is_dask_frame,
+    _is_dask_series,
+    _is_pandas_frame,
+    _is_pandas_series,
+    series_values,
+)
 
 __all__ = ["SDCAClassifier", "SDCAClassifierCV", "SDCARegressor"]
 
@@ -89,7 +97,16 @@ def _canonical(X):
 
 def _in_memory(X):
     """X for ``fit``: a dask array computed into memory chunk by chunk (sparse chunks, e.g. AnnData's
-    ``read_elem_lazy``, are joined as CSR and never densified), pydata sparse as scipy CSR; else as given."""
+    ``read_elem_lazy``, are joined as CSR and never densified), a dask DataFrame into a pandas one partition
+    by partition, pydata sparse as scipy CSR; else as given.  A DataFrame's columns must all be numeric (else
+    a ValueError names those that are not, and the fix); scikit-learn keeps their names."""
+    if _is_dask_frame(X):
+        from daskdca.store.from_dask import frame_in_memory
+
+        return frame_in_memory(X)
+    if _is_pandas_frame(X):
+        _check_numeric_columns(X.dtypes)
+        return X
     if not _is_dask_array(X):
         return _scipy_if_pydata(X)
     chunks = [_scipy_if_pydata(part.compute()) for part in X.to_delayed().ravel()]
@@ -101,6 +118,18 @@ def _in_memory(X):
                             + [r.indptr[1:].astype(np.int64) + offset for r, offset in zip(rows, offsets)])
     return sp.csr_matrix((np.concatenate([r.data for r in rows]), np.concatenate([r.indices for r in rows]), indptr),
                          shape=(sum(r.shape[0] for r in rows), X.shape[1]))
+
+
+def _labels_in_memory(y):
+    """Labels for ``fit`` and ``score``: a dask array or Series computed into memory one chunk or partition at
+    a time, a pandas Series' categories as their values; else as given."""
+    if _is_dask_series(y) or _is_dask_array(y):
+        from daskdca.store.from_dask import frame_labels_in_memory
+
+        return frame_labels_in_memory(y)
+    if _is_pandas_series(y):
+        return series_values(y)
+    return y
 
 
 def _is_store(X):
@@ -377,20 +406,48 @@ class _SDCAMixin:
 
     def _validate_X_predict(self, X):
         check_is_fitted(self)
+        if _is_pandas_frame(X):
+            _check_numeric_columns(X.dtypes)
         return validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32], reset=False)
 
     def _blockwise_input(self, X):
-        """Whether X is a dask array or a store (predicted block by block); checks the fit first when so."""
-        if _is_dask_array(X) or _is_store(X):
+        """Whether X is a dask array or DataFrame or a store (predicted block by block); checks the fit
+        first when so."""
+        if _is_dask_array(X) or _is_dask_frame(X) or _is_store(X):
             check_is_fitted(self)
             return True
         return False
 
     def _blockwise(self, X, kind, n_columns, dtype):
-        """A prediction method on a dask array (lazy, :meth:`_map_blocks`) or a store (:meth:`_stream`)."""
+        """A prediction method on a dask array (lazy, :meth:`_map_blocks`), a dask DataFrame (lazy,
+        :meth:`_map_partitions`) or a store (:meth:`_stream`)."""
         if _is_store(X):
             return self._stream(X, kind)[0]
+        if _is_dask_frame(X):
+            return self._map_partitions(X, kind, n_columns, dtype)
         return self._map_blocks(X, kind, n_columns, dtype)
+
+    def _map_partitions(self, X, kind, n_columns, dtype):
+        """A prediction method on a dask DataFrame: lazy, a dask Series (one value per row) or DataFrame
+        (``n_columns`` columns: the classes for probabilities and per-class scores) on X's partitions and
+        index, one task per partition.  X's columns are checked against the fitted ones from its metadata,
+        as scikit-learn checks a pandas DataFrame's."""
+        from daskdca.store.from_dask import map_frame
+
+        fitted = getattr(self, "feature_names_in_", None)
+        columns = list(X.columns)
+        if fitted is not None and columns != list(fitted):
+            raise ValueError(f"The feature names should match those that were passed during fit: X's columns "
+                             f"{columns[:10]}{' ...' if len(columns) > 10 else ''} differ from feature_names_in_ "
+                             f"{list(fitted)[:10]}{' ...' if len(fitted) > 10 else ''}; pass the same columns in "
+                             "the same order (e.g. X[estimator.feature_names_in_]).")
+        if len(columns) != self.n_features_in_:
+            raise ValueError(f"X has {len(X.columns)} features, but {type(self).__name__} is expecting "
+                             f"{self.n_features_in_} features as input.")
+        function = partial(_block_output, coef=np.atleast_2d(self.coef_), intercept=self.intercept_,
+                           classes=getattr(self, "classes_", None), kind=kind)
+        names = None if n_columns is None else list(getattr(self, "classes_", range(n_columns)))
+        return map_frame(X, function, columns=list(X.columns), names=names, dtype=dtype)
 
     def _open_predict_store(self, X):
         """The :class:`~daskdca.store.CSRStore` of a prediction input, checked against the fitted features."""
@@ -419,13 +476,14 @@ class _SDCAMixin:
         -------
         out : ndarray
             The method's output for every row of the store.
-        labels : ndarray of float64 or None
-            The store's labels (``with_labels=True``), else None.
+        labels : ndarray or None
+            The store's labels as they were given (``with_labels=True``:
+            float64, or the names of labels that are not numbers), else None.
         """
         store = self._open_predict_store(X)
         if with_labels and isinstance(self, ClassifierMixin):
             # before any block is read: the stored labels (verified at open) against classes_, by value
-            _check_known_labels(self, store.label_values, f"The store {store.url!r}")
+            _check_known_labels(self, store.classes, f"The store {store.url!r}")
         coef = np.atleast_2d(self.coef_)
         perm = store.feature_permutation
         if perm is not None:
@@ -444,6 +502,8 @@ class _SDCAMixin:
             out[offsets[k]:offsets[k + 1]] = values
             if with_labels:
                 labels[offsets[k]:offsets[k + 1]] = y
+        if with_labels:
+            labels = store.labels_of(labels)  # the labels as given (names stored as their codes)
         return out, labels
 
     def score(self, X, y=None, sample_weight=None):
@@ -471,6 +531,14 @@ class _SDCAMixin:
             if y is None:
                 raise ValueError(f"{type(self).__name__}.score(X, y) needs y with array X; only a store "
                                  "(its path or a CSRStore) carries its own labels.")
+            y = _labels_in_memory(y)
+            if _is_dask_frame(X):  # the lazy predictions, computed partition by partition
+                check_is_fitted(self)
+                if isinstance(self, ClassifierMixin):
+                    _check_known_labels(self, _distinct_labels(np.asarray(y), self.classes_), "y")
+                predictions = series_values(self.predict(X).compute())
+                metric = accuracy_score if isinstance(self, ClassifierMixin) else r2_score
+                return float(metric(y, predictions, sample_weight=sample_weight))
             if isinstance(self, ClassifierMixin):
                 check_is_fitted(self)
                 y_values = np.asarray(y)
@@ -683,7 +751,7 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         Per problem, one ``(round, epochs, seconds, primal, dual, gap)``
         record per gap evaluation; see :func:`daskdca.plot.convergence`.
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
         Only when X has string column names (a DataFrame).
 
     See Also
@@ -741,13 +809,18 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
             Training data; sparse input is used as CSR, float32 stays float32.
             A dask array is computed into memory first, sparse chunks (e.g.
-            AnnData's ``read_elem_lazy``) staying sparse (to fit on the cluster
-            from a store or a dask array, call :func:`daskdca.fit` for now).
-        y : array-like of shape (n_samples,)
-            Class labels, at least two distinct values.
+            AnnData's ``read_elem_lazy``) staying sparse, and a dask DataFrame
+            one partition at a time (to fit on the cluster from a store, a
+            dask array or a dask DataFrame, call :func:`daskdca.fit` for now).
+            A DataFrame's columns must all be numeric (others raise ValueError
+            naming them: encode or drop them first); their names are kept as
+            ``feature_names_in_``.
+        y : array-like, pandas or dask Series, or dask array of shape (n_samples,)
+            Class labels (numbers, strings, bools or categories), at least two
+            distinct values.
         sample_weight : array-like of shape (n_samples,), float or None, default=None
             Row weights ``s_i >= 0`` multiplying each row's loss (LIBLINEAR's
             per-instance ``C_i = C s_i``; an integer weight equals repeating
@@ -769,7 +842,8 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
 
     def _validate_classification(self, X, y):
         _refuse_store(self, X)
-        X, y = validate_data(self, _in_memory(X), y, accept_sparse="csr", dtype=[np.float64, np.float32])
+        X, y = validate_data(self, _in_memory(X), _labels_in_memory(y), accept_sparse="csr",
+                             dtype=[np.float64, np.float32])
         check_classification_targets(y)
         classes = np.unique(y)
         if classes.shape[0] < 2:
@@ -841,8 +915,10 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features), or a store
-            A dask array (chunked along rows only) gives a lazy dask array.
+        X : {array-like, sparse matrix, dask array, DataFrame} of shape (n_samples, n_features), or a store
+            A dask array (chunked along rows only) gives a lazy dask array,
+            a dask DataFrame a lazy dask Series (a DataFrame with a column
+            per class for 2-D outputs) on its partitions and index.
             A daskdca store (a path or URL string, an ``os.PathLike``, or a
             :class:`~daskdca.store.CSRStore`, e.g. opened with
             ``storage_options``) is read one verified block at a time and
@@ -864,8 +940,10 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features), or a store
-            A dask array (chunked along rows only) gives a lazy dask array.
+        X : {array-like, sparse matrix, dask array, DataFrame} of shape (n_samples, n_features), or a store
+            A dask array (chunked along rows only) gives a lazy dask array,
+            a dask DataFrame a lazy dask Series (a DataFrame with a column
+            per class for 2-D outputs) on its partitions and index.
             A daskdca store (a path or URL string, an ``os.PathLike``, or a
             :class:`~daskdca.store.CSRStore`, e.g. opened with
             ``storage_options``) is read one verified block at a time and
@@ -890,8 +968,10 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features), or a store
-            A dask array (chunked along rows only) gives a lazy dask array.
+        X : {array-like, sparse matrix, dask array, DataFrame} of shape (n_samples, n_features), or a store
+            A dask array (chunked along rows only) gives a lazy dask array,
+            a dask DataFrame a lazy dask Series (a DataFrame with a column
+            per class for 2-D outputs) on its partitions and index.
             A daskdca store (a path or URL string, an ``os.PathLike``, or a
             :class:`~daskdca.store.CSRStore`, e.g. opened with
             ``storage_options``) is read one verified block at a time and
@@ -912,7 +992,7 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features), or a store
+        X : {array-like, sparse matrix, dask array, DataFrame} of shape (n_samples, n_features), or a store
             As in :meth:`predict_proba`.
 
         Returns
@@ -1258,7 +1338,7 @@ class SDCARegressor(_SDCAMixin, RegressorMixin, BaseEstimator):
         One ``(round, epochs, seconds, primal, dual, gap)`` record per gap
         evaluation.
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
         Only when X has string column names.
 
     See Also
@@ -1303,9 +1383,10 @@ class SDCARegressor(_SDCAMixin, RegressorMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
             A dask array is computed into memory first (sparse chunks stay
-            sparse).
+            sparse), a dask DataFrame one partition at a time; a DataFrame's
+            numeric columns' names are kept as ``feature_names_in_``.
         y : array-like of shape (n_samples,)
             Real targets.
         sample_weight : array-like of shape (n_samples,), float or None, default=None
@@ -1319,8 +1400,8 @@ class SDCARegressor(_SDCAMixin, RegressorMixin, BaseEstimator):
             The fitted estimator.
         """
         _refuse_store(self, X)
-        X, y = validate_data(self, _in_memory(X), y, accept_sparse="csr", dtype=[np.float64, np.float32],
-                             y_numeric=True)
+        X, y = validate_data(self, _in_memory(X), _labels_in_memory(y), accept_sparse="csr",
+                             dtype=[np.float64, np.float32], y_numeric=True)
         lam = _lam_of(self.C, X.shape[0])
         X = self._with_bias(_canonical(X))
         y = np.asarray(y, dtype=np.float64)
@@ -1350,8 +1431,10 @@ class SDCARegressor(_SDCAMixin, RegressorMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features), or a store
-            A dask array (chunked along rows only) gives a lazy dask array.
+        X : {array-like, sparse matrix, dask array, DataFrame} of shape (n_samples, n_features), or a store
+            A dask array (chunked along rows only) gives a lazy dask array,
+            a dask DataFrame a lazy dask Series (a DataFrame with a column
+            per class for 2-D outputs) on its partitions and index.
             A daskdca store (a path or URL string, an ``os.PathLike``, or a
             :class:`~daskdca.store.CSRStore`, e.g. opened with
             ``storage_options``) is read one verified block at a time and

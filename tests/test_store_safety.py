@@ -529,7 +529,7 @@ BAD_INPUT = [
     ("write y longer", _write(y=np.ones(301)), ValueError, "rows"),
     ("write y shorter", _write(y=np.ones(299)), ValueError, "rows"),
     ("write y 2-D", _write(y=np.ones((300, 2))), ValueError, "1-D"),
-    ("write y strings", _write(y=np.array(["a"] * 300)), ValueError, "numbers"),
+    ("write y of mixed types", _write(y=np.array(["a"] * 150 + [1] * 150, dtype=object)), TypeError, "one type"),
     ("write 0 rows", _write(X=sp.csr_matrix((0, 5)), y=np.zeros(0)), ValueError, "0 rows"),
     ("write 0 features", _write(X=sp.csr_matrix((5, 0)), y=np.ones(5)), ValueError, "0 features"),
     ("write nan in X", _write(X=np.array([[1.0, np.nan]]), y=np.ones(1)), ValueError, "non-finite"),

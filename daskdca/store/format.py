@@ -25,8 +25,12 @@ from zarr.codecs import ZstdCodec
 # are still read (their attributes are not covered until rewritten); a format-3 store without it is refused.
 # Rule: bump the version whenever a reader of the old version would misread a new store, or a new
 # guarantee must not be removable by editing the store back into an older format.
+# 4: format 3 plus ``label_names`` (LABEL_NAMES_VERSION): labels that are not numbers (strings, bools) are
+# stored as the codes 0 .. K-1 of the sorted names; written only by stores of such labels (a format-3 reader
+# would take the codes for the labels), every other store is still written as format 3.
 FORMAT_VERSION = 3
-READ_VERSIONS = (2, 3)
+LABEL_NAMES_VERSION = 4
+READ_VERSIONS = (2, 3, 4)
 DEFAULT_BLOCK_ROWS = 2**15
 # Chunk sizes measured in docs/references.md, note N9 (1 Mi elements for the
 # nnz arrays: 12-32 ms per 2.3 M-nnz block; 64 Ki for per-row arrays).

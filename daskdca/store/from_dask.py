@@ -1,6 +1,8 @@
 """Dask input of a write: the checks of a dask array ``X`` (and ``y``) before anything is written, the
 conversion of each computed chunk (NumPy, scipy.sparse or pydata sparse) to CSR without densifying, and
-the chunk-by-chunk append to a writer.  The only module of :mod:`daskdca.store` that imports dask, and only
+the chunk-by-chunk append to a writer.  Also dask DataFrames (and Parquet, read by
+``dask.dataframe.read_parquet``) as dask arrays of their partitions, their label column, and predictions
+mapped over their partitions.  The only module of :mod:`daskdca.store` that imports dask, and only
 inside its functions, so that importing daskdca does not import dask."""
 
 from __future__ import annotations
@@ -10,7 +12,20 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
-from daskdca.store.writer import _as_labels, _check_dtype, _check_finite_block
+from daskdca.store.frames import (
+    _check_label_column,
+    _check_numeric_columns,
+    _feature_names,
+    _frame_float_dtype,
+    _is_dask_frame,
+    _is_dask_series,
+    _label_kind,
+    encode_labels,
+    label_codes,
+    label_names_of,
+    series_values,
+)
+from daskdca.store.writer import _check_dtype, _check_finite_block
 
 
 def _is_dask_array(X):
@@ -22,8 +37,10 @@ def _is_dask_array(X):
     return isinstance(X, da.Array)
 
 
-def _check_dask_input(X, y):
-    """Checks of a dask array input before anything is written; returns ``y`` (NumPy unless dask)."""
+def _check_dask_input(X, y, label_names=None):
+    """Checks of a dask array input before anything is written; returns ``(y, label_names)``: ``y`` NumPy
+    (labels or their codes) unless dask, and the names of labels that are not numbers (None for numbers),
+    found by one pass over a dask ``y`` unless given."""
     _check_dtype("X", X.dtype)
     if X.ndim != 2:
         raise ValueError(f"X must be a 2-D dask array, got {X.ndim}-D.")
@@ -51,9 +68,41 @@ def _check_dask_input(X, y):
         if y.shape[0] != X.shape[0]:
             raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} entries; they must match.")
         y = y.rechunk((X.chunks[0],))  # one label chunk per row chunk, computed together with it
-    else:
-        y = _as_labels(y, X.shape[0])
-    return y
+        if label_names is None and y.dtype.kind not in "iuf":
+            label_names = _dask_label_names(y)
+        return y, label_names
+    return encode_labels(y, X.shape[0])
+
+
+def _distinct(values):
+    """The distinct labels of one chunk or partition (checked for one type and no missing value), as a set of
+    str, bool or float."""
+    values = np.asarray(values)
+    if not values.size:
+        return set()
+    kind = _label_kind(values) if values.dtype.kind == "O" else None
+    if values.dtype.kind in "iuf" or kind == "numeric":
+        return set(np.unique(values.astype(np.float64)).tolist())
+    if values.dtype.kind == "b" or kind == "bool":
+        return set(np.unique(values.astype(bool)).tolist())
+    return set(np.unique(values.astype(str)).tolist())
+
+
+def _names_of_distinct(values):
+    """``label_names`` of the distinct labels found (a set), or None when they are numbers."""
+    values = list(values)
+    if not values or all(isinstance(v, float) for v in values):
+        return None
+    return label_names_of(np.asarray(values, dtype=object))
+
+
+def _dask_label_names(y):
+    """The sorted names of a dask array of labels that are not numbers (None when they are numbers): one pass
+    over ``y``, its chunks' distinct values computed in parallel and joined here (a few values each)."""
+    import dask
+
+    parts = dask.compute(*[dask.delayed(_distinct)(block) for block in y.to_delayed().ravel()])
+    return _names_of_distinct(set().union(*parts))
 
 
 def _chunk_kind(chunk):
@@ -121,13 +170,14 @@ def _chunk_as_csr(chunk, k, shape):
     return sp.csr_matrix(chunk)
 
 
-def _append_dask(w, X, y):
+def _append_dask(w, X, y, label_names=None):
     """Append a dask array's row chunks to writer ``w``, one chunk in memory at a time; returns ``w``.
 
     Each chunk is computed (with its labels when ``y`` is a dask array
     chunked like X's rows), converted to CSR by :func:`_chunk_as_csr`
     without densifying, checked and appended before the next is computed:
-    memory is one chunk's sparse form plus the writer's buffers.
+    memory is one chunk's sparse form plus the writer's buffers.  Labels
+    that are not numbers are appended as their codes in ``label_names``.
     """
     import dask
 
@@ -142,6 +192,10 @@ def _append_dask(w, X, y):
         else:
             chunk, yc = dask.compute(block, labels[k])
         chunk = _chunk_as_csr(chunk, k, (rows, X.shape[1]))
+        if label_names is not None and labels is not None:
+            yc = label_codes(yc, label_names, first_row=start)
+        elif labels is not None and np.asarray(yc).dtype.kind == "O":
+            yc = encode_labels(yc, len(yc))[0]  # object chunks of numbers
         yc = np.asarray(yc, dtype=np.float64)
         if yc.shape != (rows,):
             raise ValueError(f"chunk {k} of y has shape {yc.shape} but X's chunk {k} has {rows} rows; "
@@ -152,3 +206,166 @@ def _append_dask(w, X, y):
         del chunk, yc  # the next chunk is computed without this one alive
         start += rows
     return w
+
+
+# ----------------------------------------------------------------- dask DataFrames and Parquet
+
+
+def _read_parquet(path, storage_options=None):
+    """A Parquet file or dataset (a folder, a glob, an fsspec URL) as a dask DataFrame, read lazily."""
+    try:
+        import dask.dataframe as dd
+    except ImportError as exc:  # pragma: no cover - dask[dataframe] is optional
+        raise ImportError(f"reading the Parquet data {path!r} needs dask.dataframe and pyarrow ({exc}); install "
+                          "them with pip install 'dask[dataframe]' pyarrow.") from None
+    try:
+        return dd.read_parquet(path, storage_options=storage_options or None)
+    except (OSError, ValueError, TypeError) as exc:
+        raise ValueError(f"X={path!r} could not be read as Parquet ({type(exc).__name__}: {exc}); a path as X must "
+                         "name a Parquet file or dataset. Convert an svmlight file with convert_svmlight, and a "
+                         "store with rewrite_store.") from exc
+
+
+def _partition_block(part, columns, dtype):
+    """One computed partition's feature columns as a NumPy array (NaN for a missing value)."""
+    return part[columns].to_numpy(dtype=dtype, na_value=np.nan)
+
+
+def _length_and_labels(part, label):
+    """One partition's row count and, for a ``label`` column name, that column's distinct values."""
+    return len(part), (None if label is None else _distinct(series_values(part[label])))
+
+
+def dask_frame_input(X, y):
+    """A dask DataFrame ``X`` (and ``y``: its label column's name, a dask Series, or labels in memory) as a
+    dask array of its partitions, without computing it into this process.
+
+    One pass computes every partition's length (and, for a label column that
+    is not numbers, its distinct labels), from the very partitions the
+    array's chunks are (a column read alone may be partitioned otherwise,
+    e.g. by ``read_parquet``); the data is read again, one partition at a
+    time, when the array's chunks are computed.
+
+    Parameters
+    ----------
+    X : dask.dataframe.DataFrame
+        Features in columns, every one numeric (else a ValueError names the
+        columns that are not, and the fix).
+    y : str, dask Series, array-like or None
+        The name of X's label column (taken out of the features), a dask
+        Series of labels (its partitions may differ from X's), the labels in
+        memory, or None.
+
+    Returns
+    -------
+    X : dask array of shape (n_samples, n_features)
+        One row chunk per partition, float32 when every column is float32,
+        else float64.
+    y : dask array, the given labels, or None
+    feature_names : ndarray of object or None
+    label_names : list or None
+        The sorted distinct labels of a label column that is not numbers.
+    """
+    import dask
+    import dask.array as da
+
+    label = None
+    if isinstance(y, str):
+        _check_label_column(X.columns, y)
+        label, y = y, None
+    columns = [c for c in X.columns if c != label]
+    if not columns:
+        raise ValueError(f"X has no feature column beside the label column {label!r}; a store needs at least one.")
+    _check_numeric_columns(X.dtypes[columns])
+    dtype = _frame_float_dtype(X.dtypes[columns])
+    distinct = label is not None and not _numeric_label_dtype(X.dtypes[label])
+    parts = X.to_delayed()
+    jobs = [dask.delayed(_length_and_labels)(part, label if distinct else None) for part in parts]
+    y_parts = y.to_delayed() if _is_dask_series(y) else []
+    jobs += [dask.delayed(_length_and_labels)(part, None) for part in y_parts]  # in the same pass
+    counts = dask.compute(*jobs)
+    lengths = [int(c[0]) for c in counts[:len(parts)]]
+    blocks = [da.from_delayed(dask.delayed(_partition_block)(part, columns, dtype), shape=(rows, len(columns)),
+                              dtype=dtype) for part, rows in zip(parts, lengths) if rows]
+    if not blocks:
+        raise ValueError("X has 0 rows; a store needs at least one row.")
+    array = da.concatenate(blocks, axis=0)
+    label_names = None
+    if label is not None:
+        labels = [da.from_delayed(dask.delayed(series_values)(part[label]), shape=(rows,),
+                                  dtype=np.float64 if not distinct else object)
+                  for part, rows in zip(parts, lengths) if rows]
+        y = da.concatenate(labels)
+        if distinct:
+            label_names = _names_of_distinct(set().union(*(c[1] for c in counts[:len(parts)])))
+    elif _is_dask_series(y):
+        y_lengths = [int(c[0]) for c in counts[len(parts):]]
+        kind = np.float64 if _numeric_label_dtype(y.dtype) else object
+        y = da.concatenate([da.from_delayed(dask.delayed(series_values)(part), shape=(rows,), dtype=kind)
+                            for part, rows in zip(y_parts, y_lengths) if rows])
+    return array, y, _feature_names(columns), label_names
+
+
+def _numeric_label_dtype(dtype):
+    """Whether a label column of ``dtype`` holds numbers (stored as their values)."""
+    return isinstance(dtype, np.dtype) and dtype.kind in "iuf"
+
+
+def frame_in_memory(X):
+    """A dask DataFrame computed into a pandas DataFrame one partition at a time (the estimators fit in
+    memory); its columns are checked first, from its metadata."""
+    import pandas as pd
+
+    _check_numeric_columns(X.dtypes)
+    return pd.concat([part.compute() for part in X.to_delayed()])
+
+
+def frame_labels_in_memory(y):
+    """A dask Series or array of labels computed into memory, one partition or chunk at a time."""
+    if _is_dask_series(y):
+        return np.concatenate([series_values(part.compute()) for part in y.to_delayed()])
+    return np.concatenate([np.asarray(part.compute()) for part in y.to_delayed().ravel()])
+
+
+def map_frame(X, function, *, columns, names, dtype):
+    """``function`` over a dask DataFrame's partitions: a lazy dask Series (``names`` None) or DataFrame with
+    the columns ``names``, with X's partitions and index.
+
+    Parameters
+    ----------
+    X : dask.dataframe.DataFrame
+        Numeric columns only (checked from the metadata).
+    function : callable
+        Maps one partition's features, a NumPy array, to a 1-D or 2-D array.
+    columns : list
+        X's columns as given (their order is the features').
+    names : list or None
+        The output's columns (None: one value per row, a Series).
+    dtype : dtype
+        The output's dtype.
+    """
+    import pandas as pd
+
+    _check_numeric_columns(X.dtypes)
+    float_dtype = _frame_float_dtype(X.dtypes)
+    if names is None:
+        meta = pd.Series(np.empty(0, dtype=dtype), index=X._meta.index)
+    else:
+        meta = pd.DataFrame(np.empty((0, len(names)), dtype=dtype), columns=list(names), index=X._meta.index)
+    return X.map_partitions(_frame_output, function=function, columns=list(columns), dtype=float_dtype,
+                            names=None if names is None else list(names), meta=meta)
+
+
+def _frame_output(part, *, function, columns, dtype, names):
+    """One partition's output as a pandas Series or DataFrame on the partition's index."""
+    import pandas as pd
+
+    values = function(_partition_block(part, columns, dtype))
+    if names is None:
+        return pd.Series(np.asarray(values).reshape(-1), index=part.index)
+    return pd.DataFrame(np.asarray(values), index=part.index, columns=names)
+
+
+def _is_dask_input(X):
+    """A dask array or a dask DataFrame."""
+    return _is_dask_array(X) or _is_dask_frame(X)

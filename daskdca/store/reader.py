@@ -13,6 +13,7 @@ import zarr
 from daskdca.store.format import (
     ATTRS_CHECKSUM,
     CHECKSUM_KINDS,
+    LABEL_NAMES_VERSION,
     MAX_LABEL_VALUES,
     READ_VERSIONS,
     ROW_CHUNK,
@@ -109,9 +110,36 @@ class CSRStore:
 
     @property
     def label_values(self):
-        """Sorted distinct labels (None when there are more than 64: regression targets)."""
+        """Sorted distinct labels as stored in ``y`` (None when there are more than 64: regression targets);
+        the codes ``0 .. K-1`` when the labels are names (:attr:`label_names`)."""
         values = self.attrs.get("label_values")
         return None if values is None else np.asarray(values)
+
+    @property
+    def label_names(self):
+        """The labels of a store written from labels that are not numbers (strings or bools), sorted:
+        stored label ``k`` is ``label_names[k]``; None when ``y`` holds the labels themselves."""
+        names = self.attrs.get("label_names")
+        return None if names is None else np.asarray(names, dtype=object if isinstance(names[0], str) else bool)
+
+    @property
+    def classes(self):
+        """The distinct labels as they were given: :attr:`label_names` when recorded, else
+        :attr:`label_values` (None for more than 64 values)."""
+        names = self.label_names
+        return self.label_values if names is None else names
+
+    def labels_of(self, y):
+        """Stored labels ``y`` (a block's, or the whole ``y`` array) as the labels that were given."""
+        names = self.label_names
+        return np.asarray(y) if names is None else names[np.asarray(y).astype(np.intp)]
+
+    @property
+    def feature_names(self):
+        """The column names of the frame the store was written from (in the source's feature order, as
+        ``coef_``), as an object array; None when it was written from arrays or a file."""
+        names = self.attrs.get("feature_names")
+        return None if names is None else np.asarray(names, dtype=object)
 
     def _read_checked(self, name, expected):
         """A whole d-length array, checked against its recorded CRC-32C."""
@@ -337,6 +365,24 @@ def _label_problem(y_array, n, label_values):
     return None
 
 
+def _label_names_problems(meta, labels):
+    """Disagreements of ``label_names`` with the format version and ``label_values`` (the codes 0 .. K-1)."""
+    names = meta.get("label_names")
+    version = meta.get("format_version")
+    if names is None:
+        if version == LABEL_NAMES_VERSION:
+            return [f"format {version} records label names, but label_names is missing"]
+        return []
+    if version != LABEL_NAMES_VERSION:
+        return [f"label_names is recorded in a format-{version} store (only format {LABEL_NAMES_VERSION} has them)"]
+    kinds = {type(v) for v in names} if isinstance(names, list) else set()
+    if not names or kinds not in ({str}, {bool}) or len(set(names)) != len(names) or names != sorted(names):
+        return [f"label_names {names!r} is not a sorted list of distinct strings or bools"]
+    if labels != [float(k) for k in range(len(names))] and labels != list(range(len(names))):
+        return [f"label_values {labels!r} are not the codes 0 .. {len(names) - 1} of label_names {names!r}"]
+    return []
+
+
 def _meta_problems(group, meta, n, d):
     """Disagreements between the ``daskdca`` attributes and each other or the arrays (cheap: y and
     feature_permutation are read, nothing else)."""
@@ -356,6 +402,11 @@ def _meta_problems(group, meta, n, d):
             if str(meta[name]) != str(got):
                 problems.append(f"{name} is {meta[name]!r} but the array {array!r} holds {got}")
     labels = meta.get("label_values")
+    problems.extend(_label_names_problems(meta, labels))
+    names = meta.get("feature_names")
+    if names is not None and not (isinstance(names, list) and len(names) == d
+                                  and all(isinstance(v, str) for v in names)):
+        problems.append(f"feature_names is not a list of {d} strings")
     mapping = meta.get("label_mapping")
     if "label_mapping" in meta:
         want = {"-1": labels[0], "+1": labels[1]} if isinstance(labels, list) and len(labels) == 2 else None

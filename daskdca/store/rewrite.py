@@ -130,13 +130,16 @@ def _rewrite_into(store, dest, storage_options, *, shuffle, seed, renumber_featu
     value_dtype = np.dtype(store.attrs.get("value_dtype", "float64"))
     index_dtype = np.dtype(store.attrs.get("index_dtype", "int32"))
     extra = _order_attrs(shuffle, seed, source=store)
+    # the labels' names and the frame's column names (source feature order, as coef_) go with the rows
+    label_names, feature_names = store.attrs.get("label_names"), store.attrs.get("feature_names")
     w = _Writer(dest.work_url, storage_options, block_rows=block_rows, compression=compression,
                 float32=value_dtype == np.float32, source=source_name or store.attrs.get("source"),
                 index_dtype=index_dtype, dest=dest)
     if not shuffle:
         for X, y in store.iter_blocks():
             w.append(renumbered(X), y)
-        return w.finish(n_features=d, feature_permutation=feature_permutation, extra_attrs=extra)
+        return w.finish(n_features=d, feature_permutation=feature_permutation, extra_attrs=extra,
+                    label_names=label_names, feature_names=feature_names)
     perm = np.random.default_rng(seed).permutation(n)
     inverse = np.empty(n, dtype=np.int64)
     inverse[perm] = np.arange(n)
@@ -156,4 +159,5 @@ def _rewrite_into(store, dest, storage_options, *, shuffle, seed, renumber_featu
     for j in range(n_out):
         X, y = buckets[j].read(d)
         w.append(renumbered(X), y)
-    return w.finish(n_features=d, feature_permutation=feature_permutation, extra_attrs=extra)
+    return w.finish(n_features=d, feature_permutation=feature_permutation, extra_attrs=extra,
+                    label_names=label_names, feature_names=feature_names)

@@ -1,9 +1,14 @@
-"""Writing in-memory or dask arrays: :func:`write_store` checks ``X``, ``y`` and the row weights, shuffles
+"""Writing in-memory or dask data: :func:`write_store` checks ``X``, ``y`` and the row weights, shuffles
 and renumbers in memory and writes the blocks; a dask array goes chunk by chunk through
 :mod:`daskdca.store.from_dask` (and, to be shuffled, through a temporary store and the bucket shuffle of
-:mod:`daskdca.store.rewrite`)."""
+:mod:`daskdca.store.rewrite`).  A pandas DataFrame becomes a NumPy array and its column names
+(:mod:`daskdca.store.frames`); a dask DataFrame, or a Parquet path read by ``dask.dataframe.read_parquet``,
+a dask array of its partitions (:func:`~daskdca.store.from_dask.dask_frame_input`)."""
 
 from __future__ import annotations
+
+import os
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -18,11 +23,18 @@ from daskdca.store.format import (
     _check_storage_options,
     _check_url,
 )
-from daskdca.store.from_dask import _append_dask, _check_dask_input, _is_dask_array
+from daskdca.store.frames import _is_dask_frame, _is_pandas_frame, _refuse_label_name, encode_labels, pandas_input
+from daskdca.store.from_dask import (
+    _append_dask,
+    _check_dask_input,
+    _is_dask_array,
+    _read_parquet,
+    dask_frame_input,
+    frame_labels_in_memory,
+)
 from daskdca.store.publish import _destination
 from daskdca.store.rewrite import _rewrite_into
 from daskdca.store.writer import (
-    _as_labels,
     _check_dtype,
     _check_finite_block,
     _check_writer_args,
@@ -36,7 +48,7 @@ from daskdca.store.writer import (
 def write_store(url, X, y, *, block_rows=DEFAULT_BLOCK_ROWS, compression="zstd", float32=False,
                 shuffle=True, seed=0, renumber_features=False, storage_options=None, source="arrays",
                 overwrite=False, sample_weight=None):
-    """Write in-memory or dask data to a complete store and return its handle.
+    """Write in-memory or dask data, a data frame or a Parquet dataset to a complete store and return its handle.
 
     Parameters
     ----------
@@ -44,16 +56,31 @@ def write_store(url, X, y, *, block_rows=DEFAULT_BLOCK_ROWS, compression="zstd",
         Local path or fsspec URL.  It must not exist, be an empty folder, or
         (with ``overwrite=True``) be a daskdca store; any other folder is
         refused.
-    X : scipy sparse matrix, ndarray, or dask array of row chunks
+    X : scipy sparse matrix, ndarray, dask array, pandas or dask DataFrame, or Parquet path
         Real numbers (complex raises TypeError).  A dask array (one column
         chunk; else ``X.rechunk({1: -1})``) is written one row chunk at a
         time, each converted to CSR without densifying: its chunks may be
         NumPy arrays, scipy.sparse matrices or arrays of any format (CSR,
         CSC, COO, ...; e.g. AnnData's ``read_elem_lazy``) or pydata sparse
         COO/GCXS arrays (fill value 0), and memory holds one chunk's
-        sparse form at a time.
-    y : array-like or dask array of shape (n,)
-        A dask array is computed chunk by chunk with X's row chunks.
+        sparse form at a time.  A DataFrame's columns are the features
+        (every one numeric: a column of categories, strings, objects or
+        dates raises ValueError naming it; encode or drop it first), their
+        names recorded as the store's ``feature_names``; a dask DataFrame is
+        written one partition at a time, after one pass that counts its rows
+        (from the label column, or the first column, alone).  A str or
+        ``os.PathLike`` X names a Parquet file or dataset (a folder, a glob or
+        an fsspec URL, read with ``storage_options``), read lazily by
+        ``dask.dataframe.read_parquet`` and written like a dask DataFrame.
+    y : array-like, dask array or Series, or str
+        The labels or targets, one per row.  A str names X's label column
+        (X a DataFrame or Parquet), which is then not a feature.  A dask
+        array or Series is computed chunk by chunk with X's row chunks.
+        Numbers are stored as they are; strings, bools and categories are
+        stored as the codes ``0 .. K-1`` of their sorted distinct values
+        (scikit-learn's order: with two, the second is the positive class),
+        recorded as the store's ``label_names`` (at most 64; a dask ``y``
+        costs one more pass over the labels to find them).
     block_rows : int
         Rows per block (partition).
     compression : {"zstd", "zstd:LEVEL", "none"}
@@ -63,7 +90,7 @@ def write_store(url, X, y, *, block_rows=DEFAULT_BLOCK_ROWS, compression="zstd",
         Store the rows in a seeded uniform random order, so that every run of
         blocks (a partition) sees the data's distribution: real files are
         often sorted by label, and distributed solvers converge far slower
-        on such partitions.  In memory for arrays; a dask array goes through
+        on such partitions.  In memory for arrays; dask input goes through
         a temporary store and the out-of-core bucket shuffle of
         :func:`rewrite_store`.  ``shuffle=False`` keeps the given order.
         :attr:`CSRStore.row_permutation` maps stored rows back.
@@ -72,10 +99,11 @@ def write_store(url, X, y, *, block_rows=DEFAULT_BLOCK_ROWS, compression="zstd",
     renumber_features : bool
         Renumber columns by decreasing frequency and store the permutation.
     storage_options : dict, optional
-        fsspec options for a URL.
+        fsspec options for a URL (the output's, and a Parquet input's).
     source : str, default "arrays"
         The name of the data, recorded in the attributes (anything but a str
-        raises TypeError before anything is written).
+        raises TypeError before anything is written); for a Parquet X the
+        default records its path instead.
     overwrite : bool, default False
         Replace an existing daskdca store at ``url`` (atomically on local
         file systems: the old store stays until the new one is complete).
@@ -83,7 +111,7 @@ def write_store(url, X, y, *, block_rows=DEFAULT_BLOCK_ROWS, compression="zstd",
         Row weights ``s_i >= 0`` (finite, not all zero), stored beside ``y``
         (shuffled with the rows, covered by the block checksums): every fit
         on the store solves ``1/n sum_i s_i phi_i(x_i.w) + lam/2 ||w||^2``.
-        In-memory X only for now (a dask X with weights raises).
+        In-memory X only for now (dask input with weights raises).
 
     Returns
     -------
@@ -96,6 +124,14 @@ def write_store(url, X, y, *, block_rows=DEFAULT_BLOCK_ROWS, compression="zstd",
         and ``overwrite`` is False.
     TypeError, ValueError
         Bad arrays or parameters; the message names the value.
+
+    Examples
+    --------
+    A Parquet dataset with a label column ``"label"`` (CLI: ``daskdca convert
+    data.parquet data.zarr --label-column label``)::
+
+        store = daskdca.write_store("data.zarr", "data.parquet", y="label")
+        model = daskdca.fit(store)
     """
     url = _check_url(url)
     storage_options = _check_storage_options(storage_options)
@@ -105,21 +141,62 @@ def write_store(url, X, y, *, block_rows=DEFAULT_BLOCK_ROWS, compression="zstd",
     seed = _check_int("seed", seed, low=0)
     _check_bool("overwrite", overwrite)
     source = _check_source("source", source)
+    if isinstance(X, (str, os.PathLike)):
+        source = os.fspath(X) if source == "arrays" else source
+        X = _read_parquet(os.fspath(X), storage_options)
+    data = prepare_input(X, y)
+    return write_prepared(url, data, block_rows=block_rows, compression=compression, float32=float32,
+                          shuffle=shuffle, seed=seed, renumber_features=renumber_features,
+                          storage_options=storage_options, source=source,
+                          overwrite=overwrite, sample_weight=sample_weight)
+
+
+class PreparedInput(NamedTuple):
+    """What a write takes, once data frames are arrays: ``X`` (in memory or a dask array), ``y`` (NumPy
+    labels or their codes, a dask array, or None), ``feature_names`` and ``label_names`` (or None)."""
+
+    X: object
+    y: object
+    feature_names: object
+    label_names: object
+
+
+def prepare_input(X, y):
+    """``X`` and ``y`` as a :class:`PreparedInput`: a pandas DataFrame as a NumPy array and its column names,
+    a dask DataFrame as a dask array of its partitions (:func:`dask_frame_input`), a label column name
+    replaced by the column; anything else as given (checked by the write)."""
+    _refuse_label_name(X, y)
+    if _is_pandas_frame(X):
+        X, y, names = pandas_input(X, y)
+        return PreparedInput(X, y, names, None)
+    if _is_dask_frame(X):
+        X, y, names, label_names = dask_frame_input(X, y)
+        return PreparedInput(X, y, names, label_names)
+    return PreparedInput(X, y, None, None)
+
+
+def write_prepared(url, data, *, block_rows, compression, float32, shuffle, seed, renumber_features,
+                   storage_options, source, overwrite, sample_weight):
+    """:func:`write_store` of a :class:`PreparedInput` whose parameters were checked."""
+    X, y = data.X, data.y
     if _is_dask_array(X):
         if sample_weight is not None:
-            raise ValueError("sample_weight with a dask array X is not supported yet; pass X in memory (e.g. "
-                             "X.compute()) with sample_weight, or write the store without weights.")
-        y = _check_dask_input(X, y)
+            raise ValueError("sample_weight with a dask array or DataFrame X is not supported yet; pass X in "
+                             "memory (e.g. X.compute()) with sample_weight, or write the store without weights.")
+        y, label_names = _check_dask_input(X, y, data.label_names)
         index_dtype = np.int64 if X.shape[1] > INT32_LIMIT else np.int32
         with _destination(url, storage_options, overwrite=overwrite) as dest:
             if not (shuffle or renumber_features):
                 w = _Writer(dest.work_url, storage_options, block_rows=block_rows, compression=compression,
                             float32=float32, source=source, index_dtype=index_dtype, dest=dest)
-                return _append_dask(w, X, y).finish(n_features=X.shape[1], extra_attrs=_order_attrs(False, None))
+                return _append_dask(w, X, y, label_names).finish(
+                    n_features=X.shape[1], extra_attrs=_order_attrs(False, None), label_names=label_names,
+                    feature_names=data.feature_names)
             # rows are permuted out of core: staged as given, then bucket-shuffled like rewrite_store
             w = _Writer(dest.scratch("staged"), storage_options, block_rows=block_rows, compression="none",
                         float32=float32, source=source, index_dtype=index_dtype)
-            staged = _append_dask(w, X, y).finish(n_features=X.shape[1])
+            staged = _append_dask(w, X, y, label_names).finish(n_features=X.shape[1], label_names=label_names,
+                                                               feature_names=data.feature_names)
             return _rewrite_into(staged, dest, storage_options, shuffle=shuffle, seed=seed,
                                  renumber_features=renumber_features, block_rows=block_rows,
                                  compression=compression, source_name=source)
@@ -138,9 +215,9 @@ def write_store(url, X, y, *, block_rows=DEFAULT_BLOCK_ROWS, compression="zstd",
         raise ValueError("X has 0 rows; a store needs at least one row.")
     if X.shape[1] == 0:
         raise ValueError(f"X has 0 features (shape {X.shape}); a store needs at least one column.")
-    if y is not None and hasattr(y, "compute") and hasattr(y, "chunks"):
-        y = y.compute()
-    y = _as_labels(y, X.shape[0])
+    if y is not None and hasattr(y, "compute") and hasattr(y, "to_delayed"):
+        y = frame_labels_in_memory(y)
+    y, label_names = encode_labels(y, X.shape[0])
     if sample_weight is not None:
         sample_weight = check_sample_weight(sample_weight, X.shape[0])
     X.sum_duplicates()
@@ -162,4 +239,5 @@ def write_store(url, X, y, *, block_rows=DEFAULT_BLOCK_ROWS, compression="zstd",
             w.append(X[start:start + block_rows], y[start:start + block_rows],
                      None if sample_weight is None else sample_weight[start:start + block_rows])
         return w.finish(n_features=X.shape[1], extra_attrs=_order_attrs(shuffle, seed),
-                        feature_permutation=feature_permutation)
+                        feature_permutation=feature_permutation, label_names=label_names,
+                        feature_names=data.feature_names)

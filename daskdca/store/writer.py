@@ -21,6 +21,7 @@ from daskdca.store.format import (
     CHECKSUM_KINDS,
     FORMAT_VERSION,
     INT32_LIMIT,
+    LABEL_NAMES_VERSION,
     MAX_LABEL_VALUES,
     NNZ_CHUNK,
     ROW_CHUNK,
@@ -191,8 +192,14 @@ class _Writer:
                 self.blocks.append(block)
                 self.current = _Block(block.lo + block.nnz, self.weighted, self.checksum)
 
-    def finish(self, *, n_features=None, shift_indices=0, extra_attrs=None, feature_permutation=None):
-        """Write the statistics and checksums, verify every block, write the marker, publish."""
+    def finish(self, *, n_features=None, shift_indices=0, extra_attrs=None, feature_permutation=None,
+               label_names=None, feature_names=None):
+        """Write the statistics and checksums, verify every block, write the marker, publish.
+
+        ``label_names`` (labels that are not numbers, appended as their codes
+        ``0 .. K-1``) and ``feature_names`` (a frame's column names, in the
+        source's feature order) are recorded as attributes when given.
+        """
         if self.current.rows:
             self.blocks.append(self.current)
             self.current = _Block(self.nnz, self.weighted, self.checksum)
@@ -226,8 +233,13 @@ class _Writer:
         kind = self.checksum
         checksums = [kind.combine(b.rows, b.nnz, [kind.digest(c) for c in b.crcs]) for b in self.blocks]
         labels = None if self.too_many_labels else sorted(self.labels)
+        if label_names is not None and labels != [float(k) for k in range(len(label_names))]:
+            raise ValueError(f"the label codes written {labels} are not 0 .. {len(label_names) - 1} of the label "
+                             f"names {list(label_names)} (internal)")
+        if feature_names is not None and len(feature_names) != (self.d if n_features is None else int(n_features)):
+            raise ValueError(f"{len(feature_names)} feature names for {n_features} features (internal)")
         meta = {
-            "format_version": FORMAT_VERSION,
+            "format_version": FORMAT_VERSION if label_names is None else LABEL_NAMES_VERSION,
             "writer": self.writer_id,
             "nnz": int(self.nnz),
             "block_row_offsets": row_offsets,
@@ -249,6 +261,10 @@ class _Writer:
             "renumbered_features": feature_permutation is not None,
             "weighted": self.weighted,
         }
+        if label_names is not None:
+            meta["label_names"] = [str(v) if isinstance(v, str) else bool(v) for v in label_names]
+        if feature_names is not None:
+            meta["feature_names"] = [str(v) for v in feature_names]
         meta.update(extra_attrs or {})
         top = {"encoding-type": "csr_matrix", "encoding-version": "0.1.0", "shape": [int(self.n), int(d)]}
         # every attribute a result depends on, covered from the values in memory (verified by open_store)
