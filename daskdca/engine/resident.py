@@ -42,7 +42,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np

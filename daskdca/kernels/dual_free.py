@@ -131,7 +131,7 @@ def weighted_order(random_state, round_index, stream, weights, n_steps, row_offs
     """``n_steps`` rows drawn i.i.d. with ``P(i) = weights_i / sum(weights)`` from one stream.
 
     The fixed-probability sampling of dfSDCA with importance sampling (seed
-    001 §3; docs/references.md, note N6): one sum-tree build, then ``O(log n)`` per draw.
+    [HT15] §3; docs/references.md, note N6): one sum-tree build, then ``O(log n)`` per draw.
     """
     state = np.empty(1, dtype=np.uint64)
     state[0] = stream_seed(random_state, round_index, stream)

@@ -193,7 +193,7 @@ class PegasosPlan(PlanBase):
         return local, Contribution(compress(vector), np.array([loss_sum, conj_sum, float(measured), float(tau)]))
 
     def combine(self, state, total, ctx):
-        """Seed 002 eq. (9) with ``eta_t = 1/(lam t)``, ``t = round + 1``; the average; the report of the start."""
+        """[TBRS13] eq. (9) with ``eta_t = 1/(lam t)``, ``t = round + 1``; the average; the report of the start."""
         loss_sum, conj_sum, measured, steps = total.scalars
         both = dense(total.vector, 2 * self.d if measured > 0 else self.d)
         t = ctx.round + 1

@@ -38,7 +38,7 @@ class Plan(Protocol):
     primal_from_dual: bool
     """True: the certified model is ``X^T alpha / (lam n)`` of the dual point; False: ``model(global_state)``."""
     l1_ratio: float
-    """L1 share of ``lam`` in the certificate (0.0 but SPDC's); read as ``getattr(plan, "l1_ratio", 0.0)``."""
+    """L1 share of ``lam`` in the certificate (0.0 but the elastic-net plans'); read as ``getattr(plan, "l1_ratio", 0.0)``."""
     fused_rounds: Callable | None
     """``(part, local, state, ctx, n) -> (local, state, report)`` on one partition, or None (the getattr default)."""
 

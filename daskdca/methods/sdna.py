@@ -50,7 +50,7 @@ DEFAULT_BATCH_SIZE = 16
 
 @dataclass(frozen=True)
 class SDNA:
-    """Stochastic Dual Newton Ascent (003 Algorithm 3) as the local solver of CoCoA+ rounds.
+    """Stochastic Dual Newton Ascent ([QRTF16] Algorithm 3) as the local solver of CoCoA+ rounds.
 
     Solves ``min_w 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2`` through its dual.
     Every local iteration draws ``tau`` rows (tau-nice) and maximises the dual
@@ -64,7 +64,7 @@ class SDNA:
     batch_size : int or None, default=None
         ``tau``, the rows of one local iteration; at most the size of the
         smallest partition.  None: 16, the paper's single-core optimum
-        (003 Fig. 3), or the smallest partition's size if that is smaller.
+        ([QRTF16] Fig. 3), or the smallest partition's size if that is smaller.
     local_iters : float, default=1.0
         Rows visited per round, in multiples of the partition's rows:
         ``ceil(local_iters * n_k / tau_k)`` iterations of ``tau_k`` rows.

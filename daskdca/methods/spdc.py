@@ -165,7 +165,6 @@ class SPDC:
         (primal prox eq. (37), lazy forms (38)-(44) in the kernel): the fit
         then solves and certifies ``1/n sum_i phi_i(x_i.w) + g(w)`` (the
         drivers read the plan's ``l1_ratio``; :func:`daskdca.problem.objectives`).
-        SPDC is the only method with an L1 term.
     smoothing : float, default=1e-2
         ``delta`` of the perturbation (16), used for ``loss="hinge"`` only:
         SPDC then runs on the smoothed hinge with ``gamma = delta``.  Rounds

@@ -1,0 +1,87 @@
+"""What a CoCoA+ round costs on a 2-worker LocalCluster beyond its arithmetic: resident actors against task graphs.
+
+Each case fits the same generated data with ``tol=0`` for ``R_SHORT`` and
+``R_LONG`` rounds; the difference of the two wall times over
+``R_LONG - R_SHORT`` is the time of a round without setup and certificate.
+The same in process (2 partitions in turn, one thread) gives the arithmetic:
+``ideal = in-process round / 2`` is a round whose two halves run at once with
+no communication, and ``overhead = cluster round - ideal``.
+
+Run: ``python benchmarks/round_overhead.py [--reps 3]`` (one process, the cluster started before the clock;
+medians of the repeats).  Results: benchmarks/RESULTS.md, "Engine: resident rounds".
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+
+import dask
+import numpy as np
+import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
+
+import daskdca
+
+R_SHORT, R_LONG = 10, 110
+
+
+def make(n, d, nnz_per_row, seed=0):
+    rng = np.random.default_rng(seed)
+    indptr = np.arange(0, (n + 1) * nnz_per_row, nnz_per_row)
+    indices = np.sort(rng.integers(0, d, size=(n, nnz_per_row)), axis=1).ravel()
+    X = sp.csr_matrix((rng.standard_normal(n * nnz_per_row), indices, indptr), shape=(n, d))
+    X.sum_duplicates()
+    w = rng.standard_normal(d)
+    y = np.where(X @ w + 0.5 * rng.standard_normal(n) > 0, 1.0, -1.0)
+    return X, y
+
+
+def seconds_per_round(X, y, client, rounds):
+    kwargs = dict(loss="logistic", lam=1e-4, solver="cocoa+", n_partitions=2, tol=0.0, random_state=0)
+    if client is not None:
+        kwargs["client"] = client
+    times = []
+    for max_rounds in (R_SHORT, R_LONG):
+        with warnings.catch_warnings(), dask.config.set({"daskdca.rounds": rounds}):
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            t = time.perf_counter()
+            daskdca.fit(X, y, max_rounds=max_rounds, **kwargs)
+            times.append(time.perf_counter() - t)
+    return (times[1] - times[0]) / (R_LONG - R_SHORT)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=3)
+    args = parser.parse_args()
+    from distributed import Client, LocalCluster
+
+    cases = [("d = 100, 2,000 rows x 5 nnz", make(2_000, 100, 5)),
+             ("d = 100,000, 2,000 rows x 5 nnz", make(2_000, 100_000, 5)),
+             ("d = 100,000, 250,000 rows x 20 nnz (5 M nnz)", make(250_000, 100_000, 20))]
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                      silence_logs=40) as cluster, Client(cluster) as client:
+        for name, (X, y) in cases:
+            seconds_per_round(X[:200], y[:200], client, "resident")  # compile on the workers before the clock
+            rows = {}
+            for _ in range(args.reps):
+                rows.setdefault("in process (2 partitions in turn)", []).append(
+                    seconds_per_round(X, y, None, "resident"))
+                for rounds in ("resident", "tasks"):
+                    rows.setdefault(rounds, []).append(seconds_per_round(X, y, client, rounds))
+            inproc = float(np.median(rows.pop("in process (2 partitions in turn)")))
+            ideal = inproc / 2
+            print(f"\n### {name}, logistic, lam 1e-4, 2 partitions\n")
+            print("| rounds | ms a round | ideal ms (in process / 2) | overhead ms | overhead share of the round |")
+            print("|---|---:|---:|---:|---:|")
+            print(f"| in process, one thread | {1e3 * inproc:.1f} | - | - | - |")
+            for rounds, values in rows.items():
+                per = float(np.median(values))
+                print(f"| 2 workers, {rounds} | {1e3 * per:.1f} | {1e3 * ideal:.1f} | {1e3 * (per - ideal):.1f} | "
+                      f"{(per - ideal) / per:.0%} |")
+
+
+if __name__ == "__main__":
+    main()
