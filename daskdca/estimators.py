@@ -311,6 +311,39 @@ class _SDCAMixin:
         "keep_dual": ["boolean"],
     }
 
+    _penalty_constraints: dict = {
+        "penalty": [StrOptions({"l2", "l1", "elasticnet"})],
+        "l1_ratio": [Interval(Real, 0, 1, closed="both"), None],
+    }
+
+    def _solver_for_penalty(self):
+        """The solver :func:`daskdca.fit` runs: ``solver`` for ``penalty="l2"``; for ``"elasticnet"``, serial
+        SDCA or CoCoA+ with ``l1_ratio`` (Prox-SDCA, Shalev-Shwartz & Zhang 2016)."""
+        from daskdca.methods.cocoa import SDCA, CoCoAPlus
+
+        if self.penalty == "l2":
+            if self.l1_ratio is not None:
+                raise ValueError(f"l1_ratio={self.l1_ratio!r} is used only with penalty='elasticnet'; set "
+                                 "penalty='elasticnet' or leave l1_ratio=None.")
+            return self.solver
+        if self.penalty == "l1":
+            raise ValueError("penalty='l1' (no L2 part) is not supported: the dual methods certify a gap only "
+                             "with an L2 part. Use penalty='elasticnet' with l1_ratio < 1 (e.g. 0.99), which is "
+                             "solved and certified as that elastic net.")
+        if self.l1_ratio is None:
+            raise ValueError("penalty='elasticnet' needs l1_ratio in [0, 1), the L1 share of the penalty "
+                             "(e.g. l1_ratio=0.5).")
+        if self.solver is not None and not isinstance(self.solver, str):
+            raise ValueError(f"penalty='elasticnet' with the solver object {self.solver!r}: set l1_ratio on the "
+                             "object (e.g. daskdca.SDCA(l1_ratio=0.5)) and leave penalty='l2'.")
+        name = _solver_name(self.solver)
+        if name in ("auto", "sdca"):
+            return SDCA(l1_ratio=float(self.l1_ratio))
+        if name == "cocoa+":
+            return CoCoAPlus(l1_ratio=float(self.l1_ratio))
+        raise ValueError(f"penalty='elasticnet' is solved by solver='auto', 'sdca' or 'cocoa+', not "
+                         f"solver={self.solver!r}.")
+
     def _with_bias(self, X):
         """X (canonical CSR) with LIBLINEAR's synthetic feature when ``fit_intercept``: a last column whose
         every value is ``intercept_scaling``, whose weight ``w_b`` gives ``intercept_ = intercept_scaling * w_b``.
@@ -380,7 +413,7 @@ class _SDCAMixin:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=_FIT_WARNING, category=ConvergenceWarning)
             return api.fit(
-                X, y, loss=loss, lam=lam, solver=self.solver, tol=self.tol, max_epochs=self.max_iter,
+                X, y, loss=loss, lam=lam, solver=self._solver_for_penalty(), tol=self.tol, max_epochs=self.max_iter,
                 n_partitions=self.n_partitions, random_state=seed, client=client,
                 verbose=int(self.verbose), dual_init=dual_init, sample_weight=sample_weight,
                 class_weight=class_weight,
@@ -656,6 +689,18 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
     C : float, default=1.0
         Inverse regularisation strength as in LIBLINEAR: ``lam = 1 / (C n)``
         with ``n`` the number of training rows.  Must be > 0.
+    penalty : {"l2", "elasticnet", "l1"}, default="l2"
+        ``"l2"``: ``lam/2 ||w||^2``.  ``"elasticnet"``:
+        ``lam ((1 - l1_ratio)/2 ||w||^2 + l1_ratio ||w||_1)`` (scikit-learn's
+        elastic net with ``C = 1/(lam n)``), solved by proximal SDCA
+        (serial SDCA, or CoCoA+ with ``solver="cocoa+"``) and certified as
+        that problem; ``coef_`` then has exact zeros.  The intercept's synthetic
+        feature is penalised like the others.  ``"l1"`` (no L2 part) raises:
+        the dual methods certify only with an L2 part; use ``"elasticnet"``
+        with ``l1_ratio`` < 1, e.g. 0.99.
+    l1_ratio : float in [0, 1) or None, default=None
+        The L1 share of the penalty with ``penalty="elasticnet"`` (required
+        then); must be None otherwise.
     solver : {"auto", "sdca", "minibatch_sdca", "cocoa+"}, method object or None, default="auto"
         Passed to :func:`daskdca.fit`: ``"auto"`` (or None) picks the route
         and the method (serial SDCA here, inside Catalyst's loop for small
@@ -783,13 +828,16 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         "loss": [StrOptions({"hinge", "squared_hinge", "smoothed_hinge", "logistic", "log_loss"})],
         "class_weight": [dict, StrOptions({"balanced"}), None],
         **_SDCAMixin._common_constraints,
+        **_SDCAMixin._penalty_constraints,
     }
 
-    def __init__(self, loss="hinge", C=1.0, *, solver="auto", tol=1e-6, max_iter=1000, fit_intercept=True,
-                 intercept_scaling=1.0, class_weight=None, random_state=0, warm_start=False, n_partitions=None,
-                 client=None, verbose=0, keep_dual=False):
+    def __init__(self, loss="hinge", C=1.0, *, penalty="l2", l1_ratio=None, solver="auto", tol=1e-6, max_iter=1000,
+                 fit_intercept=True, intercept_scaling=1.0, class_weight=None, random_state=0, warm_start=False,
+                 n_partitions=None, client=None, verbose=0, keep_dual=False):
         self.loss = loss
         self.C = C
+        self.penalty = penalty
+        self.l1_ratio = l1_ratio
         self.solver = solver
         self.tol = tol
         self.max_iter = max_iter
@@ -858,6 +906,8 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         others fit them one after another."""
         from daskdca.methods import REGISTRY
 
+        if self.penalty != "l2":  # the one-vs-rest plan certifies the L2 problem only
+            return False
         if self.solver is not None and not isinstance(self.solver, str):
             return self.solver.capabilities.multi_class
         # "auto" runs serial SDCA or CoCoA+, which fit the problems together alike
@@ -1278,6 +1328,14 @@ class SDCARegressor(_SDCAMixin, RegressorMixin, BaseEstimator):
     C : float, default=1.0
         Inverse regularisation strength, ``lam = 1 / (C n)`` (Ridge's
         ``alpha = 1 / C``).  Must be > 0.
+    penalty : {"l2", "elasticnet", "l1"}, default="l2"
+        As in :class:`SDCAClassifier`: ``"elasticnet"`` solves
+        ``1/n sum_i (x_i.w + b - y_i)^2 / 2 + lam ((1 - l1_ratio)/2 ||w||^2 + l1_ratio ||w||_1)``
+        (scikit-learn's ``ElasticNet`` with ``alpha = lam``) by proximal
+        SDCA, certified; ``"l1"`` raises.
+    l1_ratio : float in [0, 1) or None, default=None
+        The L1 share of the penalty with ``penalty="elasticnet"`` (required
+        then); must be None otherwise.
     solver : {"auto", "sdca", "minibatch_sdca", "cocoa+"}, method object or None, default="auto"
         Passed to :func:`daskdca.fit`: ``"auto"`` (or None) picks the route
         and the method (serial SDCA here, inside Catalyst's loop for small
@@ -1358,13 +1416,16 @@ class SDCARegressor(_SDCAMixin, RegressorMixin, BaseEstimator):
     _parameter_constraints: dict = {
         "loss": [StrOptions({"squared", "squared_error"})],
         **_SDCAMixin._common_constraints,
+        **_SDCAMixin._penalty_constraints,
     }
 
-    def __init__(self, loss="squared", C=1.0, *, solver="auto", tol=1e-6, max_iter=1000, fit_intercept=True,
-                 intercept_scaling=1.0, random_state=0, warm_start=False, n_partitions=None, client=None,
-                 verbose=0, keep_dual=False):
+    def __init__(self, loss="squared", C=1.0, *, penalty="l2", l1_ratio=None, solver="auto", tol=1e-6, max_iter=1000,
+                 fit_intercept=True, intercept_scaling=1.0, random_state=0, warm_start=False, n_partitions=None,
+                 client=None, verbose=0, keep_dual=False):
         self.loss = loss
         self.C = C
+        self.penalty = penalty
+        self.l1_ratio = l1_ratio
         self.solver = solver
         self.tol = tol
         self.max_iter = max_iter

@@ -254,6 +254,10 @@ class ResidentExecutor(DaskExecutor):
                 pure=False, key=f"daskdca-resident-{self.run_id}-{self.generation}-g{g}", **pin))
         self.futures = futures
         self.actors = self.gather(futures, what)
+        for actor, future in zip(self.actors, futures):
+            # an Actor proxy binds itself to Dask's default client, which this fit's client need not be (the
+            # process's embedded cluster never is): bind it to this fit's client and future
+            actor._client, actor._future = self.client, future
         self.addresses = [actor._address for actor in self.actors]
         self.n_slots = len(workers)
         if self.plan is not None:

@@ -1,0 +1,82 @@
+"""The estimators' penalty="elasticnet": the same optimum as scikit-learn's elastic net, with exact zeros,
+certified; the other spellings raise with the fix."""
+
+import numpy as np
+import pytest
+from sklearn.linear_model import ElasticNet, LogisticRegression
+
+import daskdca
+from daskdca import SDCAClassifier, SDCARegressor
+
+from conftest import load_dataset
+
+
+def _sklearn_logistic_elastic_net(X, y, C, l1_ratio):
+    """scikit-learn's elastic-net logistic regression (saga) at a tight tol, without an intercept."""
+    import sklearn
+
+    major, minor = (int(p) for p in sklearn.__version__.split(".")[:2])
+    kwargs = dict(C=C, l1_ratio=l1_ratio, solver="saga", tol=1e-12, max_iter=200_000, fit_intercept=False)
+    if (major, minor) < (1, 8):
+        kwargs["penalty"] = "elasticnet"
+    return LogisticRegression(**kwargs).fit(X.toarray(), y)
+
+
+def _objective(X, y, w, lam, l1_ratio):
+    z = y * (X @ w)
+    return np.mean(np.logaddexp(0, -z)) + lam * ((1 - l1_ratio) / 2 * w @ w + l1_ratio * np.abs(w).sum())
+
+
+def test_classifier_elastic_net_matches_scikit_learn_with_exact_zeros():
+    X, y = load_dataset("heart")
+    n, C, ratio = X.shape[0], 0.05, 0.7
+    lam = 1 / (C * n)
+    ours = SDCAClassifier(loss="logistic", C=C, penalty="elasticnet", l1_ratio=ratio, fit_intercept=False,
+                          tol=1e-10).fit(X, y)
+    ref = _sklearn_logistic_elastic_net(X, y, C, ratio)
+    w, w_ref = ours.coef_.ravel(), ref.coef_.ravel()
+    assert np.array_equal(w == 0, w_ref == 0) and (w == 0).any()
+    assert _objective(X, y, w, lam, ratio) == pytest.approx(_objective(X, y, w_ref, lam, ratio), rel=1e-8)
+    assert ours.gap_ <= 1e-10 * abs(ours.primal_)
+    assert ours.primal_ == pytest.approx(_objective(X, y, w, lam, ratio), rel=1e-10)
+    # the same as daskdca.fit with the solver object
+    direct = daskdca.fit(X, y, loss="logistic", lam=lam, solver=daskdca.SDCA(l1_ratio=ratio), tol=1e-10)
+    np.testing.assert_array_equal(direct.coef_, w)
+
+
+def test_regressor_elastic_net_matches_scikit_learn():
+    X, y = load_dataset("heart")
+    X = X.toarray()
+    n, C, ratio = X.shape[0], 0.1, 0.5
+    lam = 1 / (C * n)
+    ours = SDCARegressor(C=C, penalty="elasticnet", l1_ratio=ratio, fit_intercept=False, tol=1e-12).fit(X, y)
+    ref = ElasticNet(alpha=lam, l1_ratio=ratio, fit_intercept=False, tol=1e-14, max_iter=100_000).fit(X, y)
+
+    def objective(w):
+        r = X @ w - y
+        return r @ r / (2 * n) + lam * ((1 - ratio) / 2 * w @ w + ratio * np.abs(w).sum())
+
+    assert objective(ours.coef_) == pytest.approx(objective(ref.coef_), rel=1e-9)
+    assert np.array_equal(ours.coef_ == 0, ref.coef_ == 0)
+
+
+def test_three_classes_fit_one_problem_after_another():
+    X, y = load_dataset("heart")
+    labels = np.where(X[:, 0].toarray().ravel() > 0.3, 2, y)
+    model = SDCAClassifier(loss="logistic", C=0.05, penalty="elasticnet", l1_ratio=0.5, tol=1e-8).fit(X, labels)
+    assert model.coef_.shape == (3, X.shape[1]) and (model.coef_ == 0).any()
+    assert np.all(np.asarray(model.gap_) <= 1e-8 * np.abs(model.primal_))
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(penalty="l1"), "l1_ratio < 1"),
+    (dict(penalty="elasticnet"), "needs l1_ratio"),
+    (dict(penalty="l2", l1_ratio=0.5), "only with penalty='elasticnet'"),
+    (dict(penalty="elasticnet", l1_ratio=0.5, solver="minibatch_sdca"), "solver='auto', 'sdca' or 'cocoa\\+'"),
+    (dict(penalty="elasticnet", l1_ratio=0.5, solver=daskdca.SDCA()), "set l1_ratio on the object"),
+    (dict(penalty="elasticnet", l1_ratio=1.0), "l1_ratio"),
+])
+def test_unsupported_penalties_raise_with_the_fix(kwargs, match):
+    X, y = load_dataset("heart")
+    with pytest.raises(ValueError, match=match):
+        SDCAClassifier(loss="logistic", **kwargs).fit(X, y)
