@@ -99,6 +99,7 @@ class _Resident:
         self.pool = None
         self.plan = None
         self.versions = {}
+        self.G = None  # the global state of the last step
 
     def _map(self, fn, *columns):
         """``[fn(part, *row) ...]`` over the partitions, on the worker's threads (the kernels release the GIL)."""
@@ -136,10 +137,24 @@ class _Resident:
     def states(self, version):
         return self.versions[version]
 
-    def step(self, phase_index, G, ctxs, source, target, keep):
+    def step(self, phase_index, global_spec, ctxs, source, target, keep):
         """The local step of phase ``phase_index`` on every partition from version ``source``; the new states
         become version ``target``, versions outside ``keep`` are dropped, and the tree nodes this run of
-        partitions decides are returned."""
+        partitions decides are returned.
+
+        ``global_spec`` is ``("full", G)``, the global state itself, or
+        ``("combine", j, total, ctx)``: the state the driver has just made by
+        ``phases()[j].combine(G, total, ctx)`` from the one this actor used
+        last, made here the same way (the same function on the same numbers,
+        so the same bits), which sends one reduced contribution instead of
+        the whole state.
+        """
+        if global_spec[0] == "full":
+            self.G = global_spec[1]
+        else:
+            _, j, total, ctx = global_spec
+            self.G = self.plan.phases()[j].combine(self.G, total, ctx)[0]
+        G = self.G
         local = self.plan.phases()[phase_index].local
         outs = self._map(lambda part, state, ctx: local(part, state, G, ctx), self.versions[source], ctxs)
         self.versions[target] = tuple(out[0] for out in outs)
@@ -222,6 +237,8 @@ class ResidentExecutor(DaskExecutor):
         self.generation = 0
         self.copy = None      # (round, G, one local state per partition): where a lost actor restarts from
         self.live = {}        # version -> global state of that version, for the versions the driver may hold
+        self.pending = None   # ("combine", phase, total, ctx) that made self.last_global from the actors' state
+        self.last_global = None
         self._place()
 
     # -- placement and the actors' lives
@@ -238,6 +255,7 @@ class ResidentExecutor(DaskExecutor):
         scheduler's own no-workers timeout).
         """
         self._release()
+        self.pending = self.last_global = None  # new actors hold no global state
         self._check_scheduler(what)
         workers = self._workers()
         K, W = len(self.parts), max(1, len(workers))
@@ -348,14 +366,22 @@ class ResidentExecutor(DaskExecutor):
         return have[root]
 
     def _round(self, G, r, keep):
-        """Round ``r`` from version ``r`` (kept with ``keep``); returns ``(G', report)`` (version ``r + 1``)."""
+        """Round ``r`` from version ``r`` (kept with ``keep``); returns ``(G', report)`` (version ``r + 1``).
+
+        The actors get the global state whole only when theirs is not the
+        one the driver made last; else the reduced total it was made from
+        (:meth:`_Resident.step`).
+        """
         phases = self.plan.phases()
         source = r
         for i, phase in enumerate(phases):
             target = r + 1 if i == len(phases) - 1 else (r, phase.name)
-            nodes = self._call_all("step", [(i, G, self._ctxs(r, ks), source, target, keep | {target})
+            spec = self.pending if self.pending is not None and G is self.last_global else ("full", G)
+            nodes = self._call_all("step", [(i, spec, self._ctxs(r, ks), source, target, keep | {target})
                                             for ks in self.members], f"round {r}")
-            G, report = phase.combine(G, self._total(nodes), self.ctx(r, -1))
+            total = self._total(nodes)
+            G, report = phase.combine(G, total, self.ctx(r, -1))
+            self.pending, self.last_global = ("combine", i, total, self.ctx(r, -1)), G
             source = target
         return G, report
 
