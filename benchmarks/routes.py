@@ -123,6 +123,9 @@ def case_kdd(reps, n_rows, lam):
             "in memory, auto": lambda: daskdca.fit(X, y, **kw),
             "2 workers, auto": lambda: daskdca.fit(X, y, client=client, **kw),
             "in memory, serial SDCA": lambda: daskdca.fit(X, y, solver="sdca", **kw),
+            "in memory, primal Newton": lambda: daskdca.fit(X, y, solver="newton", **kw),
+            "2 workers, primal Newton rounds": lambda: daskdca.fit(X, y, client=client, solver="newton",
+                                                                   n_partitions=2, **kw),
         }
         seconds = {name: [] for name in calls}
         results = {}

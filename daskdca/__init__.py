@@ -7,7 +7,8 @@ the answer with the duality gap ``P(w) - D(alpha)``.
 from daskdca import datasets
 from daskdca.advice import Advice, advise
 from daskdca.api import LinearModel, fit
-from daskdca.losses import Hinge, Logistic, Loss, SmoothedHinge, Squared, SquaredHinge
+from daskdca.losses import (EpsilonInsensitive, Hinge, Huber, Logistic, Loss, SmoothedHinge, Squared,
+                            SquaredEpsilonInsensitive, SquaredHinge)
 from daskdca.driver import FitState, HistoryRecord
 from daskdca.methods import (
     REGISTRY,
@@ -20,6 +21,7 @@ from daskdca.methods import (
     DualFreeSDCA,
     MinibatchPegasos,
     MinibatchSDCA,
+    MultinomialSDCA,
 )
 from daskdca.store import CSRStore, StoreError, convert_svmlight, open_store, rewrite_store, write_store
 from daskdca import plot
@@ -49,13 +51,16 @@ __all__ = [
     "ClusterLostError",
     "CoCoAPlus",
     "DualFreeSDCA",
+    "EpsilonInsensitive",
     "Hinge",
+    "Huber",
     "HistoryRecord",
     "LinearModel",
     "Logistic",
     "Loss",
     "MinibatchPegasos",
     "MinibatchSDCA",
+    "MultinomialSDCA",
     "NoWorkersError",
     "SDCA",
     "SDNA",
@@ -69,6 +74,7 @@ __all__ = [
     "RegularizationPath",
     "SmoothedHinge",
     "Squared",
+    "SquaredEpsilonInsensitive",
     "SquaredHinge",
     "StoreError",
     "convert_svmlight",

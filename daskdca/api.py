@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
+import time
 import warnings
 from functools import partial
 
@@ -19,9 +20,10 @@ import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
 from daskdca.driver import fit_in_process
-from daskdca.losses import get_loss
+from daskdca.losses import Softmax, get_loss
 from daskdca.methods import REGISTRY, check_supported
 from daskdca.methods.multiclass import OneVsRestMethod
+from daskdca.methods.multinomial import MultinomialSDCA
 from daskdca.partitions import OneVsRest, random_row_order, store_partition_ranges
 from daskdca.problem import check_sample_weight, relative_gap
 from daskdca.routes import Workers, choose_route, data_bytes, explicit_route
@@ -304,7 +306,7 @@ def _check_y(y, n, loss):
         if bad is not None:
             raise ValueError(f"y contains a non-finite value ({float(y[bad])!r}) at index {bad}; remove those rows.")
     elif not loss.is_classification:
-        raise TypeError(f"The squared loss needs numeric targets, got y of dtype {y.dtype}.")
+        raise TypeError(f"The {loss.name} loss needs numeric targets, got y of dtype {y.dtype}.")
     if not loss.is_classification:
         return y.astype(np.float64), None
     classes, index = np.unique(y, return_inverse=True)
@@ -462,10 +464,20 @@ def _check_dual_init(dual_init, y_signed, loss, classes, weight=None):
             i = int(pinned[0])
             raise ValueError(f"dual_init is infeasible at row {i}: its sample_weight is 0, so its dual variable must "
                              f"be 0, got {float(alpha[i])!r}. Pass the dual_coef_ of a fit with the same weights.")
-    if not loss.is_classification:
-        return alpha
     lo, hi = loss.dual_domain
     scale = 1.0 if weight is None else weight
+    if not loss.is_classification:
+        # alpha itself lies in the box of a regression loss (epsilon-insensitive: [-1, 1], Huber: [-delta, delta])
+        outside = np.flatnonzero((alpha < lo * scale) | (alpha > hi * scale))
+        if outside.size:
+            i = int(outside[0])
+            s = 1.0 if weight is None else float(weight[i])
+            raise ValueError(
+                f"dual_init is infeasible for the {loss.name} loss at row {i}: alpha_i = {float(alpha[i])!r}"
+                f"{'' if weight is None else f' (sample_weight {s!r})'} must lie in [{lo * s:g}, {hi * s:g}]"
+                f"{f' ({outside.size} rows are outside)' if outside.size > 1 else ''}. Pass the dual_coef_ of a fit "
+                "with the same loss and rows (its box does not depend on lam), or clip onto the box.")
+        return alpha
     b = y_signed * alpha
     outside = np.flatnonzero((b < lo * scale) | (b > hi * scale))
     if outside.size:
@@ -488,7 +500,7 @@ def _class_weights(class_weight, labels, classes, sample_weight):
     if class_weight is None:
         return None
     if classes is None:
-        raise ValueError(f"class_weight={class_weight!r} needs class labels; the squared loss fits real targets "
+        raise ValueError(f"class_weight={class_weight!r} needs class labels; a regression loss fits real targets "
                          "(use sample_weight to weigh its rows).")
     if not (isinstance(class_weight, dict) or (isinstance(class_weight, str) and class_weight == "balanced")):
         raise ValueError(f"class_weight must be None, 'balanced' or a dict {{label: weight}}, got {class_weight!r}.")
@@ -616,11 +628,22 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
         problems (class ``k`` against the rest, each the objective above with
         labels +1 for class ``k``, -1 for the others) are fitted together, one
         pass per partition per round (:mod:`daskdca.methods.multiclass`; the
-        solvers whose ``capabilities.multi_class`` is True).  Real targets
-        for ``loss="squared"``.  None for a store (its labels are stored with
+        solvers whose ``capabilities.multi_class`` is True); with
+        ``loss="logistic", solver="multinomial"`` (or a
+        :class:`~daskdca.methods.MultinomialSDCA`), the one multinomial
+        logistic problem ``min_W 1/n sum_i [log sum_k exp(w_k.x_i) -
+        w_{y_i}.x_i] + lam/2 ||W||_F^2`` instead (:mod:`daskdca.methods.multinomial`).  Real targets
+        for the regression losses (``"squared"``, ``"epsilon_insensitive"``,
+        ``"squared_epsilon_insensitive"``, ``"huber"``).  None for a store (its labels are stored with
         the data, at most 64 distinct values).
-    loss : {"hinge", "smoothed_hinge", "squared_hinge", "logistic", "squared"} or Loss, default="hinge"
-        A name, or an instance such as ``daskdca.losses.SmoothedHinge(gamma=0.5)``.
+    loss : {"hinge", "smoothed_hinge", "squared_hinge", "logistic", "squared", "epsilon_insensitive", \
+"squared_epsilon_insensitive", "huber"} or Loss, default="hinge"
+        A name, or an instance such as ``daskdca.losses.SmoothedHinge(gamma=0.5)``,
+        ``daskdca.EpsilonInsensitive(epsilon=0.1)`` or ``daskdca.Huber(delta=1.35)``
+        (a name takes the loss's default parameter: ``epsilon = 0``,
+        ``delta = 1``).  The regression losses beyond squared run on the
+        solvers whose ``capabilities.losses`` name them (serial SDCA, CoCoA+
+        and mini-batch SDCA take all three).
     lam : float, default=1e-4
         Regularisation strength, ``lam > 0``.
     solver : "auto", str or method object, default="auto"
@@ -668,9 +691,16 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
     random_state : int or None, default=0
         Seed of every random stream ``(random_state, round, partition)``; None
         draws one (kept in ``model.random_state_``).
-    verbose : int, default=0
-        When > 0, a progress bar on the relative gap's way to ``tol`` and one
-        line per gap evaluation (primal, dual, gap).
+    verbose : int or bool, default=0
+        What the fit shows.  0 (False): nothing.  1 (True): one progress bar
+        on the log of the relative gap on its way to ``tol`` (stderr),
+        updated in place with the current round, the relative gap and an
+        ETA from the log-gap's rate, then one summary line on stdout:
+        converged or not, rounds, epochs, the fit's wall-clock seconds,
+        primal, dual and relative gap.  2 (and more): also one line per gap
+        evaluation (round, epochs, seconds, primal, dual, gap) above the
+        bar.  The bar is a notebook widget where ipywidgets is installed,
+        text otherwise.
     callback : callable or None, default=None
         ``callback(record, state)`` after every gap evaluation, in memory and
         on a cluster; ``state`` is a :class:`~daskdca.driver.FitState` of the
@@ -716,7 +746,9 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
         labels inside the loss as in ``dual_coef_``.  Each must be feasible:
         ``y_i alpha_i`` in [0, 1] for hinge, smoothed hinge and logistic, in
         [0, inf) for squared hinge (``y_i`` in {-1, +1} after the label
-        mapping above), any real for squared loss.  The fit starts at
+        mapping above), any real for the squared losses (squared and squared
+        epsilon-insensitive), ``alpha_i`` in [-1, 1] for epsilon-insensitive
+        and in [-delta, delta] for Huber.  The fit starts at
         ``w = X^T dual_init / (lam n)``.  The box does not depend on ``lam``,
         so the ``dual_coef_`` of a fit at one ``lam`` (or ``C``) starts a fit
         at any other: see :func:`daskdca.path`.  Supported by the solvers
@@ -754,7 +786,10 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
         store's renumbering undone).  With more than two classes, ``coef_``
         and ``dual_coef_`` have a row per class and ``primal_``, ``dual_``,
         ``gap_`` an entry per class; the fit stops when every problem's gap
-        meets ``tol``.
+        meets ``tol``.  A multinomial fit has ``coef_`` of shape
+        ``(n_classes, n_features)``, ``dual_coef_`` of shape
+        ``(n_classes, n_samples)`` (``e_{y_i} - dual_coef_[:, i]`` is row
+        ``i``'s distribution ``beta_i``) and one ``primal_``, ``dual_``, ``gap_``.
 
     Raises
     ------
@@ -769,6 +804,7 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
         minutes), or the scheduler was lost (``SchedulerLostError``); the
         message says what the last checkpoint holds (``resume=True``).
     """
+    started = time.perf_counter()  # the summary's fit time: the whole call, setup and certificate included
     loss_obj = get_loss(loss)
     lam = _check_real("lam", lam, low=0.0, low_inclusive=False, hint="LIBLINEAR's C corresponds to lam = 1/(C n)")
     tol = _check_real("tol", tol, low=0.0, low_inclusive=True, hint="use e.g. tol=1e-6 (relative duality gap)")
@@ -777,7 +813,7 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
     if max_epochs is not None:
         max_epochs = _check_real("max_epochs", max_epochs, low=0.0, low_inclusive=False,
                                  hint="use e.g. max_epochs=100 (passes over the data) or None")
-    verbose = _check_int("verbose", verbose, low=0, hint="use 0 (silent) or 1")
+    verbose = _check_verbose(verbose)
     local_iters = _check_local_iters(local_iters)
     if n_partitions is not None:
         n_partitions = _check_int("n_partitions", n_partitions, low=1, hint="use None or a positive int")
@@ -814,13 +850,14 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
     if dual_init is not None:
         _check_warm_start_supported(method, resume)
     if on_cluster:
-        return _fit_cluster(X, y, loss_obj=loss_obj, lam=lam, method=None if auto else method,
-                            local_iters=local_iters, tol=tol, max_rounds=max_rounds, max_epochs=max_epochs,
-                            n_partitions=n_partitions, seed=seed, verbose=verbose, callback=callback,
-                            client=client, in_memory=in_memory, checkpoint=checkpoint,
-                            checkpoint_every=checkpoint_every, resume=resume, overwrite=overwrite,
-                            storage_options=storage_options, dual_init=dual_init, sample_weight=sample_weight,
-                            class_weight=class_weight, feature_names=feature_names)
+        model = _fit_cluster(X, y, loss_obj=loss_obj, lam=lam, method=None if auto else method,
+                             local_iters=local_iters, tol=tol, max_rounds=max_rounds, max_epochs=max_epochs,
+                             n_partitions=n_partitions, seed=seed, verbose=verbose, callback=callback,
+                             client=client, in_memory=in_memory, checkpoint=checkpoint,
+                             checkpoint_every=checkpoint_every, resume=resume, overwrite=overwrite,
+                             storage_options=storage_options, dual_init=dual_init, sample_weight=sample_weight,
+                             class_weight=class_weight, feature_names=feature_names)
+        return _summarised(verbose, started, model)
     for name, value, default in (("in_memory", in_memory, None), ("checkpoint", checkpoint, None),
                                  ("checkpoint_every", checkpoint_every, None), ("resume", resume, False),
                                  ("overwrite", overwrite, False), ("storage_options", storage_options, None)):
@@ -849,26 +886,78 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
     sample_weight, problems = _weights_and_problems(class_weight, y_signed, classes, sample_weight)
     method_run, dual_init = _problems_and_start(method, problems, dual_init, y_signed, loss_obj, classes,
                                                 sample_weight, n_partitions)
-    result = fit_in_process(method_run, X, y_signed, loss=loss_obj, lam=lam, n_partitions=n_partitions,
+    result = fit_in_process(method_run, X, y_signed, loss=_driver_loss(method, problems, loss_obj), lam=lam,
+                            n_partitions=n_partitions,
                             random_state=seed, tol=tol, max_rounds=max_rounds, max_epochs=max_epochs,
                             callback=callback, verbose=verbose, dual_init=dual_init, sample_weight=sample_weight,
                             problems=problems)
     _warn_not_converged(result, tol, max_epochs)
-    return LinearModel(loss=loss_obj, lam=lam, solver=method, classes=classes, result=result,
-                       random_state=seed, n_features=d, coef=result.w, route=route, feature_names=feature_names)
+    return _summarised(verbose, started, LinearModel(
+        loss=loss_obj, lam=lam, solver=method, classes=classes, result=result, random_state=seed, n_features=d,
+        coef=result.w, route=route, feature_names=feature_names))
+
+
+def _check_verbose(verbose):
+    """``verbose`` as an int level: a bool (True is 1) or an int >= 0 (levels above 2 show what 2 shows)."""
+    if isinstance(verbose, (bool, np.bool_)):
+        return int(verbose)
+    if not isinstance(verbose, numbers.Integral) or verbose < 0:
+        raise ValueError(f"verbose must be a bool or an int >= 0, got {verbose!r}; use 0 (silent), 1 (a progress "
+                         "bar on the gap and a summary line) or 2 (also one line per gap record).")
+    return int(verbose)
+
+
+def _summary_line(model, seconds):
+    """One line on a fit: converged or not, rounds, epochs, ``seconds``, primal, dual and relative gap.
+
+    ``daskdca.fit`` prints it at the end of a fit with ``verbose >= 1``
+    (``seconds``: the fit's wall-clock time), and ``daskdca fit --quiet``
+    prints it instead.  For a one-vs-rest fit: the sums of the problems'
+    primals and duals, and the largest relative gap.
+    """
+    rel = relative_gap(model.primal_, model.dual_)
+    primal, dual = float(np.sum(model.primal_)), float(np.sum(model.dual_))
+    many = f" (sums over {np.size(model.primal_)} one-vs-rest problems, the largest gap)" \
+        if np.ndim(model.primal_) else ""
+    return (f"{'converged' if model.converged_ else 'NOT converged'} after {model.n_rounds_} rounds "
+            f"({model.n_epochs_:.1f} epochs, {seconds:.2f} s): primal {primal:.10g}  dual {dual:.10g}  "
+            f"relative gap {rel:.2e}{many}")
+
+
+def _summarised(verbose, started, model):
+    """``model``, after its summary line on stdout when ``verbose >= 1`` (the fit's time since ``started``)."""
+    if verbose:
+        print(_summary_line(model, time.perf_counter() - started), flush=True)
+    return model
 
 
 def _problems_and_start(method, problems, dual_init, y_checked, loss_obj, classes, sample_weight, n_partitions):
     """The method to run (one-vs-rest around ``method`` for more than two classes) and the checked warm start."""
     if problems is not None:
         check_supported(method, loss_name=loss_obj.name, on_cluster=False, n_partitions=n_partitions,
-                        multi_class=True)
+                        multi_class=not isinstance(method, MultinomialSDCA))
         if dual_init is not None:
             dual_init = _check_dual_init_ovr(dual_init, y_checked, loss_obj, classes, sample_weight, problems)
-        return OneVsRestMethod(method, problems.n_classes), dual_init
+        return _run_method(method, problems), dual_init
     if dual_init is not None:
         dual_init = _check_dual_init(dual_init, y_checked, loss_obj, classes, sample_weight)
     return method, dual_init
+
+
+def _run_method(method, problems):
+    """The method the drivers run: ``method`` itself for one problem or a multinomial fit
+    (:class:`~daskdca.methods.MultinomialSDCA` on ``K > 2`` classes), else the K one-vs-rest problems around it."""
+    if problems is None or isinstance(method, MultinomialSDCA):
+        return method
+    return OneVsRestMethod(method, problems.n_classes)
+
+
+def _driver_loss(method, problems, loss_obj):
+    """The loss the drivers step and certify with: the softmax loss of the K classes for a multinomial fit
+    (:class:`~daskdca.losses.Softmax`), else ``loss_obj``."""
+    if problems is not None and isinstance(method, MultinomialSDCA):
+        return Softmax(problems.n_classes)
+    return loss_obj
 
 
 def _fit_cluster(X, y, *, loss_obj, lam, method, local_iters, tol, max_rounds, max_epochs, n_partitions, seed,
@@ -1024,9 +1113,10 @@ def _fit_arrays_on_cluster(job, X, y, client, fit_args, *, dual_init, sample_wei
         from daskdca.methods.base import DataInfo
         from daskdca.problem import max_column_nnz
 
-        method_run = job.method if job.problems is None else OneVsRestMethod(job.method, job.problems.n_classes)
+        method_run = _run_method(job.method, job.problems)
         [part], _ = in_process_partitions(X, y, 1, job.seed, sample_weight, job.problems)
-        info = DataInfo(n=n, d=d, partition_sizes=(n,), loss=job.loss_obj, lam=job.lam,
+        info = DataInfo(n=n, d=d, partition_sizes=(n,), loss=_driver_loss(job.method, job.problems, job.loss_obj),
+                        lam=job.lam,
                         max_column_nnz=max_column_nnz(X))
         result = engine.fit_on_one_worker(part, info, client=client, method=method_run, dual_init=dual_init,
                                           ship=True, **fit_args)
@@ -1104,13 +1194,15 @@ def _fit_store_on_cluster(job, store, client, fit_args, *, verbose, callback, in
     method = job.method
     rounds = route.name == "rounds"  # the one-worker route runs the in-process driver, on one partition
     check_supported(method, loss_name=job.loss_obj.name, on_cluster=rounds, n_partitions=2 if rounds else 1,
-                    sample_weight=store.weighted or class_weight is not None, multi_class=multi)
-    method_run = method if problems is None else OneVsRestMethod(method, problems.n_classes)
+                    sample_weight=store.weighted or class_weight is not None,
+                    multi_class=multi and not isinstance(method, MultinomialSDCA))
+    method_run = _run_method(method, problems)
+    fit_loss = _driver_loss(method, problems, job.loss_obj)
     if route.name == "one_worker":
         source = StorePartition(store, 0, store.n_blocks, positive)
         if problems is not None:
             source = OneVsRestPartition(source, problems)
-        info = DataInfo(n=store.n, d=store.d, partition_sizes=(store.n,), loss=job.loss_obj, lam=job.lam,
+        info = DataInfo(n=store.n, d=store.d, partition_sizes=(store.n,), loss=fit_loss, lam=job.lam,
                         max_column_nnz=int(store.column_nnz.max(initial=0)))
         result = engine.fit_on_one_worker(source, info, client=client, method=method_run, dual_init=dual_init,
                                           **fit_args)
@@ -1121,7 +1213,7 @@ def _fit_store_on_cluster(job, store, client, fit_args, *, verbose, callback, in
         if not staged_arrays:
             _warn_if_partitions_differ(store, positive, n_partitions)
         result = engine.fit_on_cluster(
-            store, client=client, method=method_run, loss=job.loss_obj, lam=job.lam, positive_label=positive,
+            store, client=client, method=method_run, loss=fit_loss, lam=job.lam, positive_label=positive,
             n_partitions=n_partitions, in_memory=in_memory, checkpoint=checkpoint,
             checkpoint_every=checkpoint_every, resume=resume, checkpoint_overwrite=overwrite, verbose=verbose,
             callback=callback, dual_init=dual_init, store_is_local=staged_arrays, problems=problems, **fit_args)
@@ -1176,7 +1268,7 @@ def _store_labels(store, loss_obj):
     names = store.label_names
     if not loss_obj.is_classification:
         if names is not None and names.dtype.kind != "b":
-            raise TypeError(f"The squared loss needs numeric targets, but the store {store.url!r} holds the labels "
+            raise TypeError(f"The {loss_obj.name} loss needs numeric targets, but the store {store.url!r} holds the labels "
                             f"{names.tolist()[:10]} (stored as class codes); use a classification loss.")
         return None, None
     if values is None or len(values) < 2:

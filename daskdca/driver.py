@@ -121,12 +121,43 @@ def sum_arrays(*items):
     return out
 
 
+def progress_bar_class():
+    """The tqdm class of a fit's bar: ``tqdm.auto``'s (a widget in a notebook) where ipywidgets is importable,
+    else the plain text bar, so that a notebook without ipywidgets gets text, not tqdm's "IProgress not
+    found" warning."""
+    try:
+        import ipywidgets  # noqa: F401  (only whether it imports)
+    except ImportError:
+        from tqdm.std import tqdm
+    else:
+        from tqdm.auto import tqdm
+    return tqdm
+
+
+# the least seconds between two redraws of a fit's progress bar
+SHOW_EVERY = 0.1
+
+
 class _Progress:
-    """A progress bar on the gap: from the first record's relative gap down to ``tol`` (log scale)."""
+    """What a fit shows while it runs, by ``verbose`` level; every record goes to the ``daskdca`` logger too.
+
+    0: nothing.  1: one bar on the log of the relative gap, from the first
+    record's down to ``tol``, updated in place with the current round, the
+    relative gap and an ETA: the log-gap still to go over its rate through
+    the later half of the records so far (the first rounds fall fastest).
+    The bar's percentage follows the smallest gap so far, so it never moves
+    back while the gap of a non-monotone method does.  2: the bar and one
+    line per gap record (round, epochs, seconds, primal, dual, gap), written
+    to stdout above it.  The summary line of the fit is the API's
+    (:func:`daskdca.api.fit`).
+    """
 
     def __init__(self, verbose, tol):
-        self.verbose, self.tol = verbose, tol
-        self.bar = self.start = None
+        self.verbose, self.tol = verbose, max(float(tol), 1e-300)
+        self.bar = None
+        self.points = []  # (seconds, log10 of the smallest relative gap so far), one per record
+        self.last = None  # (round, relative gap) of the latest record
+        self.shown = -math.inf  # when the bar was last redrawn (time.monotonic)
 
     def update(self, record):
         rel = relative_gap(record.primal, record.dual)
@@ -139,20 +170,44 @@ class _Progress:
         logger.info(line)
         if not self.verbose:
             return
+        log_rel = math.log10(max(rel, 1e-300)) if math.isfinite(rel) else math.inf
+        best = min(log_rel, self.points[-1][1]) if self.points else log_rel
+        self.points.append((record.seconds, best))
+        self.last = (record.round, rel)
         if self.bar is None:
-            from tqdm.auto import tqdm
-
-            self.start = max(rel, self.tol * 10, 1e-300)
-            self.bar = tqdm(total=100, desc=f"daskdca gap -> {self.tol:g}", unit="%",
-                            bar_format="{l_bar}{bar}| {postfix}")
-        self.bar.write(line)
-        span = math.log10(self.start) - math.log10(max(self.tol, 1e-300))
-        done = (math.log10(self.start) - math.log10(max(rel, 1e-300))) / span if span > 0 else 1.0
+            # from the first record's gap (at least 10 tol, so that a first record near tol still moves the bar)
+            self.start = max(best, math.log10(self.tol) + 1.0) if math.isfinite(best) else math.log10(self.tol) + 1.0
+            self.bar = progress_bar_class()(total=100, desc=f"daskdca gap -> {self.tol:g}",
+                                            bar_format="{desc}: {percentage:3.0f}%|{bar}|{postfix}")
+        if self.verbose >= 2:
+            self.bar.write(line)
+        span = self.start - math.log10(self.tol)
+        done = (self.start - best) / span if span > 0 else 1.0
         self.bar.n = int(100 * min(1.0, max(0.0, done)))
-        self.bar.set_postfix_str(f"round {record.round}, rel gap {rel:.2e}")
+        # redrawn at most every SHOW_EVERY seconds (fast rounds would flood a notebook or a log); close() draws
+        # the last record
+        redraw = time.monotonic() - self.shown >= SHOW_EVERY
+        self.bar.set_postfix_str(f"round {record.round:5d}, rel gap {rel:.2e}, ETA {self._eta(best)}",
+                                 refresh=redraw)
+        if redraw:
+            self.shown = time.monotonic()
+
+    def _eta(self, best):
+        """The seconds left at the log-gap's rate over the later half of the records, as tqdm writes them;
+        "?" until that rate is known and positive, "0:00" once ``tol`` is met."""
+        to_go = best - math.log10(self.tol)
+        if to_go <= 0:
+            return self.bar.format_interval(0)
+        seconds, log_now = self.points[-1]
+        since, log_then = self.points[len(self.points) // 2] if len(self.points) > 2 else self.points[0]
+        if seconds <= since or log_then <= log_now or not math.isfinite(log_then):
+            return "?"
+        return self.bar.format_interval(to_go * (seconds - since) / (log_then - log_now))
 
     def close(self):
         if self.bar is not None:
+            round_index, rel = self.last
+            self.bar.set_postfix_str(f"round {round_index:5d}, rel gap {rel:.2e}")  # the final state: no ETA
             self.bar.close()
 
 

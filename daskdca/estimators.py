@@ -24,7 +24,7 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import expit
+from scipy.special import expit, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context, clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import accuracy_score, check_scoring, get_scorer_names, r2_score
@@ -35,11 +35,12 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from daskdca import api
 from daskdca.api import _check_class_weight_values, _check_weighted_rows, _is_dask_array, _scipy_if_pydata
-from daskdca.losses import get_loss
+from daskdca.losses import EpsilonInsensitive, Huber, SquaredEpsilonInsensitive, get_loss
 from daskdca.problem import check_sample_weight
 from daskdca.regpath import _check_Cs, path, with_intercept_column
 from daskdca.store import CSRStore, open_store
@@ -159,13 +160,16 @@ def _proba(scores):
 
 
 def _block_output(block, *, coef, intercept, classes, kind):
-    """What a prediction method returns for one block of rows (dask's map_blocks)."""
+    """What a prediction method returns for one block of rows (dask's map_blocks); ``kind="softmax_proba"`` is
+    the probabilities of a multinomial fit."""
     block = check_array(_scipy_if_pydata(block), accept_sparse="csr", dtype=[np.float64, np.float32])
     scores = _scores(block, coef, intercept)
     if kind == "predict" and classes is not None:
         return _labels(scores, classes)
     if kind == "proba":
         return _proba(scores)
+    if kind == "softmax_proba":
+        return softmax(scores, axis=1)
     return scores
 
 
@@ -377,17 +381,26 @@ class _SDCAMixin:
             classes is None or (classes.shape == old_classes.shape and np.array_equal(classes, old_classes)))
         if shape != X.shape or not same_classes or duals.shape[0] != len(signs):
             return [None] * len(signs)
-        loss = get_loss(self.loss)
+        loss = self._fit_loss()
         starts = []
         for sign, alpha, weight in zip(signs, duals, weights):
             scale = 1.0 if weight is None else weight
+            lo, hi = loss.dual_domain
             if loss.is_classification:
-                lo, hi = loss.dual_domain
                 alpha = sign * np.clip(sign * alpha, lo * scale, hi * scale)
-            elif weight is not None:
-                alpha = np.where(weight == 0, 0.0, alpha)  # a row of weight 0 has its dual pinned at 0
+            else:
+                # alpha itself lies in a regression loss's box ([-1, 1] for epsilon-insensitive, [-delta, delta]
+                # for Huber, every real for the squared losses); a row of weight 0 has its dual pinned at 0
+                if np.isfinite(hi):
+                    alpha = np.clip(alpha, lo * scale, hi * scale)
+                if weight is not None:
+                    alpha = np.where(weight == 0, 0.0, alpha)
             starts.append(alpha)
         return starts
+
+    def _fit_loss(self):
+        """The :class:`~daskdca.losses.Loss` the fit solves (a name's default parameters)."""
+        return get_loss(self.loss)
 
     def _keep_warm_duals(self, X, classes, models):
         """Keep every problem's duals privately for the next fit when ``warm_start`` (``keep_dual`` decides
@@ -398,11 +411,14 @@ class _SDCAMixin:
         elif hasattr(self, "_warm_duals"):
             del self._warm_duals
 
-    def _dca_fit(self, X, y, loss, lam, seed, *, client, dual_init, sample_weight, class_weight=None):
-        """One ``daskdca.fit`` call with this estimator's parameters (the fit's own warning muted)."""
+    def _dca_fit(self, X, y, loss, lam, seed, *, client, dual_init, sample_weight, class_weight=None, solver=None,
+                 n_partitions=None):
+        """One ``daskdca.fit`` call with this estimator's parameters (the fit's own warning muted); ``solver``
+        and ``n_partitions`` replace the estimator's (a multinomial fit's)."""
         n = X.shape[0]
+        n_partitions = self.n_partitions if n_partitions is None else n_partitions
         # in memory, daskdca.fit's documented default is 2 partitions for "cocoa+", else 1
-        partitions = self.n_partitions
+        partitions = n_partitions
         if partitions is None:
             partitions = 2 if _solver_name(self.solver) == "cocoa+" and client is None else 1
         if n < partitions:
@@ -413,8 +429,8 @@ class _SDCAMixin:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=_FIT_WARNING, category=ConvergenceWarning)
             return api.fit(
-                X, y, loss=loss, lam=lam, solver=self._solver_for_penalty(), tol=self.tol, max_epochs=self.max_iter,
-                n_partitions=self.n_partitions, random_state=seed, client=client,
+                X, y, loss=loss, lam=lam, solver=self._solver_for_penalty() if solver is None else solver, tol=self.tol,
+                max_epochs=self.max_iter, n_partitions=n_partitions, random_state=seed, client=client,
                 verbose=int(self.verbose), dual_init=dual_init, sample_weight=sample_weight,
                 class_weight=class_weight,
             )
@@ -679,6 +695,18 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
     now the ``K`` problems are fitted one after another, each by its own
     :func:`daskdca.fit` call.
 
+    With ``loss="logistic"`` and ``multi_class="multinomial"``, ``K > 2``
+    classes are one multinomial (softmax) problem instead, scikit-learn's
+    default multi-class ``LogisticRegression``: with ``W`` of shape
+    ``(K, d + 1)`` (the synthetic intercept column last, ``s = intercept_scaling``),
+
+    ``min_W  P(W) = 1/n sum_i [log sum_k exp(w_k.x_i + b_k) - (w_{y_i}.x_i + b_{y_i})] + lam/2 ||W||_F^2``,
+
+    ``b_k = s w_{k,b}``, solved by its dual ``D(alpha) = 1/n sum_i H(e_{y_i} -
+    alpha_i) - lam/2 ||W(alpha)||_F^2`` (``H`` the entropy, ``alpha`` of shape
+    ``(K, n)``, ``w_k(alpha) = C X^T alpha_k``) with
+    :class:`~daskdca.methods.MultinomialSDCA` and certified by ``P - D``.
+
     Parameters
     ----------
     loss : {"hinge", "squared_hinge", "smoothed_hinge", "logistic", "log_loss"}, default="hinge"
@@ -737,8 +765,20 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         ``sample_weight``).  With two classes each row's loss is multiplied
         by its class's weight; with ``K > 2``, problem ``k`` weighs class
         ``k``'s rows by its weight and the rest by 1 (LIBLINEAR's
-        one-vs-rest).  The objectives above then read ``1/n sum_i s_i
+        one-vs-rest); the multinomial problem weighs each row's loss by its
+        class's weight (as ``LogisticRegression``).  The objectives above then read ``1/n sum_i s_i
         phi(...)`` with ``s_i`` the row's weight (times ``sample_weight``).
+    multi_class : {"ovr", "multinomial"}, default="ovr"
+        How ``K > 2`` classes are fitted: ``"ovr"``, ``K`` one-vs-rest binary
+        problems; ``"multinomial"`` (``loss="logistic"`` only, ``penalty="l2"``),
+        one softmax problem (above), as scikit-learn's ``LogisticRegression``
+        fits them, run by :class:`~daskdca.methods.MultinomialSDCA` (serial
+        SDCA for ``solver`` ``"auto"`` or ``"sdca"``, CoCoA+ rounds for
+        ``"cocoa+"``, or a ``MultinomialSDCA`` object as given); its fits
+        start cold whatever ``warm_start``.  Two classes are the binary
+        problem either way (the softmax problem of two classes at ``2 lam``
+        is the binary logistic one at ``lam``, and ``LogisticRegression``
+        fits that one too).
     random_state : int, RandomState instance or None, default=0
         Seed of every random stream of the fit (the same seed for each of the
         ``K`` problems).  None draws one.
@@ -785,7 +825,9 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
     primal_, dual_, gap_ : ndarray of shape (1,) or (n_classes,)
         ``P(coef_[k], intercept_[k])``, ``D(dual_coef_[k])`` and their difference per
         problem, certified from the dual variables alone; multiply by
-        ``C n`` for LIBLINEAR's objective values.
+        ``C n`` for LIBLINEAR's objective values.  A multinomial fit has one
+        problem: ``P(W)``, ``D(alpha)`` with ``alpha = dual_coef_`` of shape
+        ``(n_classes, n_samples)``.
     converged_ : ndarray of bool of shape (1,) or (n_classes,)
         Whether each problem reached ``gap <= tol * |primal|``.
     n_iter_ : ndarray of int of shape (1,) or (n_classes,)
@@ -827,16 +869,18 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
     _parameter_constraints: dict = {
         "loss": [StrOptions({"hinge", "squared_hinge", "smoothed_hinge", "logistic", "log_loss"})],
         "class_weight": [dict, StrOptions({"balanced"}), None],
+        "multi_class": [StrOptions({"ovr", "multinomial"})],
         **_SDCAMixin._common_constraints,
         **_SDCAMixin._penalty_constraints,
     }
 
     def __init__(self, loss="hinge", C=1.0, *, penalty="l2", l1_ratio=None, solver="auto", tol=1e-6, max_iter=1000,
-                 fit_intercept=True, intercept_scaling=1.0, class_weight=None, random_state=0, warm_start=False,
-                 n_partitions=None, client=None, verbose=0, keep_dual=False):
+                 fit_intercept=True, intercept_scaling=1.0, class_weight=None, multi_class="ovr", random_state=0,
+                 warm_start=False, n_partitions=None, client=None, verbose=0, keep_dual=False):
         self.loss = loss
         self.C = C
         self.penalty = penalty
+        self.multi_class = multi_class
         self.l1_ratio = l1_ratio
         self.solver = solver
         self.tol = tol
@@ -881,12 +925,72 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         self : SDCAClassifier
             The fitted estimator.
         """
+        multinomial = self._multinomial_solver()
         X, y, classes = self._validate_classification(X, y)
         if sample_weight is not None:
             sample_weight = check_sample_weight(sample_weight, X.shape[0])
+        if multinomial is not None and classes.shape[0] > 2:
+            return self._fit_multinomial(X, y, classes, multinomial, sample_weight=sample_weight)
         weights = _problem_weights(y, classes, self.class_weight, sample_weight)
         return self._fit_one_vs_rest(X, y, classes, self.C, client=self.client, weights=weights,
                                      sample_weight=sample_weight)
+
+    def _multinomial_solver(self):
+        """``(method, n_partitions)`` that fits ``multi_class="multinomial"`` (None for ``"ovr"``); a ValueError
+        names a combination it cannot fit and the fix."""
+        from daskdca.methods import MultinomialSDCA
+
+        if self.multi_class != "multinomial":
+            return None
+        if _loss_name(self.loss) != "logistic":
+            raise ValueError(f"multi_class='multinomial' is the softmax (multinomial logistic) loss and needs "
+                             f"loss='logistic', got loss={self.loss!r}; use loss='logistic' or multi_class='ovr'.")
+        if self.penalty != "l2":
+            raise ValueError(f"multi_class='multinomial' is solved and certified with penalty='l2' only, got "
+                             f"penalty={self.penalty!r}; use penalty='l2' or multi_class='ovr'.")
+        if isinstance(self.solver, MultinomialSDCA):
+            return self.solver, self.n_partitions
+        name = _solver_name(self.solver)
+        if name in ("auto", "sdca"):
+            return MultinomialSDCA(), self.n_partitions
+        if name == "cocoa+":  # CoCoA+ rounds, on 2 partitions in memory as for solver="cocoa+"
+            return MultinomialSDCA(), (2 if self.n_partitions is None and self.client is None else self.n_partitions)
+        raise ValueError(f"multi_class='multinomial' runs daskdca.MultinomialSDCA (solver='auto' or 'sdca': serial "
+                         f"SDCA; 'cocoa+': CoCoA+ rounds; or a MultinomialSDCA object), got solver={self.solver!r}; "
+                         "use one of those, or multi_class='ovr'.")
+
+    def _fit_multinomial(self, X, y, classes, multinomial, *, sample_weight):
+        """The multinomial problem of ``K > 2`` classes at ``lam = 1 / (C n)`` (one ``daskdca.fit``), with the
+        synthetic intercept column; sets the fitted attributes, one entry per problem (one problem)."""
+        method, n_partitions = multinomial
+        n = X.shape[0]
+        lam = _lam_of(self.C, n)
+        X = self._with_bias(_canonical(X))
+        model = self._dca_fit(X, y, self.loss, lam, _seed(self.random_state), client=self.client, dual_init=None,
+                              sample_weight=sample_weight, class_weight=self.class_weight, solver=method,
+                              n_partitions=n_partitions)
+        self.classes_ = classes
+        W = np.asarray(model.coef_, dtype=np.float64)
+        if self.fit_intercept:
+            self.coef_, self.intercept_ = W[:, :-1].copy(), self.intercept_scaling * W[:, -1]
+        else:
+            self.coef_, self.intercept_ = W.copy(), np.zeros(classes.shape[0])
+        self.primal_ = np.array([model.primal_], dtype=np.float64)
+        self.dual_ = np.array([model.dual_], dtype=np.float64)
+        self.gap_ = np.array([model.gap_], dtype=np.float64)
+        self.converged_ = np.array([bool(model.converged_)])
+        self.n_iter_ = np.array([int(model.n_rounds_)])
+        self.history_ = [list(model.history_)]
+        self.route_ = model.route_
+        if self.keep_dual:
+            self.dual_coef_ = np.asarray(model.dual_coef_, dtype=np.float64)
+        elif hasattr(self, "dual_coef_"):
+            del self.dual_coef_  # from an earlier fit with keep_dual=True
+        if hasattr(self, "_warm_duals"):
+            del self._warm_duals  # a multinomial fit starts cold (multi_class); no one-vs-rest duals to reuse
+        self._multinomial = True
+        self._warn_unconverged(["the multinomial problem"], stacklevel=5)
+        return self
 
     def _validate_classification(self, X, y):
         _refuse_store(self, X)
@@ -942,6 +1046,7 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
                       for sign, start, weight in zip(signs, starts, weights)]
 
         self.classes_ = classes
+        self._multinomial = False
         parts = [self._split_bias(m.coef_) for m in models]
         self.coef_ = np.stack([coef for coef, _ in parts])
         self.intercept_ = np.array([intercept for _, intercept in parts])
@@ -1014,7 +1119,9 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
 
         Two classes: ``P(classes_[1]) = 1 / (1 + exp(-score))``.  More: the
         one-vs-rest probabilities of each class, normalised to sum to one per
-        row, as scikit-learn's one-vs-rest logistic regression does.
+        row, as scikit-learn's one-vs-rest logistic regression does; after a
+        multinomial fit (``multi_class="multinomial"``), the softmax of the
+        scores, the model's own probabilities.
 
         Parameters
         ----------
@@ -1032,9 +1139,11 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         -------
         proba : ndarray of shape (n_samples, n_classes)
         """
+        multinomial = getattr(self, "_multinomial", False)
         if self._blockwise_input(X):
-            return self._blockwise(X, "proba", self.classes_.shape[0], np.float64)
-        return _proba(self.decision_function(X))
+            return self._blockwise(X, "softmax_proba" if multinomial else "proba", self.classes_.shape[0], np.float64)
+        scores = self.decision_function(X)
+        return softmax(scores, axis=1) if multinomial else _proba(scores)
 
     @available_if(_check_logistic)
     def predict_log_proba(self, X):
@@ -1058,7 +1167,9 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         (liblinear) for logistic with two classes, and for more classes a
         ``OneVsRestClassifier`` of binary ``LogisticRegression`` (scikit-learn's
         own multi-class logistic regression is multinomial, a different
-        model).  The hyperparameters are those that fit the same objective
+        model); after a multinomial fit (``multi_class="multinomial"``), a
+        multinomial ``LogisticRegression`` (lbfgs; its intercept is not
+        penalised, so refitting it changes the intercept a little).  The hyperparameters are those that fit the same objective
         (``C``, and ``fit_intercept`` and ``intercept_scaling`` as here: LIBLINEAR
         fits the same regularised intercept); ``coef_``, ``intercept_`` and
         ``classes_`` are copied, so predictions are identical.
@@ -1090,6 +1201,12 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
                 f"No scikit-learn estimator fits loss={self.loss!r}; to_sklearn supports 'hinge', "
                 "'squared_hinge' (LinearSVC) and 'logistic' (LogisticRegression)."
             )
+
+        if getattr(self, "_multinomial", False):
+            est = LogisticRegression(C=self._fitted_C(), fit_intercept=self.fit_intercept, tol=self.tol,
+                                     max_iter=self.max_iter, random_state=seed)
+            est.n_iter_ = np.array([int(self.n_iter_[0])])
+            return self._copy_fitted(est, self.classes_, self.coef_, self.intercept_)
 
         def make_logistic():
             return LogisticRegression(C=self._fitted_C(), fit_intercept=self.fit_intercept,
@@ -1143,7 +1260,7 @@ class SDCAClassifierCV(SDCAClassifier):
     such ``C`` on ties, as ``GridSearchCV`` over an ascending grid does) and
     refits on all rows with it.  One ``C`` serves every class, unlike
     :class:`~sklearn.linear_model.LogisticRegressionCV`, which picks one per
-    class.  Fits in memory only.
+    class.  X is in memory; with a ``client`` every fit runs on the cluster.
 
     Parameters
     ----------
@@ -1163,6 +1280,21 @@ verbose, keep_dual :
         rounds of each fit; ``"balanced"`` class weights are computed on each
         training fold's rows).  The solver must
         support warm starts (all the estimators' solvers do).
+    n_jobs : int or None, default=None
+        The paths (one per training fold and one-vs-rest problem) run in
+        parallel by joblib on this many workers, as scikit-learn's CV
+        estimators do: None is 1 (unless in a
+        :func:`joblib.parallel_config` context), -1 all the cores.
+        Processes by default, threads with a ``client`` (they only wait for
+        the cluster).  The results are the same bits for every ``n_jobs``:
+        each path runs exactly as it would alone, and the scores and the
+        refit run in this process.
+    client : distributed.Client, str or None, default=None
+        Run every fit along the paths and the refit on this Dask cluster
+        (a ``Client``, or a scheduler address such as ``"tcp://host:8786"``),
+        as :class:`SDCAClassifier` does; each training fold travels to the
+        workers inside its fits' tasks.  A clone shares the client; an
+        estimator holding one cannot be pickled (set ``client=None`` first).
 
     Attributes
     ----------
@@ -1195,19 +1327,24 @@ n_features_in_, feature_names_in_ :
     """
 
     _parameter_constraints: dict = {
-        **{k: v for k, v in SDCAClassifier._parameter_constraints.items() if k not in ("C", "warm_start", "client")},
+        **{k: v for k, v in SDCAClassifier._parameter_constraints.items()
+           if k not in ("C", "warm_start", "multi_class")},
         "Cs": [Interval(Integral, 1, None, closed="left"), "array-like"],
         "cv": ["cv_object"],
         "scoring": [StrOptions(set(get_scorer_names())), callable, None],
+        "n_jobs": [Integral, None],
     }
 
-    # the paths warm-start by construction and run in memory: no warm_start or client parameter
+    # the paths warm-start by construction: no warm_start parameter; their binary problems are one-vs-rest, and
+    # they fit the L2 problem (daskdca.path): no penalty or l1_ratio parameter
     warm_start = False
-    client = None
+    multi_class = "ovr"
+    penalty = "l2"
+    l1_ratio = None
 
     def __init__(self, Cs=10, *, cv=5, scoring=None, loss="hinge", solver="auto", tol=1e-6, max_iter=1000,
                  fit_intercept=True, intercept_scaling=1.0, class_weight=None, random_state=0, n_partitions=None,
-                 verbose=0, keep_dual=False):
+                 n_jobs=None, client=None, verbose=0, keep_dual=False):
         self.Cs = Cs
         self.cv = cv
         self.scoring = scoring
@@ -1220,6 +1357,8 @@ n_features_in_, feature_names_in_ :
         self.class_weight = class_weight
         self.random_state = random_state
         self.n_partitions = n_partitions
+        self.n_jobs = n_jobs
+        self.client = client
         self.verbose = verbose
         self.keep_dual = keep_dual
 
@@ -1255,7 +1394,8 @@ n_features_in_, feature_names_in_ :
         X = _canonical(X)
         seed = _seed(self.random_state)
         scores = np.empty((len(folds), Cs.shape[0]))
-        unconverged = 0
+        positives = classes[1:] if classes.shape[0] == 2 else classes
+        problems = []  # (training rows, +1/-1 labels, row weights): one path per training fold and problem
         for f, (train, test) in enumerate(folds):
             y_train = y[train]
             present = np.unique(y_train)
@@ -1263,19 +1403,25 @@ n_features_in_, feature_names_in_ :
                 raise ValueError(
                     f"The training rows of fold {f} hold {present.shape[0]} of the {classes.shape[0]} classes; "
                     "every class needs rows in every training fold. Use fewer folds (cv) or a stratified split.")
-            positives = classes[1:] if classes.shape[0] == 2 else classes
             weights = _problem_weights(y_train, classes, self.class_weight,
                                        None if sample_weight is None else sample_weight[train])
-            with warnings.catch_warnings():
-                warnings.filterwarnings("ignore", message=_FIT_WARNING, category=ConvergenceWarning)
-                paths = [path(X[train], y_train == label, Cs, loss=self.loss, solver=self.solver, tol=self.tol,
+            problems += [(train, y_train == label, weight) for label, weight in zip(positives, weights)]
+        # every path runs as it would alone (its own data, seed and streams), so any n_jobs gives the same bits;
+        # with a client the jobs only wait for the cluster, so threads
+        with warnings.catch_warnings():  # sklearn's Parallel carries this filter into its workers
+            warnings.filterwarnings("ignore", message=_FIT_WARNING, category=ConvergenceWarning)
+            paths = Parallel(n_jobs=self.n_jobs, prefer=None if self.client is None else "threads")(
+                delayed(path)(X[train], labels, Cs, loss=self.loss, solver=self.solver, tol=self.tol,
                               max_rounds=self.max_iter, fit_intercept=self.fit_intercept,
                               intercept_scaling=self.intercept_scaling, n_partitions=self.n_partitions,
-                              random_state=seed, verbose=int(self.verbose), sample_weight=weight)
-                         for label, weight in zip(positives, weights)]
-            unconverged += sum(int((~p.converged).sum()) for p in paths)
+                              random_state=seed, verbose=int(self.verbose), sample_weight=weight,
+                              client=self.client)
+                for train, labels, weight in problems)
+        unconverged = sum(int((~p.converged).sum()) for p in paths)
+        for f, (_, test) in enumerate(folds):
+            fold = paths[f * positives.shape[0]:(f + 1) * positives.shape[0]]
             for c in range(Cs.shape[0]):
-                model = self._fold_model(classes, [p.coef[c] for p in paths], [p.intercept[c] for p in paths])
+                model = self._fold_model(classes, [p.coef[c] for p in fold], [p.intercept[c] for p in fold])
                 scores[f, c] = scorer(model, X[test], y[test])
         if unconverged:
             warnings.warn(
@@ -1286,7 +1432,7 @@ n_features_in_, feature_names_in_ :
         best = int(np.argmax(mean))  # the first (smallest C) of equal means
         self.Cs_, self.scores_ = Cs, scores
         self.C_, self.best_score_ = float(Cs[best]), float(mean[best])
-        return self._fit_one_vs_rest(X, y, classes, self.C_, client=None,
+        return self._fit_one_vs_rest(X, y, classes, self.C_, client=self.client,
                                      weights=_problem_weights(y, classes, self.class_weight, sample_weight),
                                      sample_weight=sample_weight)
 
@@ -1305,29 +1451,56 @@ n_features_in_, feature_names_in_ :
 
 
 class SDCARegressor(_SDCAMixin, RegressorMixin, BaseEstimator):
-    """Ridge regression trained by stochastic dual coordinate ascent, with a duality-gap certificate.
+    """Ridge, linear SVR or Huber regression by stochastic dual coordinate ascent, certified by the duality gap.
 
     It solves, with the default ``fit_intercept=True`` and ``s = intercept_scaling``,
 
-    ``min_{w,b}  P(w, b) = 1/n sum_i (x_i.w + b - y_i)^2 / 2 + lam/2 (||w||^2 + (b/s)^2)``  with  ``lam = 1 / (C n)``,
+    ``min_{w,b}  P(w, b) = 1/n sum_i h(x_i.w + b - y_i) + lam/2 (||w||^2 + (b/s)^2)``  with  ``lam = 1 / (C n)``,
 
-    LIBLINEAR's convention for ``C`` and its regularised intercept ``b = s
-    w_b`` (see ``fit_intercept``).  With ``fit_intercept=False`` (``b = 0``)
-    it is scikit-learn's :class:`~sklearn.linear_model.Ridge` objective
-    ``||y - X w||^2 + alpha ||w||^2`` with ``alpha = 1 / C`` and no intercept,
-    divided by ``2 n``.  The dual is ``D(alpha) = -1/n sum_i (alpha_i^2 / 2 -
-    alpha_i y_i) - lam/2 ||w(alpha)||^2`` with ``w(alpha) = C X^T alpha``, X
-    with the synthetic column when ``fit_intercept``.  The fit stops when the
-    duality gap, recomputed from the dual variables alone, satisfies
-    ``P - D <= tol * |P|``.
+    where ``h(r)`` is ``r^2 / 2`` (``loss="squared"``), ``max(0, |r| -
+    epsilon)`` (``"epsilon_insensitive"``), ``max(0, |r| - epsilon)^2``
+    (``"squared_epsilon_insensitive"``) or Huber's ``r^2 / 2`` for ``|r| <=
+    delta`` and ``delta (|r| - delta/2)`` beyond (``"huber"``, ``delta =
+    huber_delta``); LIBLINEAR's convention for ``C`` and its regularised
+    intercept ``b = s w_b`` (see ``fit_intercept``).  With
+    ``fit_intercept=False`` (``b = 0``) the squared loss gives scikit-learn's
+    :class:`~sklearn.linear_model.Ridge` objective ``||y - X w||^2 + alpha
+    ||w||^2`` with ``alpha = 1 / C`` and no intercept, divided by ``2 n``, and
+    the epsilon-insensitive losses :class:`~sklearn.svm.LinearSVR`'s ``C
+    sum_i h(r_i) + ||w||^2 / 2`` with the same ``C``, divided by ``C n``
+    (with an intercept too: LinearSVR regularises it the same way).  The
+    dual is ``D(alpha) = -1/n sum_i h_i*(-alpha_i) - lam/2 ||w(alpha)||^2``
+    with ``w(alpha) = C X^T alpha``, X with the synthetic column when
+    ``fit_intercept``, and ``h_i*(-alpha_i)`` the conjugate of
+    :class:`~daskdca.losses.Squared`, :class:`~daskdca.losses.EpsilonInsensitive`,
+    :class:`~daskdca.losses.SquaredEpsilonInsensitive` or
+    :class:`~daskdca.losses.Huber` (``alpha_i`` in ``[-1, 1]`` for
+    epsilon-insensitive, in ``[-delta, delta]`` for Huber).  The fit stops
+    when the duality gap, recomputed from the dual variables alone,
+    satisfies ``P - D <= tol * |P|``.
 
     Parameters
     ----------
-    loss : {"squared", "squared_error"}, default="squared"
-        The only regression loss so far.
+    loss : {"squared", "squared_error", "epsilon_insensitive", "squared_epsilon_insensitive", "huber"}, \
+default="squared"
+        ``h`` above; ``"squared_error"`` is scikit-learn's name of
+        ``"squared"``, the other names are ``LinearSVR``'s and
+        ``SGDRegressor``'s.  ``solver="minibatch_sdca"`` and ``"cocoa+"``
+        take every one of them.
     C : float, default=1.0
         Inverse regularisation strength, ``lam = 1 / (C n)`` (Ridge's
-        ``alpha = 1 / C``).  Must be > 0.
+        ``alpha = 1 / C``, LinearSVR's ``C``).  Must be > 0.
+    epsilon : float, default=0.0
+        Half-width of the tube of the epsilon-insensitive losses, in the
+        units of ``y`` (``LinearSVR``'s ``epsilon``, with its default 0:
+        the absolute loss ``|r|``, or ``r^2``).  Must be >= 0; used only by
+        ``loss="epsilon_insensitive"`` and ``"squared_epsilon_insensitive"``.
+    huber_delta : float, default=1.0
+        Huber's threshold ``delta``, in the units of ``y``: residuals beyond
+        it cost linearly (``SGDRegressor(loss="huber", epsilon=delta)``'s
+        loss; ``HuberRegressor`` instead divides residuals by a scale it
+        fits, so scale or standardise ``y`` first).  Must be > 0; used only
+        by ``loss="huber"``.
     penalty : {"l2", "elasticnet", "l1"}, default="l2"
         As in :class:`SDCAClassifier`: ``"elasticnet"`` solves
         ``1/n sum_i (x_i.w + b - y_i)^2 / 2 + lam ((1 - l1_ratio)/2 ||w||^2 + l1_ratio ||w||_1)``
@@ -1401,7 +1574,7 @@ class SDCARegressor(_SDCAMixin, RegressorMixin, BaseEstimator):
 
     See Also
     --------
-    daskdca.fit, sklearn.linear_model.Ridge
+    daskdca.fit, sklearn.linear_model.Ridge, sklearn.svm.LinearSVR, sklearn.linear_model.SGDRegressor
 
     Examples
     --------
@@ -1411,19 +1584,27 @@ class SDCARegressor(_SDCAMixin, RegressorMixin, BaseEstimator):
     >>> reg = SDCARegressor(C=10.0).fit(X, y)  # fit_intercept=True: no need to centre y
     >>> bool(reg.converged_), reg.coef_.shape, bool(reg.intercept_ > 100.0)
     (True, (10,), True)
+    >>> svr = SDCARegressor(loss="epsilon_insensitive", epsilon=5.0, C=10.0).fit(X, y)
+    >>> bool(svr.converged_)
+    True
     """
 
     _parameter_constraints: dict = {
-        "loss": [StrOptions({"squared", "squared_error"})],
+        "loss": [StrOptions({"squared", "squared_error", "epsilon_insensitive", "squared_epsilon_insensitive",
+                             "huber"})],
+        "epsilon": [Interval(Real, 0, None, closed="left")],
+        "huber_delta": [Interval(Real, 0, None, closed="neither")],
         **_SDCAMixin._common_constraints,
         **_SDCAMixin._penalty_constraints,
     }
 
-    def __init__(self, loss="squared", C=1.0, *, penalty="l2", l1_ratio=None, solver="auto", tol=1e-6, max_iter=1000,
-                 fit_intercept=True, intercept_scaling=1.0, random_state=0, warm_start=False, n_partitions=None,
-                 client=None, verbose=0, keep_dual=False):
+    def __init__(self, loss="squared", C=1.0, *, epsilon=0.0, huber_delta=1.0, penalty="l2", l1_ratio=None,
+                 solver="auto", tol=1e-6, max_iter=1000, fit_intercept=True, intercept_scaling=1.0, random_state=0,
+                 warm_start=False, n_partitions=None, client=None, verbose=0, keep_dual=False):
         self.loss = loss
         self.C = C
+        self.epsilon = epsilon
+        self.huber_delta = huber_delta
         self.penalty = penalty
         self.l1_ratio = l1_ratio
         self.solver = solver
@@ -1438,9 +1619,20 @@ class SDCARegressor(_SDCAMixin, RegressorMixin, BaseEstimator):
         self.verbose = verbose
         self.keep_dual = keep_dual
 
+    def _fit_loss(self):
+        """The loss object with this estimator's ``epsilon`` or ``huber_delta``."""
+        name = _loss_name(self.loss)
+        if name == "epsilon_insensitive":
+            return EpsilonInsensitive(epsilon=float(self.epsilon))
+        if name == "squared_epsilon_insensitive":
+            return SquaredEpsilonInsensitive(epsilon=float(self.epsilon))
+        if name == "huber":
+            return Huber(delta=float(self.huber_delta))
+        return get_loss(name)
+
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
-        """Fit the ridge problem.
+        """Fit the regression problem of ``loss``.
 
         Parameters
         ----------
@@ -1452,8 +1644,9 @@ class SDCARegressor(_SDCAMixin, RegressorMixin, BaseEstimator):
             Real targets.
         sample_weight : array-like of shape (n_samples,), float or None, default=None
             Row weights ``s_i >= 0``: the problem becomes
-            ``min 1/n sum_i s_i (x_i.w + b - y_i)^2 / 2 + lam/2 (||w||^2 + (b/s)^2)``
-            (``Ridge``'s ``sample_weight`` up to its unregularised intercept).
+            ``min 1/n sum_i s_i h(x_i.w + b - y_i) + lam/2 (||w||^2 + (b/s)^2)``
+            (``Ridge``'s ``sample_weight`` up to its unregularised intercept;
+            LIBLINEAR's instance weights for the epsilon-insensitive losses).
 
         Returns
         -------
@@ -1469,8 +1662,8 @@ class SDCARegressor(_SDCAMixin, RegressorMixin, BaseEstimator):
         if sample_weight is not None:
             sample_weight = check_sample_weight(sample_weight, X.shape[0])
         start, = self._warm_starts(X, None, [y], [sample_weight])
-        model = self._dca_fit(X, y, self.loss, lam, _seed(self.random_state), client=self.client, dual_init=start,
-                              sample_weight=sample_weight)
+        model = self._dca_fit(X, y, self._fit_loss(), lam, _seed(self.random_state), client=self.client,
+                              dual_init=start, sample_weight=sample_weight)
         self.coef_, self.intercept_ = self._split_bias(model.coef_)
         self.primal_ = float(model.primal_)
         self.dual_ = float(model.dual_)
@@ -1511,23 +1704,45 @@ class SDCARegressor(_SDCAMixin, RegressorMixin, BaseEstimator):
         return _scores(self._validate_X_predict(X), self.coef_[np.newaxis, :], self.intercept_)
 
     def to_sklearn(self):
-        """The equivalent fitted :class:`~sklearn.linear_model.Ridge` (``alpha = 1 / C``).
+        """The equivalent fitted :class:`~sklearn.linear_model.Ridge` (``alpha = 1 / C``), or
+        :class:`~sklearn.svm.LinearSVR` for the epsilon-insensitive losses.
 
         ``fit_intercept`` is copied.  Without an intercept, refitting the
         returned ``Ridge`` solves the same problem.  With one, ``Ridge`` has no
         ``intercept_scaling``: its own fit would leave the intercept
         unregularised (the limit of a large ``intercept_scaling``), a different
         problem, so only the fitted model (``coef_``, ``intercept_``) is
-        equivalent.
+        equivalent.  ``LinearSVR(C, epsilon, loss, intercept_scaling,
+        dual=True)`` solves this estimator's problem, intercept included (both
+        are LIBLINEAR's).  ``loss="huber"`` has no scikit-learn estimator of
+        the same problem and raises.
 
         Returns
         -------
-        estimator : Ridge
+        estimator : Ridge or LinearSVR
             With ``coef_`` and ``intercept_`` copied, so predictions are identical.
         """
         from sklearn.linear_model import Ridge
+        from sklearn.svm import LinearSVR
 
         check_is_fitted(self)
+        name = _loss_name(self.loss)
+        if name == "huber":
+            raise ValueError(
+                "No scikit-learn estimator solves loss='huber' with a fixed threshold and this regularised "
+                "intercept (HuberRegressor also fits a scale; SGDRegressor(loss='huber') does not certify a "
+                "solution); use coef_ and intercept_, which predict as X @ coef_ + intercept_.")
+        if name in ("epsilon_insensitive", "squared_epsilon_insensitive"):
+            est = LinearSVR(C=self.C, epsilon=self.epsilon, loss=name, fit_intercept=self.fit_intercept,
+                            intercept_scaling=self.intercept_scaling, dual=True, tol=self.tol,
+                            max_iter=self.max_iter)
+            est.coef_ = self.coef_.copy()
+            est.intercept_ = np.array([self.intercept_]) if self.fit_intercept else 0.0  # as LinearSVR sets it
+            est.n_iter_ = self.n_iter_
+            est.n_features_in_ = self.n_features_in_
+            if hasattr(self, "feature_names_in_"):
+                est.feature_names_in_ = self.feature_names_in_.copy()
+            return est
         est = Ridge(alpha=1.0 / self.C, fit_intercept=self.fit_intercept, tol=self.tol, max_iter=self.max_iter)
         est.coef_ = self.coef_.copy()
         est.intercept_ = self.intercept_

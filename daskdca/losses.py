@@ -18,7 +18,10 @@ of truth: the kernels in :mod:`daskdca.kernels` call them per row, and the
 :class:`Loss` objects call their vectorised wrappers.  Formulas follow the
 docs/references.md, note N2 (Takáč et al. 2015 [TRS15], Algorithm 1 line 6; hinge
 form printed in Takáč et al. 2013 [TBRS13] eq. (15), the others derived there and checked
-against brute-force 1-D maximisation).
+against brute-force 1-D maximisation).  The regression losses beyond squared
+(epsilon-insensitive, its square and Huber's) keep the dual variable as
+``alpha`` itself, with the steps of Ho & Lin 2012 [HL12] Algorithm 4 for the
+first two (the comment above :func:`_svr_huber_value`).
 """
 
 from __future__ import annotations
@@ -37,7 +40,11 @@ __all__ = [
     "SquaredHinge",
     "Logistic",
     "Squared",
+    "EpsilonInsensitive",
+    "SquaredEpsilonInsensitive",
+    "Huber",
     "LOSSES",
+    "Softmax",
     "get_loss",
     "row_weight",
     "weighted_conjugate_value",
@@ -56,6 +63,9 @@ class LossKind(IntEnum):
     SQUARED_HINGE = 2
     LOGISTIC = 3
     SQUARED = 4
+    EPSILON_INSENSITIVE = 5
+    SQUARED_EPSILON_INSENSITIVE = 6
+    HUBER = 7
 
 
 # numba freezes module globals as constants, so these compare at no cost.
@@ -64,6 +74,14 @@ SMOOTHED_HINGE = int(LossKind.SMOOTHED_HINGE)
 SQUARED_HINGE = int(LossKind.SQUARED_HINGE)
 LOGISTIC = int(LossKind.LOGISTIC)
 SQUARED = int(LossKind.SQUARED)
+EPSILON_INSENSITIVE = int(LossKind.EPSILON_INSENSITIVE)
+SQUARED_EPSILON_INSENSITIVE = int(LossKind.SQUARED_EPSILON_INSENSITIVE)
+HUBER = int(LossKind.HUBER)
+# The SVR losses (epsilon-insensitive and its square) and Huber's have the
+# largest tags, so the functions below send them to their own helpers
+# (``_svr_huber_*``) with one comparison and the other losses keep their code
+# path and bits.
+_FIRST_SVR_HUBER = EPSILON_INSENSITIVE
 
 # Largest float64 strictly below 1: the logistic dual variable b = y*alpha is
 # kept in [B_MIN, B_MAX] so that logit(b) stays finite for the next Newton
@@ -116,12 +134,121 @@ def _sigmoid(z):
     return e / (1.0 + e)
 
 
+# --- the SVR losses and Huber's: phi_i(z) = h(z - y_i), with the parameter p ---------------------------------
+#
+# epsilon-insensitive (p = eps >= 0): h(r) = max(0, |r| - eps); h*(u) = eps |u| on |u| <= 1, so
+#     phi_i*(-alpha) = -alpha y_i + eps |alpha|,  alpha in [-1, 1];
+# its square (LIBLINEAR's L2-loss SVR): h(r) = max(0, |r| - eps)^2; h*(u) = eps |u| + u^2 / 4, so
+#     phi_i*(-alpha) = -alpha y_i + eps |alpha| + alpha^2 / 4,  alpha real;
+# Huber (p = delta > 0): h(r) = r^2 / 2 for |r| <= delta, delta (|r| - delta / 2) beyond; h*(u) = u^2 / 2 on
+#     |u| <= delta, so phi_i*(-alpha) = alpha^2 / 2 - alpha y_i,  alpha in [-delta, delta].
+# (phi_i*(u) = u y_i + h*(u) as phi_i is h shifted by y_i.)  The dual steps maximise the concave
+# -phi_i*(-a) - q/2 (a - alpha)^2 - m (a - alpha) over a: for the SVR losses on each side of the kink
+# of eps |a| at 0 (Ho & Lin 2012 [HL12] Algorithm 4, their one-variable sub-problem with
+# ``g_p = G + eps`` and ``g_n = G - eps``), for Huber the squared loss's step clipped to the box.
+
+
+@njit(nogil=True, cache=True)
+def _svr_huber_value(kind, param, y, z):
+    """``phi_i(z)`` of the SVR losses and Huber's (the block comment above)."""
+    r = abs(z - y)
+    if kind == EPSILON_INSENSITIVE:
+        return max(0.0, r - param)
+    if kind == SQUARED_EPSILON_INSENSITIVE:
+        h = max(0.0, r - param)
+        return h * h
+    # HUBER
+    if r <= param:
+        return 0.5 * r * r
+    return param * (r - 0.5 * param)
+
+
+@njit(nogil=True, cache=True)
+def _svr_huber_derivative(kind, param, y, z):
+    """``phi_i'(z)``; for epsilon-insensitive the subgradient 0 at the tube's edges ``|z - y| = eps``."""
+    r = z - y
+    if kind == EPSILON_INSENSITIVE:
+        if r > param:
+            return 1.0
+        if r < -param:
+            return -1.0
+        return 0.0
+    if kind == SQUARED_EPSILON_INSENSITIVE:
+        if r > param:
+            return 2.0 * (r - param)
+        if r < -param:
+            return 2.0 * (r + param)
+        return 0.0
+    # HUBER
+    return min(max(r, -param), param)
+
+
+@njit(nogil=True, cache=True)
+def _svr_huber_conjugate(kind, param, y, alpha):
+    """``phi_i*(-alpha)`` of the SVR losses and Huber's; ``+inf`` outside the box."""
+    if kind == EPSILON_INSENSITIVE:
+        if alpha < -1.0 or alpha > 1.0:
+            return math.inf
+        return param * abs(alpha) - alpha * y
+    if kind == SQUARED_EPSILON_INSENSITIVE:
+        return param * abs(alpha) + 0.25 * alpha * alpha - alpha * y
+    # HUBER
+    if alpha < -param or alpha > param:
+        return math.inf
+    return 0.5 * alpha * alpha - alpha * y
+
+
+@njit(nogil=True, cache=True)
+def _svr_huber_step(kind, param, y, alpha, q, m):
+    """The new ``alpha`` maximising ``-phi_i*(-a) - q/2 (a - alpha)^2 - m (a - alpha)`` (block comment above).
+
+    SVR losses: with ``c = q`` (``q + 1/2`` for the square, whose conjugate
+    adds ``a^2 / 4``), the maximiser on ``a > 0`` is
+    ``a+ = alpha + (y - m - eps - g alpha) / c`` and on ``a < 0``
+    ``a- = alpha + (y - m + eps - g alpha) / c`` (``g`` = 0, or 1/2 for the
+    square); ``a- >= a+``, so the step is ``a+`` if positive, ``a-`` if
+    negative, else the kink 0, then clipped to ``[-1, 1]`` for
+    epsilon-insensitive (Ho & Lin 2012 [HL12] Algorithm 4).  A zero row
+    (``q = 0``) of epsilon-insensitive has a linear objective, maximised at
+    ``sign(y - m)`` outside the tube and at 0 inside it.  Huber: the squared
+    loss's step clipped to ``[-delta, delta]``.
+    """
+    if kind == HUBER:
+        return min(max(alpha + (y - m - alpha) / (1.0 + q), -param), param)
+    g = y - m
+    if kind == EPSILON_INSENSITIVE:
+        if q == 0.0:
+            if g > param:
+                return 1.0
+            if g < -param:
+                return -1.0
+            return 0.0
+        up = alpha + (g - param) / q
+        if up > 0.0:
+            return min(up, 1.0)
+        down = alpha + (g + param) / q
+        if down < 0.0:
+            return max(down, -1.0)
+        return 0.0
+    # SQUARED_EPSILON_INSENSITIVE
+    c = q + 0.5
+    up = alpha + (g - param - 0.5 * alpha) / c
+    if up > 0.0:
+        return up
+    down = alpha + (g + param - 0.5 * alpha) / c
+    if down < 0.0:
+        return down
+    return 0.0
+
+
 @njit(nogil=True, cache=True)
 def loss_value(kind, param, y, z):
     """``phi_i(z)``: the loss of one example with label/target ``y`` at margin ``z``."""
     if kind == SQUARED:
         r = z - y
         return 0.5 * r * r
+    if kind >= _FIRST_SVR_HUBER:
+        return _svr_huber_value(kind, param, y, z)
     a = y * z
     if kind == HINGE:
         return max(0.0, 1.0 - a)
@@ -143,6 +270,8 @@ def loss_derivative(kind, param, y, z):
     """``d phi_i / dz`` (a subgradient for hinge: ``-y`` at the kink's left, 0 right)."""
     if kind == SQUARED:
         return z - y
+    if kind >= _FIRST_SVR_HUBER:
+        return _svr_huber_derivative(kind, param, y, z)
     a = y * z
     if kind == HINGE:
         return -y if a < 1.0 else 0.0
@@ -165,6 +294,8 @@ def conjugate_value(kind, param, y, alpha):
     """
     if kind == SQUARED:
         return 0.5 * alpha * alpha - alpha * y
+    if kind >= _FIRST_SVR_HUBER:
+        return _svr_huber_conjugate(kind, param, y, alpha)
     b = y * alpha
     if kind == SQUARED_HINGE:
         if b < 0.0:
@@ -306,6 +437,8 @@ def dual_update(kind, param, y, alpha, q, m):
     """
     if kind == SQUARED:
         return alpha + (y - m - alpha) / (1.0 + q)
+    if kind >= _FIRST_SVR_HUBER:
+        return _svr_huber_step(kind, param, y, alpha, q, m)
     b = y * alpha
     ym = y * m
     if kind == HINGE:
@@ -478,11 +611,14 @@ class Loss:
         Lipschitz constant of ``phi'`` (``inf`` for hinge). The conjugate is
         ``1/smoothness``-strongly convex (Takáč et al. 2015 [TRS15] assumption (ii)).
     dual_domain : tuple of float
-        Feasible interval of ``b = y alpha`` (of ``alpha`` for squared loss).
+        Feasible interval of ``b = y alpha`` (of ``alpha`` for the regression
+        losses).
     has_active_bounds : bool
-        True when a dual step can stop at a bound of the domain, so that rows
-        can be left out of a round (shrinking).  False for logistic (its
-        steps stay strictly inside (0, 1)) and squared loss (no bounds).
+        True when a dual step can stop at a bound of the domain (or, for the
+        epsilon-insensitive losses, at the kink of ``eps |alpha|`` at 0: a row
+        inside the tube), so that rows can be left out of a round
+        (shrinking).  False for logistic (its steps stay strictly inside
+        (0, 1)) and squared loss (no bounds).
     """
 
     kind = None
@@ -609,8 +745,132 @@ class Squared(Loss):
     has_active_bounds = False
 
 
+def _check_loss_parameter(cls_name, field, value, *, positive, default):
+    """A clear error unless ``value`` is a finite real ``> 0`` (``positive``) or ``>= 0``."""
+    ok = (isinstance(value, (int, float, np.floating, np.integer)) and not isinstance(value, bool)
+          and math.isfinite(value) and (value > 0 if positive else value >= 0))
+    if not ok:
+        bound = "> 0" if positive else ">= 0"
+        raise ValueError(f"{cls_name} needs a finite {field} {bound}, got {field}={value!r}; use "
+                         f"{field}={default!r} (the default) or another value {bound}.")
+
+
+@dataclass(frozen=True)
+class EpsilonInsensitive(Loss):
+    """``phi_i(z) = max(0, |z - y_i| - epsilon)`` (scikit-learn's ``LinearSVR``, LIBLINEAR ``-s 13``).
+
+    Conjugate ``phi_i*(-alpha) = epsilon |alpha| - alpha y_i`` on
+    ``alpha`` in ``[-1, 1]``; the dual step is the closed form of Ho & Lin
+    2012 [HL12] Algorithm 4 (L1-loss SVR).  ``epsilon = 0`` is the absolute
+    loss ``|z - y_i|`` (least absolute deviations).  Lipschitz with ``L = 1``,
+    not smooth.
+
+    Parameters
+    ----------
+    epsilon : float, default=0.0
+        Half-width of the tube, in the units of ``y``, inside which errors
+        cost nothing (``LinearSVR``'s ``epsilon``, LIBLINEAR's ``-p``).
+        Must be finite and ``>= 0``.
+    """
+
+    epsilon: float = 0.0
+    kind = LossKind.EPSILON_INSENSITIVE
+    name = "epsilon_insensitive"
+    is_classification = False
+    lipschitz = 1.0
+    dual_domain = (-1.0, 1.0)
+
+    def __post_init__(self):
+        _check_loss_parameter("EpsilonInsensitive", "epsilon", self.epsilon, positive=False, default=0.0)
+
+    @property
+    def param(self) -> float:
+        """``epsilon``, the scalar the kernels receive."""
+        return float(self.epsilon)
+
+
+@dataclass(frozen=True)
+class SquaredEpsilonInsensitive(Loss):
+    """``phi_i(z) = max(0, |z - y_i| - epsilon)^2`` (``LinearSVR``'s squared loss, LIBLINEAR ``-s 12``).
+
+    Conjugate ``phi_i*(-alpha) = epsilon |alpha| + alpha^2 / 4 - alpha y_i``
+    for every real ``alpha``; the dual step is the closed form of Ho & Lin
+    2012 [HL12] Algorithm 4 (L2-loss SVR, their ``lambda = 1/(2C)`` being
+    the ``1/2`` of ``alpha^2 / 4``'s curvature here).  No ``1/2`` in front,
+    as ``LinearSVR`` and LIBLINEAR write it: ``phi'`` is 2-Lipschitz
+    (``smoothness = 2``).
+
+    Parameters
+    ----------
+    epsilon : float, default=0.0
+        Half-width of the tube, in the units of ``y``.  Must be finite and
+        ``>= 0``; with 0 the loss is ``(z - y_i)^2``, twice the squared loss.
+    """
+
+    epsilon: float = 0.0
+    kind = LossKind.SQUARED_EPSILON_INSENSITIVE
+    name = "squared_epsilon_insensitive"
+    is_classification = False
+    smoothness = 2.0
+    dual_domain = (-math.inf, math.inf)
+
+    def __post_init__(self):
+        _check_loss_parameter("SquaredEpsilonInsensitive", "epsilon", self.epsilon, positive=False, default=0.0)
+
+    @property
+    def param(self) -> float:
+        """``epsilon``, the scalar the kernels receive."""
+        return float(self.epsilon)
+
+
+@dataclass(frozen=True)
+class Huber(Loss):
+    """Huber's loss with threshold ``delta``: ``phi_i(z) = h(z - y_i)``, ``h(r) = r^2 / 2`` for ``|r| <= delta``
+    and ``delta (|r| - delta / 2)`` beyond.
+
+    The shape of scikit-learn's ``SGDRegressor(loss="huber", epsilon=delta)``;
+    ``HuberRegressor`` fits twice this function of residuals divided by a
+    scale it estimates, which this loss does not.  Conjugate
+    ``phi_i*(-alpha) = alpha^2 / 2 - alpha y_i`` on ``alpha`` in
+    ``[-delta, delta]`` (the squared loss's, on a box), so the dual step is
+    the squared loss's step clipped to the box.  ``phi'`` is 1-Lipschitz
+    (``smoothness = 1``) and ``phi`` is ``delta``-Lipschitz.
+
+    Parameters
+    ----------
+    delta : float, default=1.0
+        Where the loss turns from quadratic to linear, in the units of ``y``
+        (scale or standardise ``y`` first).  Must be finite and ``> 0``.
+    """
+
+    delta: float = 1.0
+    kind = LossKind.HUBER
+    name = "huber"
+    is_classification = False
+    smoothness = 1.0
+
+    def __post_init__(self):
+        _check_loss_parameter("Huber", "delta", self.delta, positive=True, default=1.0)
+
+    @property
+    def param(self) -> float:
+        """``delta``, the scalar the kernels receive."""
+        return float(self.delta)
+
+    @property
+    def lipschitz(self) -> float:
+        """``delta``: ``|phi'| <= delta``."""
+        return float(self.delta)
+
+    @property
+    def dual_domain(self) -> tuple:
+        """``(-delta, delta)``, the feasible interval of ``alpha``."""
+        return (-float(self.delta), float(self.delta))
+
+
 #: name -> loss class, for every loss :func:`daskdca.fit` accepts by name
-LOSSES = {cls.name: cls for cls in (Hinge, SmoothedHinge, SquaredHinge, Logistic, Squared)}
+LOSSES = {cls.name: cls for cls in (Hinge, SmoothedHinge, SquaredHinge, Logistic, Squared, EpsilonInsensitive,
+                                    SquaredEpsilonInsensitive, Huber)}
 
 
 #: scikit-learn's names of the same losses (``SGDClassifier``, ``LogisticRegression``, ``Ridge``)
@@ -628,5 +888,60 @@ def get_loss(loss) -> Loss:
         return LOSSES[loss]()
     raise ValueError(
         f"Unknown loss {loss!r}; use one of {sorted(LOSSES)} or a daskdca.losses.Loss "
-        "instance such as SmoothedHinge(gamma=0.5)."
+        "instance such as SmoothedHinge(gamma=0.5) or EpsilonInsensitive(epsilon=0.1)."
     )
+
+
+@dataclass(frozen=True)
+class Softmax:
+    """The softmax (multinomial logistic) loss of ``K`` classes, ``l_y(z) = log sum_k exp(z_k) - z_y``, ``z in R^K``.
+
+    Not a :class:`Loss`: it takes a ``K``-vector of margins ``z = W x`` per
+    example, not one margin.  The fits of multinomial logistic regression
+    (``daskdca.fit(..., solver="multinomial")`` on more than two classes)
+    carry it as their ``DataInfo.loss``, so that the certificate
+    (:func:`daskdca.partitions.objective_sums_part`) evaluates this problem:
+    ``P(W) = 1/n sum_i s_i l_{y_i}(W x_i) + lam/2 ||W||_F^2``.  Its conjugate
+    is the negative entropy on the shifted simplex,
+    ``l_y*(v) = sum_k (v + e_y)_k log (v + e_y)_k`` for ``v + e_y`` in the
+    simplex, ``inf`` elsewhere (docs/references.md, note N11), so
+    ``l_y*(-alpha) = sum_k beta_k log beta_k`` with ``beta = e_y - alpha``
+    (:mod:`daskdca.kernels.multinomial`).
+
+    Attributes
+    ----------
+    n_classes : int
+        ``K >= 2``.
+    """
+
+    n_classes: int
+    name = "multinomial"
+    is_classification = True
+    # the steps stay strictly inside the simplex: no rows to shrink away
+    has_active_bounds = False
+    smoothness = 1.0  # the softmax's Hessian diag(p) - p p^T has norm <= 1 (its conjugate is 1-strongly convex)
+
+    def __post_init__(self):
+        if isinstance(self.n_classes, bool) or not isinstance(self.n_classes, (int, np.integer)) \
+                or self.n_classes < 2:
+            raise ValueError(f"Softmax needs n_classes, an int >= 2, got {self.n_classes!r}.")
+
+    def value(self, y, Z):
+        """``l_{y_i}(z_i)`` for every example: ``y`` class indices of shape (n,), ``Z`` margins of shape (n, K)."""
+        Z = np.asarray(Z, dtype=np.float64)
+        top = Z.max(axis=1)
+        lse = top + np.log(np.exp(Z - top[:, None]).sum(axis=1))
+        return lse - Z[np.arange(Z.shape[0]), np.asarray(y, dtype=np.intp)]
+
+    def conjugate(self, y, alpha):
+        """``l_{y_i}*(-alpha_i) = sum_k beta_ik log beta_ik``, ``beta_i = e_{y_i} - alpha_i`` (``inf`` where
+        ``beta_i`` leaves the simplex by more than 1e-12); ``alpha`` of shape (K, n), as the fits store it."""
+        alpha = np.asarray(alpha, dtype=np.float64)
+        y = np.asarray(y, dtype=np.intp)
+        beta = -alpha.T.copy()
+        beta[np.arange(beta.shape[0]), y] += 1.0
+        outside = (beta.min(axis=1) < -1e-12) | (np.abs(beta.sum(axis=1) - 1.0) > 1e-12)
+        positive = np.clip(beta, 0.0, None)
+        values = np.where(positive > 0, positive * np.log(np.where(positive > 0, positive, 1.0)), 0.0).sum(axis=1)
+        return np.where(outside, np.inf, values)
+

@@ -30,8 +30,10 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
+from daskdca.kernels.multinomial import multinomial_objective_sums
 from daskdca.kernels.sampling import permutation_order
 from daskdca.kernels.sdca import objective_sums
+from daskdca.losses import Softmax
 from daskdca.problem import row_sqnorms
 
 __all__ = [
@@ -45,6 +47,7 @@ __all__ = [
     "objective_sums_part",
     "random_row_order",
     "rows_from_csr",
+    "softmax_rows",
     "sqnorm_sum_part",
     "xt_alpha_part",
 ]
@@ -306,12 +309,43 @@ def _per_problem(function, part, alpha, *args):
     return np.stack([function(part.view(k), alpha[k], *(a[k] for a in args)) for k in range(part.n_classes)])
 
 
+def softmax_rows(rows, problems):
+    """``(cls, weight)`` of rows that carry stored labels, for the softmax loss of the classes ``problems`` names.
+
+    ``cls[i]`` is the index ``k`` with ``problems.labels[k] == rows.y[i]``;
+    ``weight[i]`` is the row's weight (``rows.weight``, 1 when unweighted)
+    times its class's ``problems.positive_weights`` entry (``class_weight``:
+    in the multinomial problem a class weight multiplies the loss of that
+    class's rows, as scikit-learn's ``LogisticRegression`` does), or
+    :data:`UNWEIGHTED` when every weight is 1.
+    """
+    labels = np.asarray(problems.labels, dtype=np.float64)
+    sorter = np.argsort(labels, kind="stable")
+    cls = sorter[np.searchsorted(labels, rows.y, sorter=sorter)].astype(np.int64)
+    class_weights = np.asarray(problems.positive_weights, dtype=np.float64)
+    if np.all(class_weights == 1.0):
+        return cls, rows.weight
+    factor = class_weights[cls]
+    return cls, (factor if rows.weight.size == 0 else rows.weight * factor)
+
+
 def objective_sums_part(part, alpha, w, loss):
     """``[sum_i phi_i(x_i.w), sum_i phi_i*(-alpha_i)]`` over the partition's rows.
 
     For a :class:`OneVsRestPartition` ``alpha`` is ``(K, n_k)``, ``w``
-    ``(K, d)`` and the result ``(K, 2)``, one row per problem.
+    ``(K, d)`` and the result ``(K, 2)``, one row per problem; with the
+    softmax loss (:class:`~daskdca.losses.Softmax`, a multinomial fit) the
+    same shapes give the one pair of the multinomial problem
+    (:func:`~daskdca.kernels.multinomial.multinomial_objective_sums`).
     """
+    if isinstance(loss, Softmax):
+        loss_sum = conj_sum = 0.0
+        for rows, lo, hi, start in part.pieces():
+            cls, weight = softmax_rows(rows, part.problems)
+            ls, cs = multinomial_objective_sums(rows.indptr, rows.indices, rows.data, cls, weight,
+                                                alpha[:, start - lo:start - lo + rows.n_rows], w, lo, hi)
+            loss_sum, conj_sum = loss_sum + ls, conj_sum + cs
+        return np.array([loss_sum, conj_sum])
     if isinstance(part, OneVsRestPartition):
         return _per_problem(lambda view, a, v: objective_sums_part(view, a, v, loss), part, alpha, w)
     loss_sum = conj_sum = 0.0

@@ -53,11 +53,15 @@ def objectives(info, sums, w, w_alpha, l1_ratio=0.0):
 
     A one-vs-rest fit passes ``sums`` of shape ``(K, 2)`` and ``w``,
     ``w_alpha`` of shape ``(K, d)``; ``P`` and ``D`` are then arrays of its
-    K problems' objectives.
+    K problems' objectives.  A multinomial fit (one problem, ``W`` of shape
+    ``(K, d)``) passes ``sums`` of shape ``(2,)`` with such ``w``: ``P`` and
+    ``D`` are then floats, with the Frobenius norms of ``W`` and ``W(alpha)``.
     """
     if np.ndim(sums) == 2:
         pairs = [objectives(info, s, v, va, l1_ratio) for s, v, va in zip(sums, w, w_alpha)]
         return np.array([p for p, _ in pairs]), np.array([d for _, d in pairs])
+    if np.ndim(w) == 2:
+        w, w_alpha = np.ravel(w), np.ravel(w_alpha)
     if l1_ratio == 0.0:
         return primal_value(info.n, info.lam, sums[0], w), dual_value(info.n, info.lam, sums[1], w_alpha)
     lam, rho = info.lam, float(l1_ratio)

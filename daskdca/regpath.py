@@ -156,8 +156,9 @@ def path(X, y, Cs, *, loss="hinge", solver=None, tol=1e-6, max_rounds=None, fit_
         draws one for the whole path.
     keep_dual : bool, default=False
         Return every fit's duals (``n_Cs * n_samples`` floats).
-    verbose : int, default=0
-        Passed to each fit.
+    verbose : int or bool, default=0
+        Passed to each fit (:func:`daskdca.fit`: a bar and a summary line
+        per fit at 1, also a line per gap record at 2).
     sample_weight : array-like of shape (n_samples,), float or None, default=None
         Row weights ``s_i`` of every fit, as in :func:`daskdca.fit` (the loss
         term becomes ``1/n sum_i s_i phi_i``; the dual box scales by ``s_i``

@@ -16,9 +16,56 @@ import scipy.optimize
 
 B_MAX = float(np.nextafter(1.0, 0.0))
 
+# The regression losses beyond squared: phi_i(z) = h(z - y_i) with the loss's parameter passed as ``gamma``
+# (epsilon for the two SVR losses, delta for Huber); the dual variable is alpha itself.
+SVR_HUBER = ("epsilon_insensitive", "squared_epsilon_insensitive", "huber")
+
+
+def _svr_huber_conjugate(loss, y, alpha, p):
+    """``phi_i*(-alpha) = -alpha y + h*(-alpha)`` with ``h*`` the conjugate of the residual's loss."""
+    if loss == "epsilon_insensitive":
+        return -alpha * y + p * abs(alpha) if abs(alpha) <= 1.0 else math.inf
+    if loss == "squared_epsilon_insensitive":
+        return -alpha * y + p * abs(alpha) + alpha * alpha / 4
+    return -alpha * y + alpha * alpha / 2 if abs(alpha) <= p else math.inf
+
+
+def _svr_huber_loss(loss, y, z, p):
+    r = abs(z - y)
+    if loss == "epsilon_insensitive":
+        return max(0.0, r - p)
+    if loss == "squared_epsilon_insensitive":
+        return max(0.0, r - p) ** 2
+    return r * r / 2 if r <= p else p * r - p * p / 2
+
+
+def _svr_huber_step(loss, y, alpha, q, m, p):
+    """LIBLINEAR's form of the step (Ho & Lin 2012 [HL12] Algorithm 4), as a minimisation over ``d = a - alpha`` of
+    ``H/2 d^2 + G d + eps |alpha + d|`` with ``G = m - y + 2 l alpha``, ``H = q + 2 l`` (``l`` = 0 for
+    epsilon-insensitive, 1/4 for its square): ``d = -(G + eps)/H`` if that leaves ``a > 0``, ``-(G - eps)/H`` if
+    that leaves ``a < 0``, else ``a = 0``; then the box.  Huber: the unconstrained maximiser
+    ``(y - m + q alpha) / (1 + q)`` of its quadratic, clipped to ``[-delta, delta]``."""
+    if loss == "huber":
+        return float(np.clip((y - m + q * alpha) / (1.0 + q), -p, p))
+    ell = 0.0 if loss == "epsilon_insensitive" else 0.25
+    G = m - y + 2 * ell * alpha
+    H = q + 2 * ell
+    if H == 0.0:  # a zero row of epsilon-insensitive: minimise (m - y) a + eps |a| on [-1, 1]
+        return 1.0 if y - m > p else -1.0 if y - m < -p else 0.0
+    g_p, g_n = G + p, G - p
+    if g_p < H * alpha:
+        a = alpha - g_p / H
+    elif g_n > H * alpha:
+        a = alpha - g_n / H
+    else:
+        a = 0.0
+    return float(np.clip(a, -1.0, 1.0)) if loss == "epsilon_insensitive" else a
+
 
 def conjugate(loss, y, alpha, gamma=1.0):
     """``phi_i*(-alpha)``; ``inf`` outside the domain."""
+    if loss in SVR_HUBER:
+        return _svr_huber_conjugate(loss, y, alpha, gamma)
     if loss == "squared":
         return 0.5 * alpha * alpha - alpha * y
     b = y * alpha
@@ -38,6 +85,8 @@ def conjugate(loss, y, alpha, gamma=1.0):
 
 
 def loss_value(loss, y, z, gamma=1.0):
+    if loss in SVR_HUBER:
+        return _svr_huber_loss(loss, y, z, gamma)
     a = y * z
     if loss == "hinge":
         return max(0.0, 1.0 - a)
@@ -56,6 +105,8 @@ def loss_value(loss, y, z, gamma=1.0):
 
 def dual_update(loss, y, alpha, q, m, gamma=1.0):
     """New ``alpha`` maximising ``-phi*(-(alpha+d)) - q/2 d^2 - m d``."""
+    if loss in SVR_HUBER:
+        return _svr_huber_step(loss, y, alpha, q, m, gamma)
     if loss == "squared":
         return alpha + (y - m - alpha) / (1.0 + q)
     b = y * alpha

@@ -445,15 +445,16 @@ def test_clone_get_set_params():
     clf = SDCAClassifier("logistic", C=3.0, tol=1e-4, max_iter=50, random_state=7, keep_dual=True)
     params = clf.get_params()
     assert params == {
-        "loss": "logistic", "C": 3.0, "solver": "auto", "tol": 1e-4, "max_iter": 50, "fit_intercept": True,
-        "intercept_scaling": 1.0, "class_weight": None, "random_state": 7, "warm_start": False,
-        "n_partitions": None, "client": None, "verbose": 0, "keep_dual": True,
+        "loss": "logistic", "C": 3.0, "penalty": "l2", "l1_ratio": None, "solver": "auto", "tol": 1e-4,
+        "max_iter": 50, "fit_intercept": True, "intercept_scaling": 1.0, "class_weight": None, "random_state": 7,
+        "multi_class": "ovr", "warm_start": False, "n_partitions": None, "client": None, "verbose": 0,
+        "keep_dual": True,
     }
     twin = clone(clf)
     assert twin is not clf and twin.get_params() == params
     assert twin.set_params(C=0.5, loss="hinge") is twin
     assert twin.C == 0.5 and twin.loss == "hinge" and clf.C == 3.0
-    assert set(SDCARegressor().get_params()) == set(params) - {"class_weight"}
+    assert set(SDCARegressor().get_params()) == set(params) - {"class_weight", "multi_class"} | {"epsilon", "huber_delta"}
 
 
 def test_fit_intercept_is_on_by_default_as_in_scikit_learn():

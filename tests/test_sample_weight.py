@@ -415,5 +415,5 @@ def test_a_dask_array_with_weights_is_refused(heart):
     import dask.array as da
 
     X, y, weight = heart
-    with pytest.raises(ValueError, match="sample_weight with a dask array X is not supported yet"):
+    with pytest.raises(ValueError, match="sample_weight with a dask array (or DataFrame )?X is not supported yet"):
         daskdca.fit(da.from_array(X.toarray(), chunks=(100, -1)), y, sample_weight=weight)

@@ -15,6 +15,7 @@ from daskdca.methods.base import Capabilities, Ctx, DataInfo, RoundReport
 from daskdca.methods.cocoa import SDCA, CoCoAPlus
 from daskdca.methods.dual_free import AdaptiveDualFreeSDCA, AdaptiveDualFreeSDCAPlus, DualFreeSDCA
 from daskdca.methods.minibatch import MinibatchSDCA
+from daskdca.methods.multinomial import MultinomialSDCA
 from daskdca.methods.newton import Newton
 from daskdca.methods.pegasos import MinibatchPegasos
 from daskdca.methods.sdna import SDNA
@@ -33,6 +34,7 @@ __all__ = [
     "DataInfo",
     "MinibatchPegasos",
     "MinibatchSDCA",
+    "MultinomialSDCA",
     "Newton",
     "RoundReport",
     "SDCA",
@@ -44,7 +46,8 @@ __all__ = [
 
 #: name -> settings class, for every method a user can ask for by name
 REGISTRY = {cls.name: cls for cls in (SDCA, CoCoAPlus, MinibatchSDCA, SDNA, DualFreeSDCA, AdaptiveDualFreeSDCA,
-                                      AdaptiveDualFreeSDCAPlus, SPDC, MinibatchPegasos, Newton)}
+                                      AdaptiveDualFreeSDCAPlus, SPDC, MinibatchPegasos, Newton,
+                                      MultinomialSDCA)}
 SOLVERS = REGISTRY
 
 #: settings other than a method's defaults that change its algorithm; the
@@ -92,8 +95,10 @@ def check_supported(method, *, loss_name, n_partitions, on_cluster, sample_weigh
             f"problem); the solvers that do: {_supporting(lambda cap: cap.sample_weight)} "
             "(CoCoAPlus with local_solver='sdca').")
     if loss_name not in c.losses:
+        # a method whose settings narrowed its class's capabilities (CoCoAPlus(local_solver="sdna")) is shown whole
+        who = method.name if c == getattr(type(method), "capabilities", c) else method
         raise ValueError(
-            f"solver={method.name!r} does not support loss={loss_name!r} (it supports {list(c.losses)}); "
+            f"solver={who!r} does not support loss={loss_name!r} (it supports {list(c.losses)}); "
             f"solvers for {loss_name!r}: {_supporting(lambda cap: loss_name in cap.losses)}.")
     if on_cluster and not c.cluster:
         raise ValueError(

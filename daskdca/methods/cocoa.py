@@ -19,7 +19,7 @@ from daskdca.losses import LOSSES
 from daskdca.methods.base import Capabilities, check_local_iters
 from daskdca.methods.catalyst import CatalystPlan, default_kappa
 from daskdca.methods.sdca import LineSearchPlan, LocalSDCAPlan, ProxSDCAPlan
-from daskdca.methods.sdna import SDNA
+from daskdca.methods.sdna import SDNA, SDNA_LOSSES
 from daskdca.methods.spdc import LocalSPDCPlan
 
 __all__ = ["LOCAL_SOLVERS", "SDCA", "CoCoAPlus"]
@@ -217,9 +217,11 @@ class CoCoAPlus:
                     f"shrinking={self.shrinking!r}: local_solver={self.local_solver!r} visits every row and has no "
                     "shrinking; drop shrinking (or use local_solver='sdca').")
             # the SDNA and SPDC local steps solve the unweighted subproblem, and their plans are not
-            # among those fitted one-vs-rest together
+            # among those fitted one-vs-rest together; SDNA's subproblem solver takes its own losses
+            # (LocalSPDCPlan.for_data refuses the non-smooth ones with the reason)
+            losses = SDNA_LOSSES if self.local_solver == "sdna" else self.capabilities.losses
             object.__setattr__(self, "capabilities", replace(self.capabilities, sample_weight=False,
-                                                             multi_class=False))
+                                                             multi_class=False, losses=losses))
         if self.aggregation not in _AGGREGATIONS:
             raise ValueError(f"Unknown aggregation {self.aggregation!r}; use one of {list(_AGGREGATIONS)}.")
         if self.aggregation == "line_search" and self.local_solver != "sdca":

@@ -33,11 +33,11 @@ import numpy as np
 
 from daskdca.kernels.sdca import objective_sums
 from daskdca.kernels.sdna import local_sdna, sdna_batches
-from daskdca.losses import LOSSES
+from daskdca.losses import EPSILON_INSENSITIVE, LOSSES
 from daskdca.methods.base import Capabilities, Contribution, check_local_iters, compress
 from daskdca.methods.dual import DualLocal, DualPlan, sweep_blocks
 
-__all__ = ["SDNA", "SDNAPlan"]
+__all__ = ["SDNA", "SDNAPlan", "SDNA_LOSSES"]
 
 # The paper's single-core optimum (Qu et al. 2016 [QRTF16] §6, Fig. 3: runtime improved up to
 # tau = 16 on both data sets, then deteriorated).  Measured here (squared loss,
@@ -46,6 +46,11 @@ __all__ = ["SDNA", "SDNAPlan"]
 # (best tau 1).  Kept until hinge, logistic and the cluster, where a round's
 # fewer epochs at larger tau also save Dask round trips, are measured.
 DEFAULT_BATCH_SIZE = 16
+
+# The losses whose tau-row subproblem the kernel solves (docs/references.md, note N7): Cholesky for squared,
+# the box QP in b = y alpha for the hinge losses, damped Newton for logistic.  The SVR losses and Huber's
+# (a kink of eps |alpha| at 0, or a box around 0 in alpha) have no solver there yet.
+SDNA_LOSSES = tuple(name for name, cls in LOSSES.items() if int(cls.kind) < EPSILON_INSENSITIVE)
 
 
 @dataclass(frozen=True)
@@ -73,7 +78,7 @@ class SDNA:
     batch_size: int | None = None
     local_iters: float = 1.0
     name = "sdna"
-    capabilities = Capabilities(losses=tuple(LOSSES), many_partitions=True, cluster=True, shrinking=False,
+    capabilities = Capabilities(losses=SDNA_LOSSES, many_partitions=True, cluster=True, shrinking=False,
                                 warm_start=True)
 
     def __post_init__(self):

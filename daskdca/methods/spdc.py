@@ -63,10 +63,15 @@ from daskdca.methods.dual import DualLocal, sweep_blocks
 from daskdca.methods.sdca import LocalSDCAPlan
 from daskdca.partitions import row_view
 
-__all__ = ["LOCAL_BACKTRACK_STEPS", "LocalSPDCPlan", "SPDC", "SPDCGlobal", "SPDCLocal", "SPDCPlan", "optimal_mixing",
-           "step_parameters", "weighted_step_parameters"]
+__all__ = ["LOCAL_BACKTRACK_STEPS", "LocalSPDCPlan", "SPDC", "SPDC_LOSSES", "SPDCGlobal", "SPDCLocal", "SPDCPlan",
+           "optimal_mixing", "step_parameters", "weighted_step_parameters"]
 
 _SAMPLINGS = ("uniform", "weighted")
+# The losses SPDC takes: every smooth one (gamma = 1 / smoothness > 0, Zhang & Xiao 2017 [ZX17] Assumption A),
+# and hinge through the perturbation (16); not epsilon-insensitive, which is not smooth and has no
+# perturbation here.
+SPDC_LOSSES = tuple(name for name, cls in LOSSES.items()
+                    if name == "hinge" or math.isfinite(cls().smoothness))
 # params vector of the global state: R, sum_i ||a_i||, tau, sigma, theta, mixing a
 _R, _SUM, _TAU, _SIGMA, _THETA, _MIX = range(6)
 
@@ -183,7 +188,7 @@ class SPDC:
     smoothing: float = 1e-2
     eval_every: int | None = None
     name = "spdc"
-    capabilities = Capabilities(losses=tuple(LOSSES), many_partitions=True, cluster=True, shrinking=False)
+    capabilities = Capabilities(losses=SPDC_LOSSES, many_partitions=True, cluster=True, shrinking=False)
 
     def __post_init__(self):
         _positive_int_or_none("batch_size", self.batch_size)
@@ -217,6 +222,10 @@ class SPDC:
         loss = info.loss
         if int(loss.kind) == HINGE:
             kind, param, gamma = SMOOTHED_HINGE, float(self.smoothing), float(self.smoothing)  # eq. (16)
+        elif not math.isfinite(float(loss.smoothness)):
+            raise ValueError(f"solver='spdc' needs a smooth loss (Zhang & Xiao 2017 [ZX17] Assumption A) or hinge, "
+                             f"got loss={loss.name!r}; use solver='sdca' or 'cocoa+' for it, or one of "
+                             f"{list(SPDC_LOSSES)}.")
         else:
             kind, param, gamma = int(loss.kind), float(loss.param), 1.0 / float(loss.smoothness)
         eval_every = self.eval_every if self.eval_every is not None else -(-n // m)
@@ -526,6 +535,10 @@ class LocalSPDCPlan(LocalSDCAPlan):
                 "local_solver='spdc' needs a smooth loss (Zhang & Xiao 2017 [ZX17] Assumption A: phi_i* strongly convex), got "
                 "loss='hinge'; use local_solver='sdca' or 'sdna' for hinge, loss='smoothed_hinge', or "
                 "solver='spdc', which smooths the hinge (eq. (16)).")
+        if not math.isfinite(float(loss.smoothness)):
+            raise ValueError(
+                f"local_solver='spdc' needs a smooth loss (Zhang & Xiao 2017 [ZX17] Assumption A: phi_i* strongly "
+                f"convex), got loss={loss.name!r}; use local_solver='sdca' for it.")
         m = 1 if settings.local_batch_size is None else int(settings.local_batch_size)  # checked by the settings
         K = info.n_partitions
         return cls(settings=settings, loss=loss, n=info.n, d=info.d, lam_n=info.lam_n, n_partitions=K,

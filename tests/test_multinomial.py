@@ -1,0 +1,293 @@
+"""Multinomial logistic regression (daskdca.methods.multinomial, daskdca.kernels.multinomial).
+
+The kernel against the NumPy reference (tests/reference_multinomial.py) on the same row
+sequence; the fit against scikit-learn's multinomial ``LogisticRegression`` at the same
+objective (``C = 1/(lam n)``: scikit-learn minimises ``C sum_i loss_i + 1/2 ||W||^2``, which is
+``C n`` times ours); the certificate recomputed here from the returned duals; the dual never
+falls; in process equals the cluster; the estimator's accuracy and errors.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.datasets import load_digits
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import train_test_split
+
+import daskdca
+import reference_multinomial as ref
+from conftest import load_dataset
+from daskdca import MultinomialSDCA, SDCAClassifier
+from daskdca.driver import in_process_partitions
+from daskdca.kernels.multinomial import entropy_simplex_step, local_multinomial_sdca, multinomial_objective_sums
+from daskdca.kernels.sampling import permutation_order
+from daskdca.losses import Softmax
+from daskdca.methods import DataInfo
+from daskdca.methods.multinomial import MultinomialPlan
+from daskdca.methods.protocol import Plan
+from daskdca.partitions import OneVsRest, objective_sums_part, rows_from_csr, xt_alpha_part
+from daskdca.problem import max_column_nnz
+
+pytestmark = pytest.mark.filterwarnings("ignore:daskdca.fit reached max_rounds")
+
+
+def _digits(n=None):
+    X, y = load_digits(return_X_y=True)
+    X, y = X / 16.0, y
+    return (X, y) if n is None else (X[:n], y[:n])
+
+
+def _heart3():
+    """heart (real LIBSVM data) relabelled into three classes: absent; present, sex feature < 0; present, >= 0."""
+    X, y = load_dataset("heart")
+    sex = X[:, 1].toarray().ravel()
+    return X, np.where(y < 0, 0, np.where(sex < 0, 1, 2))
+
+
+def _sklearn_objective(X, y, W, lam, sample_weight=None):
+    """Our P(W) (no intercept): the mean weighted softmax loss plus lam/2 ||W||_F^2."""
+    Z = np.asarray(X @ W.T)
+    top = Z.max(axis=1)
+    loss = top + np.log(np.exp(Z - top[:, None]).sum(axis=1)) - Z[np.arange(X.shape[0]), y]
+    s = np.ones(X.shape[0]) if sample_weight is None else sample_weight
+    return (s * loss).sum() / X.shape[0] + lam / 2 * (W ** 2).sum()
+
+
+def _sklearn_fit(X, y, lam, sample_weight=None):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sk = LogisticRegression(C=1.0 / (lam * X.shape[0]), fit_intercept=False, tol=1e-12, max_iter=100000)
+        return sk.fit(X, y, sample_weight=sample_weight)
+
+
+# -- the row step and the kernel ----------------------------------------------------------------
+
+def test_the_row_step_is_the_exact_maximiser():
+    rng = np.random.default_rng(0)
+    beta, t = np.empty(12), np.empty(12)
+    worst = 0.0
+    for _ in range(300):
+        K = int(rng.integers(2, 12))
+        m = rng.normal(size=K) * 10 ** rng.uniform(-2, 2)
+        beta0 = rng.dirichlet(np.ones(K) * 10 ** rng.uniform(-2, 1))
+        sq = 10 ** rng.uniform(-4, 5)
+        entropy_simplex_step(m, beta0, sq, beta[:K], t[:K])
+        worst = max(worst, np.abs(beta[:K] - ref.entropy_simplex_step(m, beta0, sq)).max())
+        assert beta[:K].min() >= 0.0 and beta[:K].sum() == pytest.approx(1.0, abs=1e-15)
+    assert worst < 1e-13
+    # a zero row (sq = 0): the softmax of the margins
+    entropy_simplex_step(np.array([1.0, 2.0, 3.0]), np.full(3, 1 / 3), 0.0, beta[:3], t[:3])
+    assert_allclose(beta[:3], np.exp([1.0, 2.0, 3.0]) / np.exp([1.0, 2.0, 3.0]).sum(), rtol=1e-15)
+
+
+@pytest.mark.parametrize("sigma, weighted", [(1.0, False), (1.0, True), (3.0, True)])
+def test_kernel_equals_the_numpy_reference_on_the_same_rows(sigma, weighted):
+    X, y = _digits(300)
+    X = sp.csr_matrix(X)
+    n, d, K = X.shape[0], X.shape[1], 10
+    lam_n = 1e-2 * n
+    rng = np.random.default_rng(1)
+    weight = rng.uniform(0.2, 3.0, n) if weighted else None
+    if weighted:
+        weight[[3, 17]] = 0.0  # rows of weight 0 are skipped
+    rows = rows_from_csr(X, y.astype(np.float64), weight)
+    cls = y.astype(np.int64)
+    order = np.concatenate([permutation_order(5, r, 0, n, n, 0) for r in range(2)])  # two epochs
+    alpha, u, delta_w = np.zeros((K, n)), np.zeros((K, d)), np.zeros((K, d))
+    local_multinomial_sdca(rows.indptr, rows.indices, rows.data, cls, rows.weight, rows.sqnorm, alpha, u, delta_w,
+                           order, lam_n, sigma, True)
+    a_ref, u_ref, dw_ref = np.zeros((K, n)), np.zeros((K, d)), np.zeros((K, d))
+    ref.local_multinomial_sdca(X, cls, weight, a_ref, u_ref, dw_ref, order, lam_n, sigma, True)
+    assert_allclose(alpha, a_ref, rtol=0, atol=1e-12)
+    assert_allclose(u, u_ref, rtol=0, atol=1e-12)
+    assert_allclose(delta_w, dw_ref, rtol=0, atol=1e-12)
+    assert np.all(alpha[:, [3, 17]] == 0.0) if weighted else True
+    # the gap sums of the kernel are the reference's P and D
+    lam = lam_n / n
+    loss_sum, conj_sum = multinomial_objective_sums(rows.indptr, rows.indices, rows.data, cls, rows.weight, alpha,
+                                                    u, 0, n)
+    primal, dual, _ = ref.objectives(X, cls, weight, alpha, u, lam)
+    assert loss_sum / n + lam / 2 * (u ** 2).sum() == pytest.approx(primal, rel=1e-13)
+    W_alpha = np.asarray((X.T @ alpha.T).T) / lam_n
+    assert -conj_sum / n - lam / 2 * (W_alpha ** 2).sum() == pytest.approx(dual, rel=1e-13)
+
+
+# -- the fit against scikit-learn, and its certificate -------------------------------------------
+
+@pytest.mark.parametrize("lam", [1e-3, 1e-2])
+def test_digits_objective_equals_sklearns_and_the_certificate_holds(lam):
+    X, y = _digits()
+    n = X.shape[0]
+    m = daskdca.fit(X, y, loss="logistic", lam=lam, solver="multinomial", tol=1e-12)
+    assert m.converged_ and m.coef_.shape == (10, 64) and m.dual_coef_.shape == (10, n)
+    sk = _sklearn_fit(X, y, lam)
+    assert m.primal_ == pytest.approx(_sklearn_objective(X, y, sk.coef_, lam), rel=1e-8)
+    assert_allclose(m.coef_, sk.coef_, atol=1e-4)
+    # the certificate from the returned duals alone: every beta_i in the simplex, W = W(alpha), P - D
+    beta = np.eye(10)[y].T - m.dual_coef_
+    assert beta.min() >= 0.0 and np.abs(beta.sum(axis=0) - 1.0).max() < 1e-14
+    primal, dual, W_alpha = ref.objectives(X, y, None, m.dual_coef_, m.coef_, lam)
+    assert_allclose(m.coef_, W_alpha, rtol=1e-12, atol=1e-14)
+    assert m.primal_ == pytest.approx(primal, rel=1e-12) and m.dual_ == pytest.approx(dual, rel=1e-12)
+    assert -1e-12 * m.primal_ <= m.gap_ <= 1e-12 * m.primal_
+    assert m.dual_ == pytest.approx(-Softmax(10).conjugate(y, m.dual_coef_).mean() - lam / 2 * (W_alpha ** 2).sum(),
+                                    rel=1e-12)
+
+
+def test_the_dual_never_falls():
+    X, y = _heart3()
+    m = daskdca.fit(X, y, loss="logistic", lam=1e-3, solver="multinomial", tol=0.0, max_rounds=40)
+    duals = np.array([r.dual for r in m.history_])
+    primals = np.array([r.primal for r in m.history_])
+    assert np.all(np.diff(duals) >= -1e-15 * np.abs(duals[1:]))
+    assert np.all(primals >= duals - 1e-15)
+
+
+def test_heart_three_classes_weighted_equals_sklearn():
+    """Real LIBSVM data in three classes, with sample and class weights (scikit-learn weighs the rows' losses
+    alike: C sum_i s_i loss_i)."""
+    X, y = _heart3()
+    n = X.shape[0]
+    lam = 1e-3
+    rng = np.random.default_rng(4)
+    sample_weight = rng.uniform(0.5, 2.0, n)
+    class_weight = {0: 1.0, 1: 3.0, 2: 0.5}
+    m = daskdca.fit(X, y, loss="logistic", lam=lam, solver="multinomial", tol=1e-12, sample_weight=sample_weight,
+                    class_weight=class_weight)
+    s = sample_weight * np.array([1.0, 3.0, 0.5])[y]
+    sk = _sklearn_fit(X, y, lam, sample_weight=s)
+    assert m.converged_
+    assert m.primal_ == pytest.approx(_sklearn_objective(X, y, sk.coef_, lam, s), rel=1e-8)
+    primal, dual, W_alpha = ref.objectives(X, y, s, m.dual_coef_, m.coef_, lam)
+    assert_allclose(m.coef_, W_alpha, rtol=1e-12, atol=1e-14)
+    assert m.primal_ == pytest.approx(primal, rel=1e-12) and m.dual_ == pytest.approx(dual, rel=1e-12)
+
+
+def test_partitions_run_cocoa_rounds_and_certify():
+    X, y = _heart3()
+    lam = 1e-2
+    one = daskdca.fit(X, y, loss="logistic", lam=lam, solver="multinomial", tol=1e-10)
+    three = daskdca.fit(X, y, loss="logistic", lam=lam, solver=MultinomialSDCA(local_iters=2), n_partitions=3,
+                        tol=1e-8)
+    assert three.converged_ and three.plan_.sigma_prime == 3.0
+    assert three.primal_ == pytest.approx(one.primal_, rel=1e-8)
+    primal, dual, W_alpha = ref.objectives(X, y, None, three.dual_coef_, three.coef_, lam)
+    assert three.primal_ == pytest.approx(primal, rel=1e-12) and three.dual_ == pytest.approx(dual, rel=1e-12)
+    again = daskdca.fit(X, y, loss="logistic", lam=lam, solver=MultinomialSDCA(local_iters=2), n_partitions=3,
+                        tol=1e-8)
+    assert_array_equal(again.dual_coef_, three.dual_coef_)
+
+
+def test_two_classes_are_the_binary_logistic_fit():
+    X, y = load_dataset("heart")
+    m = daskdca.fit(X, y, loss="logistic", lam=1e-2, solver="multinomial", tol=1e-10)
+    b = daskdca.fit(X, y, loss="logistic", lam=1e-2, solver="sdca", tol=1e-10)
+    assert m.coef_.shape == (13,) and m.primal_ == pytest.approx(b.primal_, rel=1e-9)
+
+
+def test_the_plan_is_a_protocol_plan_and_the_certificate_sums_are_the_kernels():
+    X, y = _heart3()
+    problems = OneVsRest((0.0, 1.0, 2.0), (1.0, 1.0, 1.0))
+    parts, _ = in_process_partitions(X, y.astype(np.float64), 2, 0, problems=problems)
+    info = DataInfo(n=X.shape[0], d=X.shape[1], partition_sizes=tuple(p.n_rows for p in parts), loss=Softmax(3),
+                    lam=1e-2, max_column_nnz=max_column_nnz(X))
+    plan = MultinomialSDCA().setup(info, None)
+    assert isinstance(plan, MultinomialPlan) and isinstance(plan, Plan)
+    alpha = np.zeros((3, parts[0].n_rows))
+    sums = objective_sums_part(parts[0], alpha, np.zeros((3, 13)), Softmax(3))
+    assert sums.shape == (2,) and sums[0] == pytest.approx(parts[0].n_rows * np.log(3)) and sums[1] == 0.0
+    assert xt_alpha_part(parts[0], alpha, 1.0).shape == (3, 13)
+
+
+def test_out_of_core_and_cluster_give_the_in_process_bits(tmp_path):
+    """Arrays with a client: the in-process bits.  A store of one block per partition: the same bits in memory
+    and out of core; of several blocks per partition (visited block by block out of core): certified from the
+    returned duals."""
+    distributed = pytest.importorskip("distributed")
+    from daskdca.store import write_store
+
+    X, y = _digits(600)
+    kwargs = dict(loss="logistic", lam=1e-3, tol=0.0, max_rounds=4, n_partitions=2, solver="multinomial")
+    in_process = daskdca.fit(X, y, **kwargs)
+    whole = write_store(tmp_path / "whole.zarr", X, y, block_rows=300, seed=2)
+    blocks = write_store(tmp_path / "blocks.zarr", X, y, block_rows=100, seed=2)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  silence_logs=40) as cluster, distributed.Client(cluster) as client:
+        on_cluster = daskdca.fit(X, y, client=client, **kwargs)
+        assert_array_equal(on_cluster.coef_, in_process.coef_)
+        assert_array_equal(on_cluster.dual_coef_, in_process.dual_coef_)
+        assert on_cluster.primal_ == in_process.primal_ and on_cluster.dual_ == in_process.dual_
+        in_memory, out_of_core = (daskdca.fit(whole, client=client, in_memory=flag, **kwargs) for flag in (True, False))
+        assert_array_equal(in_memory.dual_coef_, out_of_core.dual_coef_)
+        assert_array_equal(in_memory.coef_, out_of_core.coef_)
+        block_by_block = daskdca.fit(blocks, client=client, in_memory=False, **kwargs)
+        # a checkpoint stores W (K, d) and every partition's alpha (K, n_k); a resumed fit has the straight bits
+        ckpt = str(tmp_path / "ckpt")
+        straight = daskdca.fit(blocks, client=client, **{**kwargs, "max_rounds": 6})
+        daskdca.fit(blocks, client=client, checkpoint=ckpt, checkpoint_every=2, **{**kwargs, "max_rounds": 3})
+        resumed = daskdca.fit(blocks, client=client, checkpoint=ckpt, checkpoint_every=2, resume=True,
+                              **{**kwargs, "max_rounds": 6})
+        assert_array_equal(resumed.dual_coef_, straight.dual_coef_)
+        assert_array_equal(resumed.coef_, straight.coef_)
+    for store, m in ((whole, out_of_core), (blocks, block_by_block)):
+        X_stored = sp.vstack([store.read_block(k)[0] for k in range(store.n_blocks)])
+        labels = np.asarray(store.group["y"][:]).astype(np.int64)
+        primal, dual, W_alpha = ref.objectives(X_stored, labels, None, m.dual_coef_, m.coef_, 1e-3)
+        assert_allclose(m.coef_, W_alpha, rtol=1e-12, atol=1e-14)
+        assert m.primal_ == pytest.approx(primal, rel=1e-12) and m.dual_ == pytest.approx(dual, rel=1e-12)
+        assert m.dual_ > m.history_[0].dual
+
+
+# -- the estimator ----------------------------------------------------------------------------------
+
+def test_estimator_accuracy_on_digits_equals_sklearns():
+    X, y = load_digits(return_X_y=True)
+    X = X / 16.0
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
+    clf = SDCAClassifier(loss="logistic", C=1.0, multi_class="multinomial", tol=1e-8).fit(Xtr, ytr)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sk = LogisticRegression(C=1.0, max_iter=10000).fit(Xtr, ytr)
+    assert clf.converged_.all() and clf.coef_.shape == (10, 64) and clf.intercept_.shape == (10,)
+    assert abs(clf.score(Xte, yte) - sk.score(Xte, yte)) <= 0.005
+    proba = clf.predict_proba(Xte)
+    scores = clf.decision_function(Xte)
+    expected = np.exp(scores - scores.max(axis=1, keepdims=True))
+    assert_allclose(proba, expected / expected.sum(axis=1, keepdims=True), rtol=1e-12)
+    assert_array_equal(clf.predict(Xte), clf.classes_[np.argmax(proba, axis=1)])
+    assert_allclose(clf.to_sklearn().predict_proba(Xte), proba, rtol=1e-10)
+    ovr = SDCAClassifier(loss="logistic", C=1.0, tol=1e-8).fit(Xtr, ytr)
+    assert not np.allclose(ovr.predict_proba(Xte), proba)
+
+
+def test_estimator_multinomial_is_the_augmented_problem():
+    X, y = _digits(500)
+    clf = SDCAClassifier(loss="logistic", C=0.5, multi_class="multinomial", tol=1e-10, keep_dual=True,
+                         intercept_scaling=2.0).fit(X, y)
+    Xa = np.hstack([X, np.full((X.shape[0], 1), 2.0)])
+    W = np.hstack([clf.coef_, clf.intercept_[:, None] / 2.0])
+    lam = 1.0 / (0.5 * X.shape[0])
+    primal, dual, W_alpha = ref.objectives(Xa, y, None, clf.dual_coef_, W, lam)
+    assert_allclose(W, W_alpha, rtol=1e-12, atol=1e-14)
+    assert clf.primal_[0] == pytest.approx(primal, rel=1e-12) and clf.dual_[0] == pytest.approx(dual, rel=1e-12)
+    assert clf.n_iter_.shape == (1,) and len(clf.history_) == 1
+
+
+@pytest.mark.parametrize("params, match", [
+    (dict(loss="hinge"), "needs loss='logistic'"),
+    (dict(loss="logistic", penalty="elasticnet", l1_ratio=0.5), "penalty='l2' only"),
+    (dict(loss="logistic", solver="minibatch_sdca"), "runs daskdca.MultinomialSDCA"),
+])
+def test_estimator_refuses_what_multinomial_cannot_fit(params, match):
+    X, y = _digits(200)
+    with pytest.raises(ValueError, match=match):
+        SDCAClassifier(multi_class="multinomial", **params).fit(X, y)
+
+
+def test_warm_starts_are_refused_by_name():
+    X, y = _digits(200)
+    with pytest.raises(ValueError, match="solver='multinomial' cannot start from given dual variables"):
+        daskdca.fit(X, y, loss="logistic", lam=1e-2, solver="multinomial", dual_init=np.zeros((10, 200)))
