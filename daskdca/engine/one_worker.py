@@ -72,7 +72,9 @@ def fit_on_one_worker(source, info, *, client, method, random_state, tol, max_ro
     worker = _worker_for(client)
     if ship:
         rows = source if source.whole() is not None else source.load()
-        [source] = client.scatter([rows], workers=[worker], direct=True)
+        # hash=False: a fresh key for every fit; the same rows scattered again under the key of a fit that has
+        # just released it can wait forever on the scheduler (a path over C fits the same rows in turn)
+        [source] = client.scatter([rows], workers=[worker], direct=True, hash=False)
     logger.info("daskdca: %s on one worker (%s), %d rows, no rounds", method.name, worker, info.n)
     future = client.submit(_fit_task, source, info, method, random_state, tol, max_rounds, max_epochs, dual_init,
                            key=f"daskdca-one-worker-{run_id}-fit", pure=False, workers=[worker],
