@@ -89,8 +89,10 @@ class FitResult(NamedTuple):
 class FitState:
     """What a callback sees: the state a record describes.
 
-    ``global_state`` and ``local_states`` are the method's own states (on a
-    cluster, Dask futures); ``w`` and ``alpha`` (the dual point, in the
+    ``global_state`` and ``local_states`` are the executor's handles of the
+    method's states (in process the states themselves; on a cluster the
+    resident executor's version number of the local states, or Dask futures
+    with the task executor); ``w`` and ``alpha`` (the dual point, in the
     caller's row order) are computed when first read.
     """
 
