@@ -34,8 +34,11 @@ import scipy.sparse as sp
 from daskdca.api import _summary_line, fit
 from daskdca.losses import LOSSES, get_loss
 from daskdca.methods import REGISTRY as SOLVERS
+from daskdca.prediction import RunningScore, decision_scores, labels, store_coef, store_scores
+from daskdca.problem import with_intercept_column
 from daskdca.saved_model import SavedModel, atomic_output, check_output_path, load_model, save_model
 from daskdca.store import DEFAULT_BLOCK_ROWS, DEFAULT_CHUNK_BYTES
+from daskdca.validation import class_weights
 
 
 # Exceptions that are the user's to fix: one line and exit status 2.
@@ -140,15 +143,8 @@ def _class_weight(text):
 
 def _row_weights(class_weight, y):
     """Every row's loss weight from ``--class-weight`` (the labels of a file are numbers)."""
-    from sklearn.utils.class_weight import compute_class_weight
-
     classes = np.unique(y)
-    if isinstance(class_weight, dict):
-        unknown = sorted(set(class_weight) - set(classes.tolist()))
-        if unknown:
-            raise ValueError(f"--class-weight names labels {unknown} that the data does not have; its labels are "
-                             f"{classes.tolist()}.")
-    per_class = compute_class_weight(class_weight, classes=classes, y=y)
+    per_class = class_weights(class_weight, y, classes, option="--class-weight")
     return per_class[np.searchsorted(classes, y)]
 
 
@@ -467,24 +463,10 @@ def _error(message):
     return EXIT_USAGE
 
 
-def _with_constant_column(X, value):
-    """X with LIBLINEAR's virtual intercept feature appended: a last column of constant ``value``."""
-    column = np.full((X.shape[0], 1), value, dtype=X.dtype)
-    if sp.issparse(X):
-        return sp.hstack([sp.csr_matrix(X), sp.csr_matrix(column)], format="csr")
-    return np.hstack([X, column])
-
-
 def _store_blocks(store, saved):
     """Yield ``(scores, y)`` of each block of ``store`` under ``saved``, one verified block at a time."""
     saved.check_n_features(store.d, where=f"the store {store.url!r}")
-    coef = saved.coef[:store.d]
-    perm = store.feature_permutation  # stored column j is source feature perm[j]
-    if perm is not None:
-        coef = saved.coef[perm]
-    for k in range(store.n_blocks):
-        X, y = store.read_block(k)
-        yield np.asarray(X @ coef, dtype=np.float64).ravel() + saved.intercept, y
+    return store_scores(store, store_coef(store, saved.coef[np.newaxis, :]), saved.intercept)
 
 
 def _lam(args, n, default_C=None):
@@ -576,7 +558,7 @@ def _fit(args):
         X, y = _load(args.data, args.n_features)
         n = X.shape[0]
         if scaling is not None:
-            X = _with_constant_column(X, scaling)
+            X = with_intercept_column(X, scaling)
     labels = X.label_values if is_store else np.unique(y)
     if get_loss(loss).is_classification and labels is not None and len(labels) > 2:
         raise ValueError(f"`daskdca fit` fits two classes, and {args.data} has {len(labels)} labels "
@@ -610,9 +592,9 @@ def _fit(args):
     print(f"model: {loss} loss, {lam_text}{intercept}")
     if saved.classes is not None:
         if is_store:
-            correct = sum(int(np.sum(saved.labels_of(scores) == labels)) for scores, labels in _store_blocks(X, saved))
+            correct = sum(int(np.sum(saved.labels_of(scores) == stored)) for scores, stored in _store_blocks(X, saved))
         else:
-            correct = int(np.sum(saved.labels_of(np.asarray(X @ model.coef_).ravel()) == y))
+            correct = int(np.sum(saved.labels_of(decision_scores(X, np.atleast_2d(model.coef_), None)) == y))
         print(f"training accuracy {correct / n:.4f}")
     if args.save is not None:
         save_model(args.save, saved, overwrite=args.overwrite)
@@ -693,7 +675,7 @@ def _demo(args):
         local_seconds = time.perf_counter() - started
         print(f"in memory: {_summary_line(local, local_seconds)}")
         saved = SavedModel.from_fit(model, n_samples=rows, tol=args.tol)
-        correct = int(np.sum(saved.labels_of(np.asarray(X @ model.coef_).ravel()) == y))
+        correct = int(np.sum(saved.labels_of(decision_scores(X, np.atleast_2d(model.coef_), None)) == y))
         del X, y
         print(f"model: {loss} loss, {lam_text}; no intercept; training accuracy {correct / rows:.4f}")
         if cluster_seconds >= local_seconds:
@@ -720,45 +702,6 @@ def _number_text(value):
     return repr(value)
 
 
-class _Score:
-    """The predictions' accuracy (a classifier) or R^2 (a regression loss) against the data's labels, summed
-    block by block; R^2's total sum of squares merges the blocks' means and squared deviations exactly."""
-
-    def __init__(self, classes):
-        self.classes = classes
-        self.rows = self.correct = 0
-        self.mean = self.deviations = self.residuals = 0.0
-        self.foreign = None  # a label of the data that is not one of the model's classes
-
-    def add(self, labels, scores, y):
-        """One block: its predicted ``labels`` (or targets), ``scores`` and the data's labels ``y``."""
-        if self.classes is not None:
-            if self.foreign is None and not np.isin(y, self.classes).all():
-                self.foreign = y[~np.isin(y, self.classes)][0]
-            self.correct += int(np.sum(labels == y))
-        elif y.size:
-            n, mean = y.size, float(np.mean(y))
-            delta = mean - self.mean
-            total = self.rows + n
-            self.deviations += float(np.sum((y - mean) ** 2)) + delta * delta * self.rows * n / total
-            self.mean += delta * n / total
-            self.residuals += float(np.sum((y - scores) ** 2))
-        self.rows += y.size
-
-    def line(self):
-        """``accuracy ...`` or ``R^2 ...``, or why there is none."""
-        if not self.rows:
-            return "no score: the data has no rows"
-        if self.classes is not None:
-            if self.foreign is not None:
-                return (f"no accuracy: the data's label {_number_text(self.foreign)} is not one of the model's "
-                        f"classes [{', '.join(_number_text(c) for c in self.classes)}]")
-            return f"accuracy {self.correct / self.rows:.4f} ({self.correct} of {self.rows} rows right)"
-        if self.deviations <= 0:
-            return "no R^2: the data's targets are all equal"
-        return f"R^2 {1.0 - self.residuals / self.deviations:.4f} (1 - residual / total sum of squares, {self.rows} rows)"
-
-
 def _output_kind(output):
     """``"stdout"`` (no --output, or ``-``), ``"device"`` (an existing file that is not a regular one, such as
     /dev/null or a named pipe: written as it is) or ``"file"`` (written atomically)."""
@@ -781,7 +724,7 @@ def _predict(args):
                          "--overwrite.")
     # stdout carries the predictions only when they go there
     log = sys.stderr if output == "stdout" else sys.stdout
-    score = _Score(saved.classes)
+    score = RunningScore(saved.classes, _number_text)
     if _looks_like_store(args.data):
         from daskdca.store import open_store
 
@@ -795,12 +738,12 @@ def _predict(args):
         X, y = _load(args.data, None, out=log)
         saved.check_n_features(X.shape[1], where=f"{args.data!r}")
         X = sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], saved.n_features))
-        blocks = iter([(np.asarray(X @ saved.coef, dtype=np.float64).ravel() + saved.intercept, y)])
+        blocks = iter([(decision_scores(X, saved.coef[np.newaxis, :], saved.intercept), y)])
     if args.kind == "labels" and saved.classes is not None:
         words = np.array([_number_text(c) for c in saved.classes], dtype=object)
 
         def lines(scores):
-            return words[(scores > 0).astype(np.intp)].tolist()
+            return labels(scores, words).tolist()
     elif args.kind == "proba":
         def lines(scores):
             return list(map(repr, saved.proba_of(scores).tolist()))

@@ -18,40 +18,32 @@ intercept; ``fit_intercept=False`` solves exactly its problem.
 from __future__ import annotations
 
 import os
+import textwrap
 import warnings
-from functools import partial
 from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import expit, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context, clone
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.metrics import accuracy_score, check_scoring, get_scorer_names, r2_score
+from sklearn.metrics import check_scoring, get_scorer_names
 from sklearn.model_selection import check_cv
 from sklearn.utils import check_random_state
-from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
-from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.parallel import Parallel, delayed
-from sklearn.utils.validation import check_array, check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from daskdca import api
-from daskdca.api import _check_class_weight_values, _check_weighted_rows, _is_dask_array, _scipy_if_pydata
 from daskdca.losses import EpsilonInsensitive, Huber, SquaredEpsilonInsensitive, get_loss
-from daskdca.problem import check_sample_weight
-from daskdca.regpath import _check_Cs, path, with_intercept_column
-from daskdca.store import CSRStore, open_store
-from daskdca.store.frames import (
-    _check_numeric_columns,
-    _is_dask_frame,
-    _is_dask_series,
-    _is_pandas_frame,
-    _is_pandas_series,
-    series_values,
-)
+from daskdca.prediction import Predictor, is_store, labels_in_memory, proba_kind, proba_refusal
+from daskdca.prediction import output as prediction_output
+from daskdca.prediction import score as prediction_score
+from daskdca.problem import check_sample_weight, with_intercept_column
+from daskdca.regpath import _check_Cs, path
+from daskdca.store.frames import _check_numeric_columns, _is_dask_frame, _is_pandas_frame
+from daskdca.validation import _check_weighted_rows, _is_dask_array, _scipy_if_pydata, class_weights
 
 __all__ = ["SDCAClassifier", "SDCAClassifierCV", "SDCARegressor"]
 
@@ -60,6 +52,41 @@ _SOLVERS = ("auto", "sdca", "minibatch_sdca", "cocoa+")
 # daskdca.fit warns on its own when it runs out of rounds; the estimators
 # warn once per fit instead, in terms of max_iter and the gap per class.
 _FIT_WARNING = r"daskdca\.fit reached max_rounds"
+
+
+# The parameter entries the estimators share, written once (numpydoc, the name at column 0): each class
+# docstring holds a line ``{name}`` where the entry goes, and _with_shared_parameters fills it in when the
+# class is made, so the rendered docstrings (help(), Sphinx) are plain numpydoc.
+_SHARED_PARAMETERS = {
+    "l1_ratio": """l1_ratio : float in [0, 1) or None, default=None
+    The L1 share of the penalty with ``penalty="elasticnet"`` (required
+    then); must be None otherwise.""",
+    "solver": """solver : {"auto", "sdca", "minibatch_sdca", "cocoa+"}, method object or None, default="auto"
+    Passed to :func:`daskdca.fit`: ``"auto"`` (or None) picks the route
+    and the method (serial SDCA here, inside Catalyst's loop for small
+    ``lam n``; with a client, the whole fit on one worker or CoCoA+
+    rounds) and says why in ``route_``; a name or a method object such
+    as ``daskdca.SDCA(acceleration="catalyst")`` is run as given.""",
+    "tol": """tol : float, default=1e-6
+    Relative duality gap at which each fit stops: ``P - D <= tol * |P|``.""",
+    "intercept_scaling": """intercept_scaling : float, default=1.0
+    ``s`` above: a larger value regularises the intercept less.  Must be
+    > 0; unused when ``fit_intercept=False``.""",
+    "verbose": """verbose : int or bool, default=0
+    What each fit shows (:func:`daskdca.fit`'s ``verbose``).  0 (False):
+    nothing.  1 (True): one progress bar on the gap, with an ETA, then one
+    summary line.  2: also one line per gap record.""",
+}
+
+
+def _with_shared_parameters(cls):
+    """``cls`` with the ``{name}`` lines of its docstring replaced by the shared entries (indented as its
+    Parameters section is)."""
+    doc = cls.__doc__
+    for name, entry in _SHARED_PARAMETERS.items():
+        doc = doc.replace("    {" + name + "}\n", textwrap.indent(entry, "    ") + "\n")
+    cls.__doc__ = doc
+    return cls
 
 
 def _loss_name(loss):
@@ -121,58 +148,6 @@ def _in_memory(X):
                          shape=(sum(r.shape[0] for r in rows), X.shape[1]))
 
 
-def _labels_in_memory(y):
-    """Labels for ``fit`` and ``score``: a dask array or Series computed into memory one chunk or partition at
-    a time, a pandas Series' categories as their values; else as given."""
-    if _is_dask_series(y) or _is_dask_array(y):
-        from daskdca.store.from_dask import frame_labels_in_memory
-
-        return frame_labels_in_memory(y)
-    if _is_pandas_series(y):
-        return series_values(y)
-    return y
-
-
-def _is_store(X):
-    """A daskdca store: its handle, or a path / URL naming one (prediction methods stream it)."""
-    return isinstance(X, (str, os.PathLike, CSRStore))
-
-
-def _scores(X, coef, intercept):
-    """``X @ coef.T + intercept``: shape (n,) for one row of ``coef``, (n, K) for K rows."""
-    scores = np.asarray(safe_sparse_dot(X, coef.T, dense_output=True)) + intercept
-    return scores.ravel() if scores.shape[1] == 1 else scores
-
-
-def _labels(scores, classes):
-    """The sign picks ``classes[1]`` for one score per row; the argmax otherwise."""
-    if scores.ndim == 1:
-        return classes[(scores > 0).astype(np.intp)]
-    return classes[np.argmax(scores, axis=1)]
-
-
-def _proba(scores):
-    """Logistic probabilities: ``[1 - p, p]`` for two classes, normalised one-vs-rest for more."""
-    positive = expit(scores)
-    if scores.ndim == 1:
-        return np.column_stack([1.0 - positive, positive])
-    return positive / positive.sum(axis=1, keepdims=True)
-
-
-def _block_output(block, *, coef, intercept, classes, kind):
-    """What a prediction method returns for one block of rows (dask's map_blocks); ``kind="softmax_proba"`` is
-    the probabilities of a multinomial fit."""
-    block = check_array(_scipy_if_pydata(block), accept_sparse="csr", dtype=[np.float64, np.float32])
-    scores = _scores(block, coef, intercept)
-    if kind == "predict" and classes is not None:
-        return _labels(scores, classes)
-    if kind == "proba":
-        return _proba(scores)
-    if kind == "softmax_proba":
-        return softmax(scores, axis=1)
-    return scores
-
-
 def _lam_of(C, n):
     """``lam = 1 / (C n)``, refused (naming C) where it underflows to 0 or overflows: ``daskdca.fit`` would
     otherwise report the ``lam`` it was given, which the caller never set."""
@@ -188,7 +163,7 @@ def _lam_of(C, n):
 def _refuse_store(estimator, X):
     """An estimator's ``fit`` takes in-memory data: a store (its path, URL or handle) is refused with the way
     to fit one (strings would otherwise fail inside NumPy as 'could not convert string to float')."""
-    if _is_store(X):
+    if is_store(X):
         name = type(estimator).__name__
         shown = getattr(X, "url", None) or os.fspath(X)
         raise TypeError(f"{name}.fit takes arrays (a NumPy array, a scipy sparse matrix or a dask array) and y, "
@@ -197,60 +172,11 @@ def _refuse_store(estimator, X):
                         "without y.")
 
 
-def _label_values_text(values, limit=10):
-    values = list(values)
-    shown = [np.asarray(v).item() for v in values[:limit]]
-    return f"{shown}{' ...' if len(values) > limit else ''}"
-
-
-def _distinct_labels(y, classes):
-    """The distinct values of labels ``y``; labels of dtype object as numbers when ``classes`` are numbers and
-    they convert, else as strings (a mix of types cannot be sorted)."""
-    if y.dtype.kind == "O":
-        if classes.dtype.kind in "biuf":
-            try:
-                return np.unique(y.astype(np.float64))
-            except (TypeError, ValueError):
-                pass
-        return np.unique(y.astype(str))
-    return np.unique(y)
-
-
-def _check_known_labels(estimator, values, what):
-    """Labels are compared with predictions by value: every distinct label value of ``what`` must be one of the
-    fitted ``classes_`` (docs/reliability.md, "Bad input"), else a 0/1 set scored by a -1/+1 model counts every
-    0 as wrong without a word.  ``values`` are the distinct labels (None: more than 64 distinct values)."""
-    name, classes = type(estimator).__name__, estimator.classes_
-    if values is None:
-        raise ValueError(f"{what} has more than 64 distinct label values, but this {name} was fitted on the "
-                         f"classes {_label_values_text(classes)}; score data labelled with those classes.")
-    values = np.asarray(values)
-    numeric = values.dtype.kind in "biuf", classes.dtype.kind in "biuf"
-    if numeric[0] != numeric[1]:
-        unknown = values
-    elif numeric[0]:
-        unknown = values[~np.isin(values.astype(np.float64), classes.astype(np.float64))]
-    else:
-        unknown = values[~np.isin(values.astype(str), classes.astype(str))]
-    if unknown.size == 0:
-        return
-    fix = "relabel them with the model's classes or fit on the same encoding"
-    if values.shape[0] == classes.shape[0] and numeric[0] == numeric[1] and (
-            not numeric[0] or np.all(np.isfinite(values.astype(np.float64)))):
-        mapping = ", ".join(f"{np.asarray(a).item()!r}: {np.asarray(b).item()!r}"
-                            for a, b in zip(np.sort(values), classes))
-        fix = f"relabel them with the model's classes (e.g. the map {{{mapping}}}) or fit on the same encoding"
-    dtype = "" if numeric[1] else f" (labels of dtype {classes.dtype})"
-    raise ValueError(f"{what} holds the label values {_label_values_text(values)}, but this {name} was fitted on "
-                     f"the classes {_label_values_text(classes)}{dtype}; {_label_values_text(unknown)} are not "
-                     f"among those classes, so predictions cannot be compared with those labels: {fix}.")
-
-
 def _problem_weights(y, classes, class_weight, sample_weight):
     """Per binary problem, every row's loss weight (None where all are 1), LIBLINEAR's way.
 
     A row's weight is its ``sample_weight`` times a class weight
-    (``compute_class_weight``, as :class:`~sklearn.svm.LinearSVC` computes
+    (:func:`daskdca.validation.class_weights`, as :class:`~sklearn.svm.LinearSVC` computes
     it).  With two classes every row gets its own class's weight; with
     ``K > 2`` classes, problem ``k`` (class ``k`` against the rest) weighs
     class ``k``'s rows by its class weight and the others by 1, as
@@ -261,20 +187,13 @@ def _problem_weights(y, classes, class_weight, sample_weight):
     if class_weight is None:
         return [sample_weight] * len(positives)
     # named as class_weight and the class here, not as the sample_weight the rows get below
-    per_class = _check_class_weight_values(
-        compute_class_weight(class_weight, classes=classes, y=y, sample_weight=sample_weight), classes)
+    per_class = class_weights(class_weight, y, classes, sample_weight)
     base = np.ones(y.shape[0]) if sample_weight is None else sample_weight
     if classes.shape[0] == 2:
         weight = base * per_class[np.searchsorted(classes, y)]
         _check_weighted_rows(weight, class_weight)
         return [weight]
     return [base * np.where(y == label, per_class[k], 1.0) for k, label in enumerate(classes)]
-
-
-def _block_column(block, **kwargs):
-    """:func:`_block_output` of one score per row as a column: ``map_blocks`` then keeps X's blocks as they
-    are (dropping the column axis instead would make dask join each row block's column blocks first)."""
-    return _block_output(block, **kwargs)[:, None]
 
 
 class _ProblemResult:
@@ -459,108 +378,24 @@ class _SDCAMixin:
             _check_numeric_columns(X.dtypes)
         return validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32], reset=False)
 
-    def _blockwise_input(self, X):
-        """Whether X is a dask array or DataFrame or a store (predicted block by block); checks the fit
-        first when so."""
-        if _is_dask_array(X) or _is_dask_frame(X) or _is_store(X):
-            check_is_fitted(self)
-            return True
-        return False
-
-    def _blockwise(self, X, kind, n_columns, dtype):
-        """A prediction method on a dask array (lazy, :meth:`_map_blocks`), a dask DataFrame (lazy,
-        :meth:`_map_partitions`) or a store (:meth:`_stream`)."""
-        if _is_store(X):
-            return self._stream(X, kind)[0]
-        if _is_dask_frame(X):
-            return self._map_partitions(X, kind, n_columns, dtype)
-        return self._map_blocks(X, kind, n_columns, dtype)
-
-    def _map_partitions(self, X, kind, n_columns, dtype):
-        """A prediction method on a dask DataFrame: lazy, a dask Series (one value per row) or DataFrame
-        (``n_columns`` columns: the classes for probabilities and per-class scores) on X's partitions and
-        index, one task per partition.  X's columns are checked against the fitted ones from its metadata,
-        as scikit-learn checks a pandas DataFrame's."""
-        from daskdca.store.from_dask import map_frame
-
-        fitted = getattr(self, "feature_names_in_", None)
-        columns = list(X.columns)
-        if fitted is not None and columns != list(fitted):
-            raise ValueError(f"The feature names should match those that were passed during fit: X's columns "
-                             f"{columns[:10]}{' ...' if len(columns) > 10 else ''} differ from feature_names_in_ "
-                             f"{list(fitted)[:10]}{' ...' if len(fitted) > 10 else ''}; pass the same columns in "
-                             "the same order (e.g. X[estimator.feature_names_in_]).")
-        if len(columns) != self.n_features_in_:
-            raise ValueError(f"X has {len(X.columns)} features, but {type(self).__name__} is expecting "
-                             f"{self.n_features_in_} features as input.")
-        function = partial(_block_output, coef=np.atleast_2d(self.coef_), intercept=self.intercept_,
-                           classes=getattr(self, "classes_", None), kind=kind)
-        names = None if n_columns is None else list(getattr(self, "classes_", range(n_columns)))
-        return map_frame(X, function, columns=list(X.columns), names=names, dtype=dtype)
-
-    def _open_predict_store(self, X):
-        """The :class:`~daskdca.store.CSRStore` of a prediction input, checked against the fitted features."""
+    def _predictor(self):
+        """The fitted model as a :class:`~daskdca.prediction.Predictor` (scikit-learn's check of in-memory
+        X, dense kept dense); every prediction method and :meth:`score` go through it."""
         check_is_fitted(self)
-        store = X if isinstance(X, CSRStore) else open_store(X)
-        name = type(self).__name__
-        if store.d != self.n_features_in_:
-            raise ValueError(f"X has {store.d} features, but {name} is expecting {self.n_features_in_} features "
-                             f"as input (the store {store.url!r} holds {store.n} x {store.d}); predict on a "
-                             "store of the training data's features.")
-        if hasattr(self, "feature_names_in_"):
-            # validate_data's warning for arrays without names: a store has column numbers only
-            warnings.warn(f"X does not have valid feature names, but {name} was fitted with feature names",
-                          UserWarning, stacklevel=5)
-        return store
-
-    def _stream(self, X, kind, *, with_labels=False):
-        """A prediction method on a store, one verified block at a time, in the store's row order.
-
-        Memory is one block plus the output.  A store with renumbered
-        features (``store.feature_permutation``: stored column ``j`` is the
-        fitted feature ``perm[j]``) is scored with ``coef_[:, perm]``, as
-        ``daskdca predict`` does.
-
-        Returns
-        -------
-        out : ndarray
-            The method's output for every row of the store.
-        labels : ndarray or None
-            The store's labels as they were given (``with_labels=True``:
-            float64, or the names of labels that are not numbers), else None.
-        """
-        store = self._open_predict_store(X)
-        if with_labels and isinstance(self, ClassifierMixin):
-            # before any block is read: the stored labels (verified at open) against classes_, by value
-            _check_known_labels(self, store.classes, f"The store {store.url!r}")
-        coef = np.atleast_2d(self.coef_)
-        perm = store.feature_permutation
-        if perm is not None:
-            coef = coef[:, perm]
-        function = partial(_block_output, coef=coef, intercept=self.intercept_,
-                           classes=getattr(self, "classes_", None), kind=kind)
-        offsets = store.block_row_offsets
-        out = labels = None
-        if with_labels:
-            labels = np.empty(store.n, dtype=np.float64)
-        for k in range(store.n_blocks):
-            block, y = store.read_block(k)  # verified against its checksum
-            values = function(block)
-            if out is None:
-                out = np.empty((store.n,) + values.shape[1:], dtype=values.dtype)
-            out[offsets[k]:offsets[k + 1]] = values
-            if with_labels:
-                labels[offsets[k]:offsets[k + 1]] = y
-        if with_labels:
-            labels = store.labels_of(labels)  # the labels as given (names stored as their codes)
-        return out, labels
+        classes = getattr(self, "classes_", None)
+        multinomial = getattr(self, "_multinomial", False)
+        proba = None if classes is None else proba_kind(_loss_name(self.loss), multinomial)
+        return Predictor(coef=np.atleast_2d(self.coef_), intercept=self.intercept_, classes=classes, proba=proba,
+                         refusal=proba_refusal(type(self).__name__, self.loss), name=type(self).__name__,
+                         n_features=self.n_features_in_, feature_names=getattr(self, "feature_names_in_", None),
+                         as_csr=False, check=self._validate_X_predict)
 
     def score(self, X, y=None, sample_weight=None):
         """Accuracy (classifier) or ``R^2`` (regressor) of the predictions on X.
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features), or a store
+        X : {array-like, sparse matrix, dask array, DataFrame} of shape (n_samples, n_features), or a store
             A daskdca store (a path or URL string, an ``os.PathLike``, or a
             :class:`~daskdca.store.CSRStore`) is streamed block by block and
             scored against its own labels.
@@ -576,57 +411,7 @@ class _SDCAMixin:
             ``accuracy_score`` for :class:`SDCAClassifier`, ``r2_score`` for
             :class:`SDCARegressor`.
         """
-        if not _is_store(X):
-            if y is None:
-                raise ValueError(f"{type(self).__name__}.score(X, y) needs y with array X; only a store "
-                                 "(its path or a CSRStore) carries its own labels.")
-            y = _labels_in_memory(y)
-            if _is_dask_frame(X):  # the lazy predictions, computed partition by partition
-                check_is_fitted(self)
-                if isinstance(self, ClassifierMixin):
-                    _check_known_labels(self, _distinct_labels(np.asarray(y), self.classes_), "y")
-                predictions = series_values(self.predict(X).compute())
-                metric = accuracy_score if isinstance(self, ClassifierMixin) else r2_score
-                return float(metric(y, predictions, sample_weight=sample_weight))
-            if isinstance(self, ClassifierMixin):
-                check_is_fitted(self)
-                y_values = np.asarray(y)
-                if y_values.ndim == 1:  # other shapes get scikit-learn's own error
-                    _check_known_labels(self, _distinct_labels(y_values, self.classes_), "y")
-            return super().score(X, y, sample_weight=sample_weight)
-        if y is not None:
-            raise ValueError(f"{type(self).__name__}.score got y with a store {getattr(X, 'url', X)!r}; a store "
-                             "is scored against its own labels: call score(store) without y.")
-        is_classifier = isinstance(self, ClassifierMixin)
-        predictions, labels = self._stream(X, "predict", with_labels=True)
-        metric = accuracy_score if is_classifier else r2_score
-        return float(metric(labels, predictions, sample_weight=sample_weight))
-
-    def _map_blocks(self, X, kind, n_columns, dtype):
-        """A prediction method on a dask array: a lazy dask array, one task per block of rows.
-
-        Only ``coef_``, ``intercept_`` and ``classes_`` travel with the tasks,
-        not the estimator (which may hold an unpicklable client).
-        """
-        check_is_fitted(self)
-        name = type(self).__name__
-        if X.ndim != 2:
-            raise ValueError(f"X must be 2-D (n_samples, n_features), got a dask array of shape {X.shape}.")
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, but {name} is expecting {self.n_features_in_} "
-                             "features as input.")
-        if X.numblocks[1] != 1:
-            raise ValueError(f"{name} predicts a dask array block by block of rows, but X is chunked along "
-                             f"its {X.shape[1]} columns too ({X.numblocks[1]} column blocks); use "
-                             "X.rechunk({1: -1}).")
-        coef = np.atleast_2d(self.coef_)
-        settings = dict(coef=coef, intercept=self.intercept_, classes=getattr(self, "classes_", None), kind=kind)
-        if n_columns is None:
-            column = X.map_blocks(partial(_block_column, **settings), chunks=(X.chunks[0], (1,)), dtype=dtype,
-                                  meta=np.empty((0, 0), dtype=dtype))
-            return column[:, 0]
-        return X.map_blocks(partial(_block_output, **settings), chunks=(X.chunks[0], (n_columns,)), dtype=dtype,
-                            meta=np.empty((0, 0), dtype=dtype))
+        return prediction_score(self._predictor(), X, y, sample_weight, predict=self.predict)
 
     def history_frame(self):
         """``history_`` as a pandas DataFrame (needs pandas); see :func:`daskdca.plot.history_frame`."""
@@ -660,13 +445,11 @@ class _SDCAMixin:
 
 def _check_logistic(estimator):
     if _loss_name(estimator.loss) != "logistic":
-        raise AttributeError(
-            f"predict_proba and predict_log_proba need loss='logistic'; this SDCAClassifier has "
-            f"loss={estimator.loss!r}, whose decision_function is not a log-odds."
-        )
+        raise AttributeError(proba_refusal(type(estimator).__name__, estimator.loss))
     return True
 
 
+@_with_shared_parameters
 class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
     """Linear classifier trained by stochastic dual coordinate ascent, with a duality-gap certificate.
 
@@ -726,17 +509,9 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         feature is penalised like the others.  ``"l1"`` (no L2 part) raises:
         the dual methods certify only with an L2 part; use ``"elasticnet"``
         with ``l1_ratio`` < 1, e.g. 0.99.
-    l1_ratio : float in [0, 1) or None, default=None
-        The L1 share of the penalty with ``penalty="elasticnet"`` (required
-        then); must be None otherwise.
-    solver : {"auto", "sdca", "minibatch_sdca", "cocoa+"}, method object or None, default="auto"
-        Passed to :func:`daskdca.fit`: ``"auto"`` (or None) picks the route
-        and the method (serial SDCA here, inside Catalyst's loop for small
-        ``lam n``; with a client, the whole fit on one worker or CoCoA+
-        rounds) and says why in ``route_``; a name or a method object such
-        as ``daskdca.SDCA(acceleration="catalyst")`` is run as given.
-    tol : float, default=1e-6
-        Relative duality gap at which each fit stops: ``P - D <= tol * |P|``.
+    {l1_ratio}
+    {solver}
+    {tol}
     max_iter : int, default=1000
         Maximum number of passes over the data per binary problem, whatever
         the solver (:func:`daskdca.fit`'s ``max_epochs``, as scikit-learn's
@@ -755,9 +530,7 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         augmented problem.  False fits no intercept (``intercept_`` is 0),
         the problem of :func:`daskdca.fit` (and of LIBLINEAR's ``train``
         without ``-B``).
-    intercept_scaling : float, default=1.0
-        ``s`` above: a larger value regularises the intercept less.  Must be
-        > 0; unused when ``fit_intercept=False``.
+    {intercept_scaling}
     class_weight : dict, "balanced" or None, default=None
         Weights of the classes' losses, as in ``LinearSVC``: a dict
         ``{label: weight}`` (missing labels weigh 1), or ``"balanced"``,
@@ -801,8 +574,7 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         Fit on this Dask cluster (X's partitions travel to the workers
         inside their tasks, once per problem).  A clone shares the client; an estimator holding one cannot
         be pickled (set ``client=None`` first).
-    verbose : int, default=0
-        Print one line per round when > 0.
+    {verbose}
     keep_dual : bool, default=False
         Keep the dual variables as ``dual_coef_``.  They take ``8 n K``
         bytes, so by default they are dropped and the fitted estimator
@@ -994,7 +766,7 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
 
     def _validate_classification(self, X, y):
         _refuse_store(self, X)
-        X, y = validate_data(self, _in_memory(X), _labels_in_memory(y), accept_sparse="csr",
+        X, y = validate_data(self, _in_memory(X), labels_in_memory(y), accept_sparse="csr",
                              dtype=[np.float64, np.float32])
         check_classification_targets(y)
         classes = np.unique(y)
@@ -1085,10 +857,7 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
             For two classes, positive scores mean ``classes_[1]``.
         """
-        if self._blockwise_input(X):
-            return self._blockwise(X, "decision", None if self.coef_.shape[0] == 1 else self.coef_.shape[0],
-                                   np.float64)
-        return _scores(self._validate_X_predict(X), self.coef_, self.intercept_)
+        return prediction_output(self._predictor(), X, "decision")
 
     def predict(self, X):
         """Class labels: the sign of the score for two classes, its argmax for more.
@@ -1109,9 +878,7 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         -------
         y_pred : ndarray of shape (n_samples,)
         """
-        if self._blockwise_input(X):
-            return self._blockwise(X, "predict", None, self.classes_.dtype)
-        return _labels(self.decision_function(X), self.classes_)
+        return prediction_output(self._predictor(), X, "predict")
 
     @available_if(_check_logistic)
     def predict_proba(self, X):
@@ -1139,11 +906,7 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         -------
         proba : ndarray of shape (n_samples, n_classes)
         """
-        multinomial = getattr(self, "_multinomial", False)
-        if self._blockwise_input(X):
-            return self._blockwise(X, "softmax_proba" if multinomial else "proba", self.classes_.shape[0], np.float64)
-        scores = self.decision_function(X)
-        return softmax(scores, axis=1) if multinomial else _proba(scores)
+        return prediction_output(self._predictor(), X, "proba")
 
     @available_if(_check_logistic)
     def predict_log_proba(self, X):
@@ -1450,6 +1213,7 @@ n_features_in_, feature_names_in_ :
         return self.C_
 
 
+@_with_shared_parameters
 class SDCARegressor(_SDCAMixin, RegressorMixin, BaseEstimator):
     """Ridge, linear SVR or Huber regression by stochastic dual coordinate ascent, certified by the duality gap.
 
@@ -1506,17 +1270,9 @@ default="squared"
         ``1/n sum_i (x_i.w + b - y_i)^2 / 2 + lam ((1 - l1_ratio)/2 ||w||^2 + l1_ratio ||w||_1)``
         (scikit-learn's ``ElasticNet`` with ``alpha = lam``) by proximal
         SDCA, certified; ``"l1"`` raises.
-    l1_ratio : float in [0, 1) or None, default=None
-        The L1 share of the penalty with ``penalty="elasticnet"`` (required
-        then); must be None otherwise.
-    solver : {"auto", "sdca", "minibatch_sdca", "cocoa+"}, method object or None, default="auto"
-        Passed to :func:`daskdca.fit`: ``"auto"`` (or None) picks the route
-        and the method (serial SDCA here, inside Catalyst's loop for small
-        ``lam n``; with a client, the whole fit on one worker or CoCoA+
-        rounds) and says why in ``route_``; a name or a method object such
-        as ``daskdca.SDCA(acceleration="catalyst")`` is run as given.
-    tol : float, default=1e-6
-        Relative duality gap at which the fit stops.
+    {l1_ratio}
+    {solver}
+    {tol}
     max_iter : int, default=1000
         Maximum number of passes over the data (:func:`daskdca.fit`'s
         ``max_epochs``); reaching it warns with ``ConvergenceWarning``.
@@ -1530,8 +1286,7 @@ default="squared"
         Ridge's as ``s`` grows); centre X and y yourself and pass False for
         Ridge's unregularised one.  False fits no intercept (0.0), the
         problem of :func:`daskdca.fit`.
-    intercept_scaling : float, default=1.0
-        ``s`` above.  Must be > 0; unused when ``fit_intercept=False``.
+    {intercept_scaling}
     random_state : int, RandomState instance or None, default=0
         Seed of every random stream of the fit; None draws one.
     warm_start : bool, default=False
@@ -1543,8 +1298,7 @@ default="squared"
     client : distributed.Client or None, default=None
         Fit on this Dask cluster.  A clone shares the client; an estimator
         holding one cannot be pickled (set ``client=None`` first).
-    verbose : int, default=0
-        Print one line per round when > 0.
+    {verbose}
     keep_dual : bool, default=False
         Keep the ``n`` dual variables as ``dual_coef_`` (dropped by default
         so the fitted estimator pickles in ``O(d)`` bytes).
@@ -1654,7 +1408,7 @@ default="squared"
             The fitted estimator.
         """
         _refuse_store(self, X)
-        X, y = validate_data(self, _in_memory(X), _labels_in_memory(y), accept_sparse="csr",
+        X, y = validate_data(self, _in_memory(X), labels_in_memory(y), accept_sparse="csr",
                              dtype=[np.float64, np.float32], y_numeric=True)
         lam = _lam_of(self.C, X.shape[0])
         X = self._with_bias(_canonical(X))
@@ -1699,9 +1453,7 @@ default="squared"
         -------
         y_pred : ndarray of shape (n_samples,)
         """
-        if self._blockwise_input(X):
-            return self._blockwise(X, "predict", None, np.float64)
-        return _scores(self._validate_X_predict(X), self.coef_[np.newaxis, :], self.intercept_)
+        return prediction_output(self._predictor(), X, "predict")
 
     def to_sklearn(self):
         """The equivalent fitted :class:`~sklearn.linear_model.Ridge` (``alpha = 1 / C``), or

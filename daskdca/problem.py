@@ -22,7 +22,7 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["check_sample_weight", "dual_value", "gap_met", "max_column_nnz", "objectives", "primal_value",
+__all__ = ["check_sample_weight", "with_intercept_column", "dual_value", "gap_met", "max_column_nnz", "objectives", "primal_value",
            "relative_gap"]
 
 
@@ -139,3 +139,28 @@ def row_sqnorms(indptr, data):
     if nonempty.size:  # segments between non-empty row starts are exactly those rows
         out[nonempty] = np.add.reduceat(np.asarray(data, dtype=np.float64) ** 2, indptr[nonempty])
     return out
+
+
+def with_intercept_column(X, intercept_scaling):
+    """X with LIBLINEAR's synthetic intercept feature: a last column whose every value is ``intercept_scaling``.
+
+    Its weight ``w_b`` is regularised like the others and the intercept is
+    ``b = intercept_scaling * w_b``.  The one home of that column: the
+    estimators, :func:`daskdca.path` and ``daskdca fit --fit-intercept`` call
+    it.  The caller's X is never modified.
+
+    Parameters
+    ----------
+    X : ndarray or scipy sparse matrix of shape (n, d)
+    intercept_scaling : float
+        The column's value ``s``.
+
+    Returns
+    -------
+    ndarray or scipy.sparse.csr_matrix of shape (n, d + 1)
+        CSR for sparse X, a dense array (X's dtype) for dense X.
+    """
+    column = np.full((X.shape[0], 1), intercept_scaling, dtype=X.dtype)
+    if sp.issparse(X):
+        return sp.hstack([X, sp.csr_matrix(column)], format="csr")
+    return np.hstack([X, column])

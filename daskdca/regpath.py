@@ -25,7 +25,6 @@ import os
 from typing import NamedTuple
 
 import numpy as np
-import scipy.sparse as sp
 
 from daskdca.api import (
     _check_warm_start_supported,
@@ -35,6 +34,7 @@ from daskdca.api import (
     _resolve_solver,
     fit,
 )
+from daskdca.problem import with_intercept_column
 from daskdca.store import CSRStore, open_store
 
 __all__ = ["RegularizationPath", "path", "with_intercept_column"]
@@ -79,12 +79,6 @@ class RegularizationPath(NamedTuple):
     converged: np.ndarray
     classes: object
     dual_coef: object
-
-
-def with_intercept_column(X, intercept_scaling):
-    """CSR ``X`` with LIBLINEAR's synthetic last feature, every value ``intercept_scaling``."""
-    column = sp.csr_matrix(np.full((X.shape[0], 1), intercept_scaling, dtype=X.dtype))
-    return sp.hstack([X, column], format="csr")
 
 
 def _check_Cs(Cs):

@@ -67,6 +67,8 @@ import zipfile
 import numpy as np
 import xxhash
 
+from daskdca.prediction import decision_scores, labels, probabilities
+
 __all__ = ["FORMAT", "FORMAT_VERSION", "SavedModel", "save_model", "load_model", "check_model", "atomic_output"]
 
 #: The ``format`` field of every saved model file.
@@ -225,7 +227,7 @@ class SavedModel:
         """
         d = X.shape[1]
         self.check_n_features(d)
-        return np.asarray(X @ self.coef[:d], dtype=np.float64).ravel() + self.intercept
+        return decision_scores(X, self.coef[np.newaxis, :d], self.intercept)
 
     def check_n_features(self, d, where="the data"):
         """Raise ValueError when ``d`` columns exceed the model's ``n_features``."""
@@ -242,15 +244,16 @@ class SavedModel:
         """The labels of given scores (the scores themselves for regression)."""
         if self.classes is None:
             return scores
-        return self.classes[(np.asarray(scores) > 0).astype(np.intp)]
+        return labels(np.asarray(scores), self.classes)
 
     def proba_of(self, scores):
-        """``P(classes[1]) = 1 / (1 + exp(-score))`` (logistic loss only)."""
+        """``P(classes[1]) = 1 / (1 + exp(-score))`` (logistic loss only), as every daskdca model computes it
+        (:func:`daskdca.prediction.probabilities`)."""
         if self.loss != "logistic":
             raise ValueError(f"probabilities need a model fitted with the logistic loss; this one has "
                              f"loss {self.loss!r}, whose score is not a log-odds. Predict labels or scores.")
-        with np.errstate(over="ignore"):  # exp(-score) = inf gives probability 0, as it should
-            return 1.0 / (1.0 + np.exp(-np.asarray(scores, dtype=np.float64)))
+        scores = np.asarray(scores, dtype=np.float64)
+        return probabilities(scores.ravel())[:, 1].reshape(scores.shape)
 
     def predict_proba(self, X):
         """``P(classes[1] | x) = 1 / (1 + exp(-score))`` per row (logistic loss only)."""
