@@ -130,7 +130,7 @@ def fault_client():
 
 
 # cases whose state and fault path are another's (a variant's default, adfsdca+'s adfsdca): their killed-worker case runs with -m slow
-SLOW_FAULT_CASES = {"adfsdca+", "cocoa+(line_search)", "cocoa+(spdc)", "minibatch_sdca(no shrinking)",
+SLOW_FAULT_CASES = {"adfsdca+", "cocoa+(line_search)", "cocoa+(spdc)", "cocoa+(threads)", "minibatch_sdca(no shrinking)",
                     "minibatch_sdca(naive)"}
 
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["stream_seed", "permutation_order", "iid_order", "minibatch_indices", "minibatch_schedule"]
+__all__ = ["stream_seed", "sub_block_stream", "permutation_order", "iid_order", "minibatch_indices",
+           "minibatch_schedule"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -22,6 +23,8 @@ _S30 = np.uint64(30)
 _S27 = np.uint64(27)
 _S31 = np.uint64(31)
 _S11 = np.uint64(11)
+_S3 = np.uint64(3)
+_SUB_BLOCK_BIT = np.uint64(1 << 61)
 _TWO_M53 = 1.0 / 9007199254740992.0  # 2**-53
 
 
@@ -39,6 +42,26 @@ def stream_seed(random_state, round_index, partition):
     s = _mix(s ^ (np.uint64(round_index) + _GOLDEN))
     s = _mix(s ^ (np.uint64(partition) + _GOLDEN))
     return s
+
+
+@njit(nogil=True, cache=True)
+def _sub_block_stream(stream, index):
+    s = _mix(np.uint64(stream) + _GOLDEN)
+    s = _mix(s ^ (np.uint64(index) + _GOLDEN))
+    return (s >> _S3) | _SUB_BLOCK_BIT
+
+
+def sub_block_stream(stream, index):
+    """The stream id of sub-block ``index`` of the rows that draw from ``stream`` (a partition or block stream).
+
+    A partition's threads (``CoCoAPlus(threads=T)``) each sweep a sub-block
+    of its rows with their own permutation, drawn from
+    ``(random_state, round, sub_block_stream(stream, b))``.  The id is a
+    splitmix64 hash of ``(stream, index)`` with bit 61 set and bit 62 clear,
+    so it is never a partition id (below ``2**31``) nor one of the streams
+    with bit 62 set (out-of-core blocks, global steps).
+    """
+    return int(_sub_block_stream(stream, index))
 
 
 @njit(nogil=True, cache=True)

@@ -21,7 +21,7 @@ from daskdca.losses import (row_weight, weighted_conjugate_value, weighted_dual_
                             weighted_sweep_dual_update)
 
 __all__ = ["line_conjugate_sums", "local_sdca", "minibatch_sdca", "minibatch_sdca_rounds", "minibatch_trial_step",
-           "movable_rows", "objective_sums", "objective_sums_movable"]
+           "movable_rows", "objective_sums", "objective_sums_movable", "sub_block_bounds", "threaded_local_sdca"]
 
 
 @njit(nogil=True, cache=True)
@@ -77,6 +77,86 @@ def local_sdca(indptr, indices, data, y, weight, sqnorm, alpha, u, delta_w, orde
                 for p in range(start, end):
                     delta_w[indices[p]] += c * data[p]
     return order.shape[0]
+
+
+def sub_block_bounds(lo, hi, threads):
+    """The ``threads + 1`` offsets that cut rows ``[lo, hi)`` into ``threads`` contiguous sub-blocks.
+
+    Sub-block ``b`` is ``[bounds[b], bounds[b + 1])``; sizes differ by at
+    most one row (a sub-block is empty only when there are fewer rows than
+    threads).
+    """
+    n = hi - lo
+    return [lo + (n * b) // threads for b in range(threads + 1)]
+
+
+def threaded_local_sdca(indptr, indices, data, y, weight, sqnorm, alpha, u, delta_w, orders,
+                        loss_kind, loss_param, lam_n, sigma, inner_rounds, track_delta_w, executor):
+    """Hierarchical CoCoA+ local steps: the sub-blocks of ``orders`` in parallel, ``inner_rounds`` times.
+
+    Improves the local subproblem ``G_k^{sigma}`` of a partition whose
+    margins are read from ``u = w + sigma delta_w_k`` (as :func:`local_sdca`
+    does, with ``sigma = sigma'``) by CoCoA+ on its ``T = len(orders)``
+    sub-blocks (Dünner et al., "Snap ML: A Hierarchical Framework for Machine
+    Learning", NeurIPS 2018 [DPS+18], §3: the threads of a worker run CoCoA+ on the
+    worker's partition).  ``orders[b]`` is the row sequence of sub-block
+    ``b`` for the whole call, cut into ``inner_rounds`` consecutive chunks.
+    Inner round ``j``: every sub-block ``b`` runs :func:`local_sdca` on its
+    ``j``-th chunk from its own copy of ``u`` with ``sigma_sub = sigma * T``,
+    tracking its ``delta_b``; then ``step = delta_0 + ... + delta_{T-1}``
+    (summed in this order, whatever thread finished first), ``delta_w +=
+    step`` (with ``track_delta_w``) and ``u += sigma * step``.
+
+    ``sigma_sub = sigma * T`` is the adding aggregation's safe ``sigma'``
+    (Ma et al. 2015 [MSJ+15], arXiv:1502.03508, §3, ``gamma = 1``: ``sigma' = gamma
+    K``) applied to the sub-blocks: with ``delta = sum_b delta_b``,
+    ``sigma ||delta||^2 <= sigma T sum_b ||delta_b||^2``, so the sub-blocks'
+    subproblems, whose quadratic terms are ``lam/2 sigma T ||delta_b||^2``,
+    sum to a lower bound of ``G_k^{sigma}`` that is tight at ``delta = 0``:
+    every sub-block's ascent is ascent of the partition's subproblem.  On
+    one partition (``sigma = 1``, ``u = w``) this is CoCoA+ with ``T``
+    parts, and ``u`` becomes the new ``w``.
+
+    ``alpha`` (whose sub-blocks' rows are disjoint, so the threads write
+    disjoint entries), ``u`` and ``delta_w`` are updated in place;
+    ``executor`` (a :class:`concurrent.futures.Executor` with at least
+    ``T - 1`` workers) runs sub-blocks ``1 .. T-1`` while the caller runs
+    sub-block 0 (``local_sdca`` releases the GIL).  The result depends only
+    on the arguments, never on thread timing.  Returns the number of
+    coordinate steps taken.
+    """
+    threads = len(orders)
+    sigma_sub = sigma * threads
+    local_u = np.empty((threads, u.shape[0]))
+    local_delta = np.empty((threads, u.shape[0]))
+
+    def sweep(b, chunk):
+        local_u[b][:] = u
+        local_delta[b][:] = 0.0
+        local_sdca(indptr, indices, data, y, weight, sqnorm, alpha, local_u[b], local_delta[b], chunk,
+                   loss_kind, loss_param, lam_n, sigma_sub, True)
+
+    for j in range(inner_rounds):
+        chunks = [order[(order.shape[0] * j) // inner_rounds:(order.shape[0] * (j + 1)) // inner_rounds]
+                  for order in orders]
+        futures = [executor.submit(sweep, b, chunks[b]) for b in range(1, threads)]
+        sweep(0, chunks[0])
+        for future in futures:
+            future.result()
+        _add_sub_block_deltas(u, delta_w, local_delta, sigma, track_delta_w)
+    return sum(order.shape[0] for order in orders)
+
+
+@njit(nogil=True, cache=True)
+def _add_sub_block_deltas(u, delta_w, deltas, sigma, track_delta_w):
+    """``step = deltas[0] + ... + deltas[T-1]`` (in this order), ``delta_w += step``, ``u += sigma step``; one pass."""
+    for j in range(u.shape[0]):
+        step = deltas[0, j]
+        for b in range(1, deltas.shape[0]):
+            step += deltas[b, j]
+        if track_delta_w:
+            delta_w[j] += step
+        u[j] += sigma * step
 
 
 @njit(nogil=True, cache=True)

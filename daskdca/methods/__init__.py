@@ -56,6 +56,7 @@ VARIANTS = {
     "cocoa+(line_search)": lambda: CoCoAPlus(aggregation="line_search"),
     "cocoa+(plain)": lambda: CoCoAPlus(acceleration=None),
     "cocoa+(spdc)": lambda: CoCoAPlus(local_solver="spdc"),
+    "cocoa+(threads)": lambda: CoCoAPlus(threads=2, inner_rounds=2),
     "minibatch_sdca(no shrinking)": lambda: MinibatchSDCA(shrinking=False),
     "minibatch_sdca(naive)": lambda: MinibatchSDCA(step="naive"),
     "minibatch_sdca(aggressive)": lambda: MinibatchSDCA(step="aggressive"),

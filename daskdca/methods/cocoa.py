@@ -44,7 +44,10 @@ def _sdca_plan(settings, info, ops):
     if settings.acceleration == "catalyst" or (settings.acceleration == "auto" and K > 1
                                                and settings.local_solver == "sdca"
                                                and settings.aggregation == "adding"):
-        kappa = (default_kappa(info.lam, info.n, K, ops.sqnorm_sum()) if settings.kappa is None
+        # with threads a step's curvature is sigma' = K T times its row's ([DPS+18] §3 on [MSJ+15] §3):
+        # Catalyst's kappa = L / n - mu counts the K T parts (T = 1: the K partitions, bit for bit)
+        parts = K * settings.threads
+        kappa = (default_kappa(info.lam, info.n, parts, ops.sqnorm_sum()) if settings.kappa is None
                  else float(settings.kappa))
         if kappa > 0.0:
             return CatalystPlan(settings=settings, loss=info.loss, n=info.n, d=info.d,
@@ -173,6 +176,33 @@ class CoCoAPlus:
         its certificate to reach ``tol``, which the dual steps' curvature
         ``||x_i||^2 / (eps n)`` makes impractically slow.  0 is the L2 problem
         and its code path, bit for bit.
+    threads : int, default=1
+        Threads that sweep each partition's rows together (hierarchical
+        CoCoA+: Dünner et al., "Snap ML: A Hierarchical Framework for Machine
+        Learning", NeurIPS 2018 [DPS+18], §3).  With ``T = threads > 1`` a partition's
+        rows are cut into ``T`` fixed contiguous sub-blocks (rows reach the
+        partitions in a seeded random order); each sub-block sweeps its own
+        permutation, drawn from ``(random_state, round, partition)`` and the
+        sub-block's index (:func:`daskdca.kernels.sampling.sub_block_stream`),
+        in its own thread, with the safe ``sigma' = K T`` of the adding
+        aggregation applied to the ``K T`` sub-blocks (Ma et al. 2015 [MSJ+15] §3,
+        ``gamma = 1``); the sub-blocks' ``delta_w`` are summed in sub-block
+        order, so the bits depend on ``T`` but never on thread timing
+        (:func:`daskdca.kernels.sdca.threaded_local_sdca`).  A partition still
+        takes about ``local_iters`` passes over its rows per round, and the
+        certificate is the same.  1 is the one-thread local step, bit for
+        bit.  On one partition it is CoCoA+ over ``T`` in-memory parts: the
+        steps' curvature is ``T`` times serial SDCA's, so it pays only where
+        the threads' speed outweighs the slower progress per pass
+        (benchmarks/RESULTS.md, "Threads inside a partition").  Needs
+        ``local_solver="sdca"`` and ``l1_ratio=0``, and at most the smallest
+        partition's rows.
+    inner_rounds : int, default=1
+        ``threads > 1`` only: how often the sub-blocks share their progress
+        within a round.  Each sub-block's sequence of the round is cut into
+        ``inner_rounds`` consecutive pieces; after each piece the
+        sub-blocks' ``delta_w`` are added to the partition's copy of ``w``
+        (shared memory, no communication) before the next piece.
     """
 
     local_iters: float = 1.0
@@ -184,6 +214,8 @@ class CoCoAPlus:
     acceleration: str | None = "auto"
     kappa: float | None = None
     l1_ratio: float = 0.0
+    threads: int = 1
+    inner_rounds: int = 1
     name = "cocoa+"
     capabilities = Capabilities(losses=tuple(LOSSES), many_partitions=True, cluster=True, shrinking=True,
                                 warm_start=True, sample_weight=True, multi_class=True)
@@ -230,6 +262,29 @@ class CoCoAPlus:
                 f"sigma' = 1 and the SDCA sweep), got local_solver={self.local_solver!r}; use aggregation='adding'.")
         self._check_acceleration()
         self._check_l1_ratio()
+        self._check_threads()
+
+    def _check_threads(self):
+        for field in ("threads", "inner_rounds"):
+            value = getattr(self, field)
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+                raise ValueError(f"{field} must be a positive int, got {value!r}.")
+        if self.threads == 1:
+            if self.inner_rounds != 1:
+                raise ValueError(
+                    f"inner_rounds={self.inner_rounds!r} is how often the threads of a partition share their steps "
+                    "within a round; it needs threads > 1 (one thread's steps are shared at once). Drop inner_rounds "
+                    "or set threads.")
+            return
+        if self.local_solver != "sdca":
+            raise ValueError(
+                f"threads={self.threads!r} runs the SDCA local solver on sub-blocks of a partition, got "
+                f"local_solver={self.local_solver!r}; use local_solver='sdca' or threads=1.")
+        if self.l1_ratio != 0:
+            raise ValueError(
+                f"threads={self.threads!r} does not take l1_ratio={self.l1_ratio!r}: the proximal (elastic-net) "
+                "steps run on one thread per partition. Use threads=1, or more partitions (n_partitions) for "
+                "parallel elastic-net steps.")
 
     def _check_l1_ratio(self):
         rho = self.l1_ratio
@@ -290,6 +345,10 @@ class CoCoAPlus:
             raise ValueError(
                 f"local_batch_size={self.local_batch_size} is more than the {smallest} rows of the smallest partition "
                 f"(of {K}); use local_batch_size <= {smallest}.")
+        if self.threads > smallest:
+            raise ValueError(
+                f"threads={self.threads} is more than the {smallest} rows of the smallest partition (of {K}); every "
+                f"thread sweeps a sub-block of at least one row: use threads <= {smallest}.")
         return LOCAL_SOLVERS[self.local_solver](self, info, ops)
 
 

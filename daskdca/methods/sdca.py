@@ -23,6 +23,7 @@ proximal steps of the elastic net (``l1_ratio > 0``).
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from typing import NamedTuple
@@ -30,13 +31,15 @@ from typing import NamedTuple
 import numpy as np
 
 from daskdca.kernels.prox_sdca import prox_local_sdca, soft_threshold_vector
-from daskdca.kernels.sampling import iid_order, permutation_order
+from daskdca.kernels.sampling import iid_order, permutation_order, sub_block_stream
 from daskdca.kernels.sdca import (
     line_conjugate_sums,
     local_sdca,
     movable_rows,
     objective_sums,
     objective_sums_movable,
+    sub_block_bounds,
+    threaded_local_sdca,
 )
 from daskdca.methods.base import Contribution, RoundReport, apply_vector, compress, dense
 from daskdca.methods.dual import DualLocal, DualPlan, sweep_blocks, sweep_blocks_problems
@@ -125,6 +128,8 @@ class LocalSDCAPlan(DualPlan):
         shrink = self.settings.shrinking and loss.has_active_bounds
 
         def step(blk, lo, hi, a, stream):
+            if self.settings.threads > 1:
+                return self._threaded_steps(blk, lo, hi, a, u, u, delta_w, ctx, stream, track, sums=False)[2]
             visit = (movable_rows(blk.indptr, blk.indices, blk.data, blk.y, blk.weight, blk.sqnorm, a, u, lo, hi, kind,
                                   param, self.lam_n, self.sigma_prime) if shrink else None)
             order = self._order(hi - lo, visit, ctx, stream)
@@ -152,6 +157,10 @@ class LocalSDCAPlan(DualPlan):
         shrink = self.settings.shrinking and loss.has_active_bounds
         u, delta_w = self._start_vectors(w, track)
         rows = part.whole()
+        if rows is not None and self.settings.threads > 1:
+            loss_sum, conj_sum, n_steps = self._threaded_steps(rows, 0, rows.n_rows, alpha, w, u, delta_w, ctx,
+                                                               ctx.partition, track, sums=True)
+            return loss_sum, conj_sum, n_steps, u, delta_w
         if rows is not None:
             if shrink:
                 loss_sum, conj_sum, visit = objective_sums_movable(
@@ -172,6 +181,59 @@ class LocalSDCAPlan(DualPlan):
         # benchmarks/RESULTS.md, engine section).
         loss_sum, conj_sum, n_steps = sweep_blocks(part, alpha, w, ctx, loss, self._block_step(u, delta_w, ctx, track))
         return loss_sum, conj_sum, n_steps, u, delta_w
+
+    def _threaded_steps(self, rows, lo, hi, alpha, w, u, delta_w, ctx, stream, track, *, sums):
+        """``CoCoAPlus(threads=T)``: rows ``[lo, hi)`` as ``T`` sub-blocks swept by ``T`` threads.
+
+        Each sub-block ``b`` (contiguous, :func:`~daskdca.kernels.sdca.sub_block_bounds`)
+        takes, in its own thread, its gap sums at ``w`` (with ``sums``; out of
+        core :func:`~daskdca.methods.dual.sweep_blocks` took them), its
+        movable rows at ``w`` (shrinking) and its order of the round, drawn
+        as :meth:`_order` draws a partition's from the stream
+        ``(random_state, round, sub_block_stream(stream, b))``; then
+        :func:`~daskdca.kernels.sdca.threaded_local_sdca` runs the
+        ``inner_rounds`` inner rounds (sub-block curvature ``sigma' T``).  The
+        sums are added in sub-block order.  Returns ``(loss_sum, conj_sum,
+        n_steps)``; ``alpha``, ``u`` and ``delta_w`` change in place.
+        """
+        threads = self.settings.threads
+        loss = self.loss
+        kind, param = int(loss.kind), loss.param
+        shrink = self.settings.shrinking and loss.has_active_bounds
+        # the shrinking test with the curvature of the steps (a zero step at a bound does not depend on it)
+        sigma_sub = self.sigma_prime * threads
+        bounds = sub_block_bounds(lo, hi, threads)
+
+        def prepare(b):
+            first, stop = bounds[b], bounds[b + 1]
+            loss_sum = conj_sum = 0.0
+            visit = None
+            if sums and shrink:
+                loss_sum, conj_sum, visit = objective_sums_movable(
+                    rows.indptr, rows.indices, rows.data, rows.y, rows.weight, rows.sqnorm, alpha, w, first, stop,
+                    kind, param, self.lam_n, sigma_sub)
+            elif sums:
+                loss_sum, conj_sum = objective_sums(rows.indptr, rows.indices, rows.data, rows.y, rows.weight, alpha,
+                                                    w, first, stop, kind, param)
+            elif shrink:
+                visit = movable_rows(rows.indptr, rows.indices, rows.data, rows.y, rows.weight, rows.sqnorm, alpha, w,
+                                     first, stop, kind, param, self.lam_n, sigma_sub)
+            if stop == first:
+                return loss_sum, conj_sum, np.empty(0, dtype=np.int64)
+            order = self._order(stop - first, visit, ctx, sub_block_stream(stream, b))
+            return loss_sum, conj_sum, (order + first if visit is None else order)
+
+        with ThreadPoolExecutor(max_workers=threads - 1, thread_name_prefix="daskdca-sub-block") as executor:
+            futures = [executor.submit(prepare, b) for b in range(1, threads)]
+            prepared = [prepare(0)] + [future.result() for future in futures]
+            orders = [order for _, _, order in prepared]
+            n_steps = threaded_local_sdca(rows.indptr, rows.indices, rows.data, rows.y, rows.weight, rows.sqnorm, alpha,
+                                          u, delta_w, orders, kind, param, self.lam_n, self.sigma_prime,
+                                          self.settings.inner_rounds, track, executor)
+        loss_sum = conj_sum = 0.0
+        for part_loss, part_conj, _ in prepared:
+            loss_sum, conj_sum = loss_sum + part_loss, conj_sum + part_conj
+        return loss_sum, conj_sum, n_steps
 
 
 class LineSearchGlobal(NamedTuple):
