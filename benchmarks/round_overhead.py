@@ -7,7 +7,7 @@ The same in process (2 partitions in turn, one thread) gives the arithmetic:
 ``ideal = in-process round / 2`` is a round whose two halves run at once with
 no communication, and ``overhead = cluster round - ideal``.
 
-Run: ``python benchmarks/round_overhead.py [--reps 3]`` (one process, the cluster started before the clock;
+Run: ``python benchmarks/round_overhead.py [--reps 3] [--plain]`` (one process, the cluster started before the clock;
 medians of the repeats).  Results: benchmarks/RESULTS.md, "Engine: resident rounds".
 """
 
@@ -38,8 +38,8 @@ def make(n, d, nnz_per_row, seed=0):
     return X, y
 
 
-def seconds_per_round(X, y, client, rounds):
-    kwargs = dict(loss="logistic", lam=1e-4, solver="cocoa+", n_partitions=2, tol=0.0, random_state=0)
+def seconds_per_round(X, y, client, rounds, solver="cocoa+"):
+    kwargs = dict(loss="logistic", lam=1e-4, solver=solver, n_partitions=2, tol=0.0, random_state=0)
     if client is not None:
         kwargs["client"] = client
     times = []
@@ -55,7 +55,10 @@ def seconds_per_round(X, y, client, rounds):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--plain", action="store_true",
+                        help="plain CoCoA+ (acceleration=None) instead of the default, CoCoA+ inside Catalyst")
     args = parser.parse_args()
+    solver = daskdca.CoCoAPlus(acceleration=None) if args.plain else "cocoa+"
     from distributed import Client, LocalCluster
 
     cases = [("d = 100, 2,000 rows x 5 nnz", make(2_000, 100, 5)),
@@ -64,16 +67,16 @@ def main():
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
                       silence_logs=40) as cluster, Client(cluster) as client:
         for name, (X, y) in cases:
-            seconds_per_round(X[:200], y[:200], client, "resident")  # compile on the workers before the clock
+            seconds_per_round(X[:200], y[:200], client, "resident", solver)  # compile on the workers before the clock
             rows = {}
             for _ in range(args.reps):
                 rows.setdefault("in process (2 partitions in turn)", []).append(
-                    seconds_per_round(X, y, None, "resident"))
+                    seconds_per_round(X, y, None, "resident", solver))
                 for rounds in ("resident", "tasks"):
-                    rows.setdefault(rounds, []).append(seconds_per_round(X, y, client, rounds))
+                    rows.setdefault(rounds, []).append(seconds_per_round(X, y, client, rounds, solver))
             inproc = float(np.median(rows.pop("in process (2 partitions in turn)")))
             ideal = inproc / 2
-            print(f"\n### {name}, logistic, lam 1e-4, 2 partitions\n")
+            print(f"\n### {name}, logistic, lam 1e-4, 2 partitions, {'plain CoCoA+' if args.plain else 'CoCoA+'}\n")
             print("| rounds | ms a round | ideal ms (in process / 2) | overhead ms | overhead share of the round |")
             print("|---|---:|---:|---:|---:|")
             print(f"| in process, one thread | {1e3 * inproc:.1f} | - | - | - |")
