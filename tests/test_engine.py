@@ -335,6 +335,38 @@ def test_interrupted_fit_resumes_from_checkpoint(client, tmp_path_factory, tmp_p
         daskdca.fit(store, checkpoint=tmp_path / "empty", resume=True, **kwargs)
 
 
+@pytest.mark.parametrize("first,then", [("tasks", "resident"), ("resident", "tasks")])
+def test_either_round_mechanism_resumes_the_others_checkpoint(client, tmp_path_factory, tmp_path, first, then):
+    """The resident and the task executors write the same checkpoint: a fit killed under one resumes under the
+    other to the undisturbed bits."""
+    store = _store(tmp_path_factory, "heart", 135)
+    kwargs = dict(loss="logistic", lam=1e-3, solver="cocoa+", tol=0.0, max_rounds=12, client=client,
+                  random_state=4, checkpoint_every=4)
+
+    class DriverDied(Exception):
+        pass
+
+    def die(record, state):
+        if record.round == 9:
+            raise DriverDied
+
+    with pytest.warns(ConvergenceWarning):
+        undisturbed = daskdca.fit(store, checkpoint=tmp_path / "a", **kwargs)
+    with dask.config.set({"daskdca.rounds": first}), pytest.raises(DriverDied):
+        daskdca.fit(store, checkpoint=tmp_path / "b", callback=die, **kwargs)
+    with dask.config.set({"daskdca.rounds": then}), pytest.warns(ConvergenceWarning):
+        resumed = daskdca.fit(store, checkpoint=tmp_path / "b", resume=True, **kwargs)
+    np.testing.assert_array_equal(resumed.dual_coef_, undisturbed.dual_coef_)
+    np.testing.assert_array_equal(resumed.coef_, undisturbed.coef_)
+    assert resumed.n_rounds_ == undisturbed.n_rounds_ == 12
+
+
+def test_an_unknown_round_mechanism_is_named_with_the_fix(client, tmp_path_factory):
+    store = _store(tmp_path_factory, "heart", 135)
+    with dask.config.set({"daskdca.rounds": "actors"}), pytest.raises(ValueError, match="'resident'"):
+        daskdca.fit(store, loss="logistic", lam=1e-3, solver="cocoa+", client=client)
+
+
 @pytest.mark.slow
 def test_out_of_core_with_workers_smaller_than_the_store(tmp_path):
     import dask
