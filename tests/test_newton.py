@@ -282,3 +282,45 @@ def test_a_killed_driver_resumes_to_the_undisturbed_result(fault_client, tmp_pat
     np.testing.assert_array_equal(resumed.dual_coef_, undisturbed.dual_coef_)
     np.testing.assert_array_equal(resumed.coef_, undisturbed.coef_)
     assert [r.round for r in resumed.history_] == [r.round for r in undisturbed.history_]
+
+
+@pytest.mark.parametrize("scale", [1.0, 40.0, 1e4])
+def test_the_split_line_search_takes_the_step_of_one_pass_over_the_whole_ladder(scale):
+    """The line search evaluates the ladder's first steps in one pass and the rest only when they all fail; the
+    step taken is the largest one meeting Armijo's condition over all 21, computed here in one pass and in
+    plain NumPy.  A direction stretched by ``scale`` makes the first steps fail (40: a step from the second
+    pass; 1e4: one near the ladder's end)."""
+    from daskdca.driver import InProcess, in_process_partitions
+    from daskdca.methods.base import DataInfo
+    from daskdca.methods.newton import ARMIJO_C1
+
+    X, y = load_dataset("heart")
+    lam, loss = 1e-3, get_loss("logistic")
+    parts, _ = in_process_partitions(X, y, 1, 0)
+    info = DataInfo(n=X.shape[0], d=X.shape[1], partition_sizes=(X.shape[0],), loss=loss, lam=lam,
+                    max_column_nnz=X.shape[0])
+    executor = InProcess(parts, info, 0)
+    plan = executor.setup(Newton())
+    G, Ls = executor.init(plan)
+    G, Ls, _ = executor.run(plan, G, Ls, 0, 1)  # one round: a w that is not zero
+    newton, search, rest = plan.phases()
+    ctx = executor.ctx(1, 0)
+    L, contribution = newton.local(parts[0], Ls[0], G, ctx)
+    state, _ = newton.combine(G, contribution, executor.ctx(1, -1))
+    state = state._replace(direction=scale * state.direction, slope=scale * state.slope)
+    # the reference: every step's objective, the largest step meeting Armijo's condition
+    Xd = X.toarray()
+    primal = float(np.mean(np.logaddexp(0.0, -y * (Xd @ state.w)))) + 0.5 * lam * float(state.w @ state.w)
+    expected = state.w
+    for t in LADDER:
+        trial = state.w + t * state.direction
+        value = float(np.mean(np.logaddexp(0.0, -y * (Xd @ trial)))) + 0.5 * lam * float(trial @ trial)
+        if value <= primal + ARMIJO_C1 * t * state.slope:
+            expected = trial
+            break
+    after_search = search.combine(state, search.local(parts[0], L, state, ctx)[1], executor.ctx(1, -1))[0]
+    final, report = rest.combine(after_search, rest.local(parts[0], L, after_search, ctx)[1], executor.ctx(1, -1))
+    np.testing.assert_allclose(final.w, expected, rtol=1e-12, atol=1e-15)
+    first_steps_failed = scale > 1.0
+    assert report.steps == (3.0 if first_steps_failed else 2.0) * X.shape[0]
+    assert np.any(after_search.direction) == first_steps_failed

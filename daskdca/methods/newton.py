@@ -10,7 +10,7 @@ generalised Hessian).  Where ``n >> d`` and ``C = 1/(lam n)`` is large a dual
 coordinate method needs many epochs, and LIBLINEAR's primal trust-region
 Newton solver is 20-95x faster; the ``d x d`` Hessian is then small.
 
-A round is two phases, each one pass over every partition:
+A round is three phases: the first two each a pass over every partition, the third a pass only in the rounds where the first steps of the line search all fail:
 
 1. **newton**: every partition sends its loss sum, its conjugate sum at the
    dual point ``alpha_i = -s_i phi_i'(x_i.w)``, its gradient sum
@@ -25,14 +25,19 @@ A round is two phases, each one pass over every partition:
    Optimization, 2nd ed., eq. (2.15)), and records ``P(w)`` and ``D(alpha)``: with
    ``X^T alpha = -g``, ``w(alpha) = -g / (lam n)``.
 2. **line search**: every partition sends ``sum s_i phi_i(x_i.w + t x_i.s)``
-   for each step ``t`` of the fixed ladder ``1, 1/2, ..., 2^-20`` (one pass);
-   the combine takes the largest ``t`` with Armijo's sufficient decrease
+   for each of the first four steps ``t`` of the fixed ladder
+   ``1, 1/2, ..., 2^-20`` (one pass); the combine takes the largest ``t``
+   with Armijo's sufficient decrease
 
        P(w + t s) <= P(w) + c1 t grad P(w).s,   c1 = 1e-4
 
    (Nocedal & Wright eq. (3.4); ``c1 = 1e-4`` is their suggested value, §3.1)
-   and moves ``w``; when no step of the ladder decreases ``P`` enough (the
-   rounding floor, at the optimum) ``w`` stays.
+   and moves ``w``.
+3. **line search, the rest**: only when none of those four steps met it,
+   the same sums for the other seventeen (a second pass; otherwise no pass)
+   and the same choice; when no step of the ladder decreases ``P`` enough
+   (the rounding floor, at the optimum) ``w`` stays.  The step taken is the
+   one a single pass over all 21 would give, bit for bit.
 
 Certificate: like :mod:`~daskdca.methods.pegasos`, the model is ``w`` and the
 dual point ``alpha_i = -s_i phi_i'(x_i.w)``, always feasible, ``alpha*`` at
@@ -77,8 +82,12 @@ NEWTON_LOSSES = ("logistic", "squared", "squared_hinge", "smoothed_hinge")
 # "c1 = 1e-4" is the value they suggest in §3.1).
 ARMIJO_C1 = 1e-4
 # The backtracking ladder t = 1, 1/2, ..., 2^-20 (Nocedal & Wright Algorithm 3.1 with rho = 1/2, cut at 21
-# trials), all evaluated in one pass.
+# trials).  Its first LADDER_FIRST steps are evaluated in one pass; the rest only in a second pass, in the rounds
+# where none of those meets Armijo's condition (rare: near the optimum t = 1 does).  Each step's sum is added
+# over the rows in the same order either way, so the step taken, and every bit, is that of one pass over all 21.
+# Measured on a 1,000,000 x 122 logistic set: 0.29 s for the 21 steps' pass, 0.09 s for 4 (0.22 s the Hessian's).
 LADDER = tuple(0.5 ** j for j in range(21))
+LADDER_FIRST = 4
 
 
 class NewtonGlobal(NamedTuple):
@@ -140,7 +149,7 @@ class Newton:
 @dataclass(frozen=True)
 class NewtonPlan(PlanBase):
     """:class:`Newton` resolved for one data set (``PlanBase``'s name, model ``w`` and measuring every
-    ``eval_every`` rounds; two phases a round)."""
+    ``eval_every`` rounds; three phases a round, the third without a pass in most rounds)."""
 
     settings: Newton
     loss: object
@@ -153,7 +162,8 @@ class NewtonPlan(PlanBase):
 
     def phases(self):
         return (Phase("newton", self.local_newton, self.combine_newton),
-                Phase("line_search", self.local_line_search, self.combine_line_search))
+                Phase("line_search", self.local_line_search, self.combine_line_search),
+                Phase("line_search_rest", self.local_line_search_rest, self.combine_line_search_rest))
 
     def init_global(self):
         return NewtonGlobal(np.zeros(self.d), np.zeros(self.d), 0.0, np.zeros(3))
@@ -196,25 +206,52 @@ class NewtonPlan(PlanBase):
         return (NewtonGlobal(w, direction, float(grad @ direction), np.array([primal, dual, rows])),
                 RoundReport(False, math.nan, math.nan, 0.0))
 
-    def local_line_search(self, part, local, state, ctx):
-        """``sum s_i phi_i(x_i.w + t x_i.s)`` for every ``t`` of :data:`LADDER`, in one pass."""
+    def _ladder_sums(self, part, state, steps):
+        """``sum s_i phi_i(x_i.w + t x_i.s)`` for every ``t`` of ``steps``, in one pass."""
         kind, param = int(self.loss.kind), self.loss.param
-        steps = np.array(LADDER)
         out = np.zeros(steps.shape[0])
         for rows, lo, hi, _ in part.pieces():
             ladder_loss_sums(rows.indptr, rows.indices, rows.data, rows.y, rows.weight, state.w, state.direction,
                              lo, hi, kind, param, steps, out)
-        return local, Contribution(None, out)
+        return out
+
+    def _armijo(self, state, steps, sums):
+        """The first of ``steps`` meeting Armijo's condition (eq. (3.4)) given their loss ``sums``, or None."""
+        primal, w, s, n, lam = state.sums[0], state.w, state.direction, self.n, self.lam
+        for t, loss_sum in zip(steps, sums):
+            trial = w + t * s
+            if loss_sum / n + 0.5 * lam * float(trial @ trial) <= primal + ARMIJO_C1 * t * state.slope:
+                return trial
+        return None
+
+    def local_line_search(self, part, local, state, ctx):
+        """The loss sums of the first :data:`LADDER_FIRST` steps of :data:`LADDER`, in one pass."""
+        return local, Contribution(None, self._ladder_sums(part, state, np.array(LADDER[:LADDER_FIRST])))
 
     def combine_line_search(self, state, total, ctx):
-        """The largest ladder step meeting Armijo's condition (eq. (3.4)); the report of the round's start."""
+        """Move ``w`` by the largest of the first steps that meets Armijo's condition; the direction becomes
+        zero once a step is taken, which tells the next phase to skip its pass."""
+        trial = self._armijo(state, LADDER[:LADDER_FIRST], total.scalars)
+        if trial is None:
+            return state, RoundReport(False, math.nan, math.nan, 0.0)
+        return state._replace(w=trial, direction=np.zeros(self.d), slope=0.0), RoundReport(False, math.nan,
+                                                                                            math.nan, 0.0)
+
+    def local_line_search_rest(self, part, local, state, ctx):
+        """The loss sums of the rest of :data:`LADDER`, in one pass, only where the first steps all failed."""
+        if not np.any(state.direction):  # a step was taken (or there was nothing to search): no pass
+            return local, Contribution(None, np.zeros(len(LADDER) - LADDER_FIRST))
+        return local, Contribution(None, self._ladder_sums(part, state, np.array(LADDER[LADDER_FIRST:])))
+
+    def combine_line_search_rest(self, state, total, ctx):
+        """The largest remaining step meeting Armijo's condition (none: ``w`` stays); the report of the round's
+        start."""
         primal, dual, rows = state.sums
-        w, s, n, lam = state.w, state.direction, self.n, self.lam
-        new_w = w
-        for j, t in enumerate(LADDER):
-            trial = w + t * s
-            if total.scalars[j] / n + 0.5 * lam * float(trial @ trial) <= primal + ARMIJO_C1 * t * state.slope:
-                new_w = trial
-                break
+        passes = 2.0
+        new_w = state.w
+        if np.any(state.direction):
+            passes = 3.0
+            trial = self._armijo(state, LADDER[LADDER_FIRST:], total.scalars)
+            new_w = state.w if trial is None else trial
         return (NewtonGlobal(new_w, np.zeros(self.d), 0.0, np.zeros(3)),
-                RoundReport(True, float(primal), float(dual), 2.0 * float(rows)))
+                RoundReport(True, float(primal), float(dual), passes * float(rows)))
