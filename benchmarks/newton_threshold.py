@@ -3,7 +3,7 @@
 For a9a (d = 123), ijcnn1 (d = 22) and a KDD99-shaped generated set (200,000 x 122, ``routes.py``'s
 generator), logistic loss, ``lam n`` in {0.3, 1, 3, 10}: ``daskdca.fit(solver="newton")`` and
 ``daskdca.fit(solver="sdca")`` (each stops on its certified gap).  Medians of ``--repeats`` runs after a
-warm-up.  It measures; ``daskdca.routes.NEWTON_LAM_N`` is read from its table.
+warm-up.  It measures and asserts nothing.
 
 Run: ``python benchmarks/newton_threshold.py [--repeats 3]``.  Results: benchmarks/RESULTS.md, "Primal Newton
 against SDCA by lam n".

@@ -4,10 +4,11 @@
 as :class:`~daskdca.engine.executor.DaskExecutor` does, with the round as
 direct calls instead of a graph of tasks:
 
-    this process                                   worker j's actor (_Resident)
-    G_r  ---- step(phase, G_r, round) ---------->  local steps of its run of partitions (its threads)
-         <--- the tree nodes its run decides ----  keeps the new local states (version r + 1)
-    rest of the fixed-order tree, combine(G_r, total) -> G_{r+1}, RoundReport
+    this process                                     worker j's actor (_Resident)
+    total_{r-1} -- step(phase, total, round) ----->  G_r = combine(G_{r-1}, total_{r-1}) (the driver's bits),
+                                                     local steps of its run of partitions (its threads)
+                <-- the tree nodes its run decides -- keeps the new local states (version r + 1)
+    rest of the fixed-order tree -> total_r; combine(G_r, total_r) -> G_{r+1}, RoundReport
 
 A Dask round of tasks costs tens of milliseconds of scheduling before any
 arithmetic (benchmarks/RESULTS.md, "Engine: round overhead"); a call to an
@@ -15,8 +16,10 @@ actor goes from this process to the worker and back without the scheduler
 (Dask's documentation, "Actors"), which is how XGBoost's and LightGBM's Dask
 interfaces keep their iterations off the scheduler too (one long-lived
 worker-side object per worker, fed through a communication layer).  The global state lives in
-this process; each actor receives it, runs the method's local step on each
-of its partitions (on as many threads as its worker has) and sums their
+this process, and a copy of it in each actor, which receives the reduced
+total the driver combined last (its non-zero entries when it is mostly
+zeros) and makes the same combine, or the whole state after a restart; it
+runs the method's local step on each of its partitions (on as many threads as its worker has) and sums their
 contributions as far as :func:`~daskdca.methods.base.tree_reduce_within`
 allows; this process completes the same fixed-order tree and calls the
 method's combine.  So the bits are those of :class:`daskdca.driver.InProcess`
@@ -44,6 +47,7 @@ import contextlib
 import logging
 from concurrent.futures import ThreadPoolExecutor
 
+import dask
 import numpy as np
 import zarr
 
@@ -72,8 +76,6 @@ ROUND_MECHANISMS = ("resident", "tasks")
 
 def configured_rounds():
     """``"resident"`` or ``"tasks"``: the Dask config ``daskdca.rounds`` (default ``"resident"``)."""
-    import dask
-
     value = dask.config.get(ROUNDS_KEY, "resident")
     if value not in ROUND_MECHANISMS:
         raise ValueError(f"dask config {ROUNDS_KEY!r} = {value!r}; use one of {ROUND_MECHANISMS} "
@@ -109,11 +111,6 @@ class _Resident:
         if self.pool is None:
             self.pool = ThreadPoolExecutor(self.n_threads, thread_name_prefix="daskdca-resident")
         return list(self.pool.map(lambda row: fn(*row), rows))
-
-    def address(self):
-        from distributed import get_worker
-
-        return get_worker().address
 
     def set_plan(self, plan):
         self.plan = plan
@@ -296,12 +293,14 @@ class ResidentExecutor(DaskExecutor):
         addresses = list(workers)
         self.generation += 1
         futures = []
-        for g, ks in enumerate(self.members):
-            home = addresses[g % W] if addresses else None
-            pin = {"workers": [home], "allow_other_workers": True} if home else {}
-            futures.append(self.client.submit(
-                _Resident, [self.parts[k] for k in ks], ks[0], K, self.mode, workers.get(home, 1), actor=True,
-                pure=False, key=f"daskdca-resident-{self.run_id}-{self.generation}-g{g}", **pin))
+        # in-memory arrays ("held") travel inside the actors' tasks on purpose, as the task executor's do
+        with dask.config.set({"distributed.admin.large-graph-warning-threshold": "16 GiB"}):
+            for g, ks in enumerate(self.members):
+                home = addresses[g % W] if addresses else None
+                pin = {"workers": [home], "allow_other_workers": True} if home else {}
+                futures.append(self.client.submit(
+                    _Resident, [self.parts[k] for k in ks], ks[0], K, self.mode, workers.get(home, 1), actor=True,
+                    pure=False, key=f"daskdca-resident-{self.run_id}-{self.generation}-g{g}", **pin))
         self.futures = futures
         self.actors = self.gather(futures, what)
         for actor, future in zip(self.actors, futures):
