@@ -115,6 +115,39 @@ def _check_resumed_local(plan, part, L_out, G_out, ctx, info, where):
     return L_out
 
 
+def _resumable_meta(url, signature):
+    """The metadata of the last complete checkpoint under ``url``, checked to belong to the fit of
+    ``signature`` and to this daskdca's format (a ValueError names what differs and the fix)."""
+    meta = _checkpoint_meta(url)
+    if meta is None:
+        raise ValueError(f"resume=True but {url!r} holds no complete daskdca checkpoint; "
+                         "run once with checkpoint=PATH first.")
+    if meta.get("format") != CHECKPOINT_FORMAT:
+        raise ValueError(f"checkpoint {url!r} has format {meta.get('format')!r}, this daskdca writes "
+                         f"{CHECKPOINT_FORMAT}; start a new fit (resume=False).")
+    if meta["signature"] != signature:
+        differ = sorted(k for k in set(meta["signature"]) | set(signature)
+                        if meta["signature"].get(k) != signature.get(k))
+        raise ValueError(f"checkpoint {url!r} belongs to a different fit (these differ: {differ}); "
+                         "use the same data, loss, lam, solver and random_state, or a new path.")
+    return meta
+
+
+def _history_of(meta):
+    """The history records a checkpoint holds (a one-vs-rest fit's lists, one value per problem, as arrays)."""
+    from daskdca.driver import HistoryRecord
+
+    return [HistoryRecord(*(np.asarray(v) if isinstance(v, list) else v for v in rec)) for rec in meta["history"]]
+
+
+def _mark_complete(url, *, slot, round_index, n_epochs, signature, local_class, global_class, history):
+    """Write the metadata that makes ``slot`` the last complete checkpoint (after every state is written)."""
+    zarr.open_group(url, mode="a").attrs["daskdca_checkpoint"] = {
+        "format": CHECKPOINT_FORMAT, "complete": True, "slot": slot, "round": round_index, "n_epochs": n_epochs,
+        "signature": signature, "local_class": local_class, "global_class": global_class,
+        "history": [[np.asarray(value).tolist() for value in rec] for rec in history]}
+
+
 def _probe_path(url, token):
     """Worker task: read the driver's probe file under ``url`` and write one of its own; None or the error."""
     try:

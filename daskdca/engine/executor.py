@@ -22,16 +22,17 @@ from functools import partial
 
 import dask
 import numpy as np
-import zarr
 from distributed import wait
 
-from daskdca.driver import HistoryRecord, sum_arrays
+from daskdca.driver import sum_arrays
 from daskdca.engine.checkpoint import (
-    CHECKPOINT_FORMAT,
     _check_resumed,
     _check_resumed_local,
     _checkpoint_meta,
+    _history_of,
     _load_state,
+    _mark_complete,
+    _resumable_meta,
     _save_state,
 )
 from daskdca.engine.clients import _thread_slots
@@ -470,11 +471,8 @@ class DaskExecutor:
                   for k, L in enumerate(members)]
         writes.append(self.client.submit(_save_state, G, url, f"{slot}_global", key=f"{name}-saveG", pure=False))
         classes = self.gather(writes, f"the checkpoint of round {r}")
-        g = zarr.open_group(url, mode="a")
-        g.attrs["daskdca_checkpoint"] = {
-            "format": CHECKPOINT_FORMAT, "complete": True, "slot": slot, "round": r, "n_epochs": epochs,
-            "signature": self.signature, "local_class": classes[0], "global_class": classes[-1],
-            "history": [[np.asarray(value).tolist() for value in rec] for rec in history]}
+        _mark_complete(url, slot=slot, round_index=r, n_epochs=epochs, signature=self.signature,
+                       local_class=classes[0], global_class=classes[-1], history=history)
         # The new chains depend on the checkpoint only (not on the writes), so the
         # scheduler can forget the lineage before it; a lost partition is re-read.
         G, Ls = self._load(slot, classes[-1], classes[0], f"{name}-load")
@@ -511,18 +509,7 @@ class DaskExecutor:
     def resume(self, plan):
         """``(G, Ls, round, n_epochs, history)`` from the last complete checkpoint, checked against ``plan``."""
         url = self.checkpoint
-        meta = _checkpoint_meta(url)
-        if meta is None:
-            raise ValueError(f"resume=True but {url!r} holds no complete daskdca checkpoint; "
-                             "run once with checkpoint=PATH first.")
-        if meta.get("format") != CHECKPOINT_FORMAT:
-            raise ValueError(f"checkpoint {url!r} has format {meta.get('format')!r}, this daskdca writes "
-                             f"{CHECKPOINT_FORMAT}; start a new fit (resume=False).")
-        if meta["signature"] != self.signature:
-            differ = sorted(k for k in set(meta["signature"]) | set(self.signature)
-                            if meta["signature"].get(k) != self.signature.get(k))
-            raise ValueError(f"checkpoint {url!r} belongs to a different fit (these differ: {differ}); "
-                             "use the same data, loss, lam, solver and random_state, or a new path.")
+        meta = _resumable_meta(url, self.signature)
         name = f"daskdca-checkpoint-{self.run_id}-resume"
         G, Ls = self._load(meta["slot"], meta["global_class"], meta["local_class"], name)
         G = self.client.submit(_check_resumed, G, plan.init_global(), f"checkpoint {url!r}, global state",
@@ -537,9 +524,7 @@ class DaskExecutor:
         for future in [G] + Ls:
             if future.status == "error":
                 future.result()
-        # a one-vs-rest fit's records hold lists (one value per problem), which become arrays again
-        history = [HistoryRecord(*(np.asarray(v) if isinstance(v, list) else v for v in rec))
-                   for rec in meta["history"]]
+        history = _history_of(meta)
         logger.info("daskdca: resuming from %s at round %d", url, meta["round"])
         self.submitted = int(meta["round"])
         return G, self._grouped(Ls, name), int(meta["round"]), float(meta["n_epochs"]), history

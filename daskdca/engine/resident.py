@@ -49,15 +49,16 @@ from concurrent.futures import ThreadPoolExecutor
 
 import dask
 import numpy as np
-import zarr
 
 from daskdca.driver import sum_arrays
 from daskdca.engine.checkpoint import (
-    CHECKPOINT_FORMAT,
     _check_resumed,
     _check_resumed_local,
     _checkpoint_meta,
+    _history_of,
     _load_state,
+    _mark_complete,
+    _resumable_meta,
     _save_state,
 )
 from daskdca.engine.executor import DaskExecutor
@@ -537,37 +538,20 @@ class ResidentExecutor(DaskExecutor):
         classes = self._robust(what, lambda: self._call_all("save", [(_save_state, Ls, url, slot)] * len(self.actors),
                                                             what))
         global_class = _save_state((G, None), url, f"{slot}_global")
-        g = zarr.open_group(url, mode="a")
-        g.attrs["daskdca_checkpoint"] = {
-            "format": CHECKPOINT_FORMAT, "complete": True, "slot": slot, "round": r, "n_epochs": epochs,
-            "signature": self.signature, "local_class": classes[0][0], "global_class": global_class,
-            "history": [[np.asarray(value).tolist() for value in rec] for rec in history]}
+        _mark_complete(url, slot=slot, round_index=r, n_epochs=epochs, signature=self.signature,
+                       local_class=classes[0][0], global_class=global_class, history=history)
 
     def resume(self, plan):
         """``(G, version, round, n_epochs, history)`` from the last complete checkpoint, checked against ``plan``."""
-        from daskdca.driver import HistoryRecord
-
         url = self.checkpoint
-        meta = _checkpoint_meta(url)
-        if meta is None:
-            raise ValueError(f"resume=True but {url!r} holds no complete daskdca checkpoint; "
-                             "run once with checkpoint=PATH first.")
-        if meta.get("format") != CHECKPOINT_FORMAT:
-            raise ValueError(f"checkpoint {url!r} has format {meta.get('format')!r}, this daskdca writes "
-                             f"{CHECKPOINT_FORMAT}; start a new fit (resume=False).")
-        if meta["signature"] != self.signature:
-            differ = sorted(k for k in set(meta["signature"]) | set(self.signature)
-                            if meta["signature"].get(k) != self.signature.get(k))
-            raise ValueError(f"checkpoint {url!r} belongs to a different fit (these differ: {differ}); "
-                             "use the same data, loss, lam, solver and random_state, or a new path.")
+        meta = _resumable_meta(url, self.signature)
         r, slot = int(meta["round"]), meta["slot"]
         G = _check_resumed((_load_state(url, f"{slot}_global", meta["global_class"]), None), plan.init_global(),
                            f"checkpoint {url!r}, global state")[0]
         self._robust("the checkpoint's states", lambda: self._call_all(
             "load", [(_load_state, r, url, slot, meta["local_class"], G, self._ctxs(0, ks), self.info)
                      for ks in self.members], "the checkpoint's states"))
-        history = [HistoryRecord(*(np.asarray(v) if isinstance(v, list) else v for v in rec))
-                   for rec in meta["history"]]
+        history = _history_of(meta)
         logger.info("daskdca: resuming from %s at round %d", url, r)
         self.submitted = r
         self.live = {r: G}
