@@ -276,6 +276,11 @@ def _resolve_solver(solver, *, batch_size, local_iters, on_cluster, loss_name=No
     return cls(**options)
 
 
+def _sdca_options(local_iters):
+    """The options given that only the dual methods take, which ask ``solver="auto"`` for SDCA or CoCoA+."""
+    return ("local_iters",) if local_iters != 1.0 else ()
+
+
 def _default_partitions(method, on_cluster):
     if method.capabilities.many_partitions and method.name == "cocoa+" and not on_cluster:
         return DEFAULT_COCOA_PARTITIONS
@@ -583,7 +588,8 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
     y_signed, classes = _check_y(y, n, loss_obj)
     if auto:
         route = choose_route(on_cluster=False, n=n, nnz=X.nnz, lam=lam, d=d, loss_name=loss_obj.name,
-                             warm_start=dual_init is not None, n_partitions=n_partitions)
+                             warm_start=dual_init is not None, sdca_options=_sdca_options(local_iters),
+                             n_partitions=n_partitions)
         method = _resolve_solver(route.solver, batch_size=None, local_iters=local_iters, on_cluster=False,
                                  loss_name=loss_obj.name, options=route.options)
         n_partitions = _default_partitions(method, False) if n_partitions is None else n_partitions
@@ -748,7 +754,8 @@ class _ClusterJob:
         if self.method is not None:
             return explicit_route(self.method.name, on_cluster=True, n_partitions=self.n_partitions)
         route = choose_route(on_cluster=True, n=n, nnz=nnz, lam=self.lam, d=d, loss_name=self.loss_obj.name,
-                             warm_start=warm_start, workers=self.workers, size=size,
+                             warm_start=warm_start, sdca_options=_sdca_options(self.local_iters),
+                             workers=self.workers, size=size,
                              needs_rounds=self.needs_rounds, n_partitions=self.n_partitions)
         self.method = _resolve_solver(route.solver, batch_size=None, local_iters=self.local_iters, on_cluster=True,
                                       loss_name=self.loss_obj.name, options=route.options)

@@ -23,8 +23,8 @@ The method: where the features are few (``d <= NEWTON_MAX_FEATURES``) and
 the loss is twice differentiable, the primal Newton method
 (:mod:`daskdca.methods.newton`) needs 6-9 rounds to a certified 1e-8 on
 real data whatever ``lam``, so it runs the rounds route, and in one process
-it runs where SDCA's epochs grow like ``1/(lam n)`` (``lam n <
-CATALYST_LAM_N``).  Otherwise serial SDCA runs, inside Catalyst's
+it runs where SDCA's epochs, which grow like ``1/(lam n)``, cost more
+(``lam n < NEWTON_LAM_N``).  Otherwise serial SDCA runs, inside Catalyst's
 accelerated proximal-point loop (Lin, Mairal & Harchaoui, "Catalyst
 acceleration for first-order convex optimization", JMLR 2018, Algorithm 1)
 when ``lam n < CATALYST_LAM_N``, and rounds are CoCoA+'s.  An explicit
@@ -37,7 +37,7 @@ from typing import NamedTuple
 
 from daskdca.methods.newton import NEWTON_LOSSES  # the losses the Newton method takes
 
-__all__ = ["CATALYST_LAM_N", "NEWTON_LOSSES", "NEWTON_MAX_FEATURES", "ONE_WORKER_MEMORY_FRACTION", "Route",
+__all__ = ["CATALYST_LAM_N", "NEWTON_LAM_N", "NEWTON_LOSSES", "NEWTON_MAX_FEATURES", "ONE_WORKER_MEMORY_FRACTION", "Route",
            "Workers", "choose_route", "data_bytes", "explicit_route", "fits_one_worker"]
 
 #: Serial SDCA runs inside Catalyst when ``lam n`` (``1/C`` in LIBLINEAR's terms) is below this.  Measured
@@ -52,6 +52,12 @@ CATALYST_LAM_N = 0.1
 #: costs 20-45 ms on 50,000 rows, and Newton certified 1e-6 in 6-8 rounds where SDCA needed 297-2107 epochs at
 #: C = 100 (19-89x faster), while at C = 1 it was 1.3x faster on a9a and 1.9x slower on ijcnn1.
 NEWTON_MAX_FEATURES = 256
+#: Where Newton may run (few features, a smooth loss), one partition takes it when ``lam n`` is below this.
+#: Measured (benchmarks/RESULTS.md, "Primal Newton against SDCA by lam n"; logistic, to a certified 1e-6): at
+#: lam n = 0.3 Newton was 1.1-5.2x faster than serial SDCA on a9a, ijcnn1 and a KDD99-shaped set; at lam n = 1
+#: 1.9x and 1.3x faster on a9a and the KDD99-shaped set, 1.25x slower on ijcnn1; at lam n = 3 level or slower
+#: (1.0x, 0.6x, 0.9x).
+NEWTON_LAM_N = 2.0
 
 
 #: The one-worker route is taken when the data's in-memory size is at most this fraction of the smallest
@@ -108,9 +114,9 @@ def data_bytes(n, nnz, value_itemsize=8, index_itemsize=4):
 
 def _serial_solver(lam, n, newton):
     """``(solver, options, why)`` of a fit on one partition, for ``lam n`` (``newton``: Newton may run)."""
+    if newton and lam * n < NEWTON_LAM_N:
+        return "newton", {}, f"lam n = {lam * n:.3g} < {NEWTON_LAM_N:g} and few features: primal Newton"
     if lam * n < CATALYST_LAM_N:
-        if newton:
-            return "newton", {}, f"lam n = {lam * n:.3g} < {CATALYST_LAM_N:g} and few features: primal Newton"
         return "sdca", {"acceleration": "catalyst"}, f"lam n = {lam * n:.3g} < {CATALYST_LAM_N:g}: SDCA inside Catalyst"
     return "sdca", {}, f"lam n = {lam * n:.3g} >= {CATALYST_LAM_N:g}: plain SDCA"
 
@@ -131,8 +137,8 @@ def fits_one_worker(size, workers):
     return size <= ONE_WORKER_MEMORY_FRACTION * min(limits)
 
 
-def choose_route(*, on_cluster, n, nnz, lam, d=None, loss_name=None, warm_start=False, workers=None, size=None,
-                 needs_rounds=(), n_partitions=None):
+def choose_route(*, on_cluster, n, nnz, lam, d=None, loss_name=None, warm_start=False, sdca_options=(),
+                 workers=None, size=None, needs_rounds=(), n_partitions=None):
     """The route of a ``solver="auto"`` fit.
 
     Parameters
@@ -148,6 +154,9 @@ def choose_route(*, on_cluster, n, nnz, lam, d=None, loss_name=None, warm_start=
         :data:`NEWTON_LOSSES` and ``d <= NEWTON_MAX_FEATURES``.
     warm_start : bool
         Whether the fit starts from given duals (``dual_init``), which Newton does not take.
+    sdca_options : sequence of str
+        The options given that only the dual methods take (e.g. ``"local_iters"``): they ask for SDCA or
+        CoCoA+, so Newton is not considered.
     workers : Workers or None
         The cluster's workers now (None without a cluster).
     size : int or None
@@ -162,7 +171,8 @@ def choose_route(*, on_cluster, n, nnz, lam, d=None, loss_name=None, warm_start=
     Route
     """
     size = data_bytes(n, nnz) if size is None else int(size)
-    newton = (d is not None and loss_name in NEWTON_LOSSES and d <= NEWTON_MAX_FEATURES and not warm_start)
+    newton = (d is not None and loss_name in NEWTON_LOSSES and d <= NEWTON_MAX_FEATURES and not warm_start
+              and not sdca_options)
     solver, options, why_solver = _serial_solver(lam, n, newton)
     rounds_solver, why_rounds = _rounds_solver(newton)
     if n_partitions is not None and n_partitions > 1:

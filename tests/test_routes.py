@@ -107,6 +107,12 @@ def test_newton_route_rule():
     assert choose_route(on_cluster=False, lam=1e-7, **{**few, "loss_name": "hinge"}).solver == "sdca"
     assert choose_route(on_cluster=False, lam=1e-7, **{**few, "d": 10**5}).solver == "sdca"
     assert choose_route(on_cluster=False, lam=1e-7, warm_start=True, **few).solver == "sdca"
+    # an option only the dual methods take asks for them, in one process and in rounds
+    assert choose_route(on_cluster=False, lam=1e-7, sdca_options=("local_iters",), **few).solver == "sdca"
+    # the threshold on lam n (routes.NEWTON_LAM_N = 2): Newton at lam n = 1, SDCA at lam n = 3
+    assert choose_route(on_cluster=False, lam=1e-5, **few).solver == "newton"
+    assert choose_route(on_cluster=False, lam=3e-5, **few).solver == "sdca"
+    assert "< 2" in choose_route(on_cluster=False, lam=1e-5, **few).reason
     # rounds: Newton's handful of rounds whatever lam
     big = dict(n=10**8, nnz=10**9, d=100, loss_name="logistic", workers=workers, on_cluster=True)
     assert choose_route(lam=1e-3, **big).solver == "newton"

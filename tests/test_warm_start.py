@@ -77,9 +77,11 @@ def test_warm_start_from_another_C_gives_the_cold_answer_in_fewer_rounds(loss, C
     X, y = _a9a_head()
     n = X.shape[0]
     lam_from, lam_to = 1.0 / (C_from * n), 1.0 / (C_to * n)
-    start = daskdca.fit(X, y, loss=loss, lam=lam_from, tol=1e-9)
-    cold = daskdca.fit(X, y, loss=loss, lam=lam_to, tol=1e-9)
-    warm = daskdca.fit(X, y, loss=loss, lam=lam_to, tol=1e-9, dual_init=start.dual_coef_)
+    # solver="sdca" throughout: the rounds of a warm and a cold fit are compared, and solver="auto" would run
+    # primal Newton cold (few features, lam n < 2) and SDCA warm
+    start = daskdca.fit(X, y, loss=loss, lam=lam_from, tol=1e-9, solver="sdca")
+    cold = daskdca.fit(X, y, loss=loss, lam=lam_to, tol=1e-9, solver="sdca")
+    warm = daskdca.fit(X, y, loss=loss, lam=lam_to, tol=1e-9, solver="sdca", dual_init=start.dual_coef_)
     assert cold.converged_ and warm.converged_
     assert abs(warm.primal_ - cold.primal_) <= 1e-8 * abs(cold.primal_)
     assert warm.n_rounds_ < cold.n_rounds_
@@ -195,7 +197,7 @@ def test_classifier_warm_start_refit_across_C_one_vs_rest_with_intercept():
     from sklearn.datasets import load_iris
 
     X, y = load_iris(return_X_y=True)
-    params = dict(loss="logistic", fit_intercept=True, tol=1e-9, max_iter=5000)
+    params = dict(loss="logistic", fit_intercept=True, tol=1e-9, max_iter=5000, solver="sdca")  # warm against cold
     cold = daskdca.SDCAClassifier(C=1.0, **params).fit(X, y)
     clf = daskdca.SDCAClassifier(C=0.1, warm_start=True, **params).fit(X, y)
     assert not hasattr(clf, "dual_coef_") and clf._warm_duals[2].shape == (3, 150)  # kept privately
