@@ -58,15 +58,25 @@ _FIT_WARNING = r"daskdca\.fit reached max_rounds"
 # docstring holds a line ``{name}`` where the entry goes, and _with_shared_parameters fills it in when the
 # class is made, so the rendered docstrings (help(), Sphinx) are plain numpydoc.
 _SHARED_PARAMETERS = {
+    # the classifiers' loss (SDCAClassifier, SDCAClassifierCV); SDCARegressor documents its own losses
+    "classifier_loss": """loss : {"hinge", "squared_hinge", "smoothed_hinge", "logistic", "log_loss"}, default="hinge"
+    ``phi(a)`` with ``a = y x.w``: ``max(0, 1 - a)``; ``max(0, 1 - a)^2``
+    (LIBLINEAR's L2-loss SVM); the smoothed hinge with ``gamma = 1``
+    (``0`` for ``a >= 1``, ``1/2 - a`` for ``a <= 0``, ``(1 - a)^2 / 2``
+    between); ``log(1 + exp(-a))``.""",
     "l1_ratio": """l1_ratio : float in [0, 1) or None, default=None
     The L1 share of the penalty with ``penalty="elasticnet"`` (required
     then); must be None otherwise.""",
     "solver": """solver : {"auto", "sdca", "minibatch_sdca", "cocoa+"}, method object or None, default="auto"
     Passed to :func:`daskdca.fit`: ``"auto"`` (or None) picks the route
-    and the method (serial SDCA here, inside Catalyst's loop for small
-    ``lam n``; with a client, the whole fit on one worker or CoCoA+
-    rounds) and says why in ``route_``; a name or a method object such
-    as ``daskdca.SDCA(acceleration="catalyst")`` is run as given.""",
+    and the method and says why in ``route_``: in this process, serial
+    SDCA (inside Catalyst's loop for small ``lam n``) or, for a fit that
+    starts cold with few features, a smooth loss and small ``lam n``, the
+    primal Newton method; with a ``client``, the whole fit as one task on
+    one worker when the data fits there, else CoCoA+ (or Newton) rounds.
+    A name or a method object such as
+    ``daskdca.SDCA(acceleration="catalyst")`` is run as given; ``"sdca"``
+    is serial and runs in this process only (no ``client``).""",
     "tol": """tol : float, default=1e-6
     Relative duality gap at which each fit stops: ``P - D <= tol * |P|``.""",
     "intercept_scaling": """intercept_scaling : float, default=1.0
@@ -76,6 +86,91 @@ _SHARED_PARAMETERS = {
     What each fit shows (:func:`daskdca.fit`'s ``verbose``).  0 (False):
     nothing.  1 (True): one progress bar on the gap, with an ETA, then one
     summary line.  2: also one line per gap record.""",
+    "penalty": """penalty : {"l2", "elasticnet", "l1"}, default="l2"
+    The regularisation of ``w`` (the weight of the synthetic intercept
+    feature included, see ``fit_intercept``).  ``"l2"``: ``lam/2 ||w||^2``,
+    the problem above.  ``"elasticnet"``: ``lam ((1 - l1_ratio)/2 ||w||^2 +
+    l1_ratio ||w||_1)``, scikit-learn's elastic net (``alpha = lam`` in
+    ``ElasticNet`` and the ``SGD`` estimators, ``C = 1/(lam n)`` in
+    ``LogisticRegression``, up to their unregularised intercepts), solved
+    by proximal SDCA and certified as that problem, so ``coef_`` can hold
+    exact zeros: serial, in this process and on one partition, with
+    ``solver="auto"`` or ``"sdca"``; CoCoA+ rounds with ``"cocoa+"``; any
+    other solver raises (give a ``daskdca.SDCA`` or ``daskdca.CoCoAPlus``
+    object its own ``l1_ratio`` instead, with ``penalty="l2"``).  ``"l1"``
+    (no L2 part) raises: the dual methods
+    certify a gap only with an L2 part; use ``"elasticnet"`` with
+    ``l1_ratio`` < 1, e.g. 0.99.""",
+    "max_iter": """max_iter : int, default=1000
+    The most passes over the data for each problem, whatever the solver
+    (:func:`daskdca.fit`'s ``max_epochs``, as scikit-learn's SAG and SAGA
+    count ``max_iter``): a pass is one round of serial SDCA or CoCoA+,
+    ``ceil(n / batch_size)`` rounds of ``"minibatch_sdca"``, so ``n_iter_``,
+    which counts rounds, can exceed it.  A fit that reaches it before
+    ``tol`` warns with a ``ConvergenceWarning`` naming the relative gap
+    reached.""",
+    "fit_intercept": """fit_intercept : bool, default=True
+    Fit LIBLINEAR's regularised intercept: each row gets a synthetic last
+    feature of value ``s = intercept_scaling`` (appended to the copy of X
+    the fit uses, never to the caller's X) whose weight ``w_b`` is
+    regularised like the others, so the problem solved and certified is
+    the one above, with ``intercept_ = b = s w_b``.  The intercept is
+    therefore shrunk towards 0, less so for a larger ``s``: it is the
+    intercept of ``LinearSVC``, ``LinearSVR`` and
+    ``LogisticRegression(solver="liblinear")``, not the unregularised one
+    of ``Ridge`` or of ``LogisticRegression``'s other solvers, which it
+    approaches as ``s`` grows.  ``primal_``, ``dual_``, ``gap_`` and the
+    dual variables are those of this augmented problem.  False fits no
+    intercept (``intercept_`` is 0), the problem of :func:`daskdca.fit`
+    (and of LIBLINEAR's ``train`` without ``-B``); with the squared loss
+    and no row weights, centring X and y and passing False gives
+    ``Ridge``'s solution.""",
+    "random_state": """random_state : int, RandomState instance or None, default=0
+    Seed of the fit's random streams (:func:`daskdca.fit`'s
+    ``random_state``: the order of the coordinate steps and the random
+    order in which rows are dealt to partitions).  An int serves every
+    problem of every fit; a RandomState instance gives one int, drawn from
+    it at each call to ``fit``, to all that fit's problems; None lets each
+    :func:`daskdca.fit` call draw its own seed (so problems fitted one
+    after another get different ones).""",
+    "warm_start": """warm_start : bool, default=False
+    When True, a fit starts from the dual variables of the previous fit
+    (:func:`daskdca.fit`'s ``dual_init``), provided that fit also ran with
+    ``warm_start=True`` (only then are they kept), X has the same shape (the
+    synthetic intercept feature counted, so switching ``fit_intercept``
+    starts cold) and, for classification, y has the same classes;
+    otherwise it starts cold, at ``alpha = 0``, as scikit-learn's warm
+    starts do when shapes differ.  The duals are first projected onto the
+    dual box of the current labels, loss and row weights, which changes
+    nothing when those are unchanged.  The box does not depend on ``C`` and
+    every fit stops on its own certified gap, so a refit after
+    ``set_params(C=...)`` from a nearby start saves passes (``solver="auto"``
+    then runs a dual method, never Newton; a method object must support
+    warm starts).  While ``warm_start`` is True the duals (``8 n`` bytes
+    per problem) are kept privately, whatever ``keep_dual``.""",
+    "n_partitions": """n_partitions : int or None, default=None
+    Row partitions of each fit (:func:`daskdca.fit`'s ``n_partitions``, at
+    most the number of rows), dealt the rows in a seeded random order
+    (``dual_coef_`` still follows the rows of X).  In this process (no
+    ``client``), None is 1, or 2 for ``solver="cocoa+"``.  With a
+    ``client``, None is one partition per worker at the start of the fit
+    (unless ``solver="auto"`` runs the whole fit as one task on one
+    worker).  ``solver="auto"`` with a number above 1 runs CoCoA+ rounds
+    over that many partitions; ``"sdca"`` takes one only.""",
+    "client": """client : distributed.Client, str or None, default=None
+    Fit on this Dask cluster: a ``Client``, or a scheduler address such as
+    ``"tcp://host:8786"``, connected for each :func:`daskdca.fit` call and
+    closed after.  X is in memory (a dask array or DataFrame is computed
+    first) and travels to the workers inside the fit's tasks, once per
+    :func:`daskdca.fit` call (once per problem when problems are fitted one
+    after another).  None fits in this process, even where a default client
+    exists.  A clone shares the client; an estimator whose ``client`` is not
+    None cannot be pickled (set ``client=None`` first).""",
+    "keep_dual": """keep_dual : bool, default=False
+    Keep the fitted model's dual variables as ``dual_coef_``: ``8 n`` bytes
+    per problem (one problem for regression and for two classes, one per class
+    otherwise).  By default they are dropped, so the fitted estimator
+    pickles in ``O(K d)`` bytes for ``K`` problems of ``d`` features.""",
 }
 
 
@@ -474,9 +569,11 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
 
     With two classes, ``classes_[1]`` is the positive class (+1).  With
     ``K > 2`` classes it fits ``K`` one-vs-rest problems (class ``k`` against
-    the rest, each with the same ``C``, exactly as ``LinearSVC`` does).  For
-    now the ``K`` problems are fitted one after another, each by its own
-    :func:`daskdca.fit` call.
+    the rest, each with the same ``C``, exactly as ``LinearSVC`` does).  The
+    ``K`` problems are fitted together, by one :func:`daskdca.fit` call,
+    when the solver can (``"auto"``, ``"sdca"`` and ``"cocoa+"`` with
+    ``penalty="l2"``: ``capabilities.multi_class``), else one after
+    another, each by its own call.
 
     With ``loss="logistic"`` and ``multi_class="multinomial"``, ``K > 2``
     classes are one multinomial (softmax) problem instead, scikit-learn's
@@ -492,44 +589,16 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
 
     Parameters
     ----------
-    loss : {"hinge", "squared_hinge", "smoothed_hinge", "logistic", "log_loss"}, default="hinge"
-        ``phi(a)`` with ``a = y x.w``: ``max(0, 1 - a)``; ``max(0, 1 - a)^2``
-        (LIBLINEAR's L2-loss SVM); the smoothed hinge with ``gamma = 1``
-        (``0`` for ``a >= 1``, ``1/2 - a`` for ``a <= 0``, ``(1 - a)^2 / 2``
-        between); ``log(1 + exp(-a))``.
+    {classifier_loss}
     C : float, default=1.0
         Inverse regularisation strength as in LIBLINEAR: ``lam = 1 / (C n)``
         with ``n`` the number of training rows.  Must be > 0.
-    penalty : {"l2", "elasticnet", "l1"}, default="l2"
-        ``"l2"``: ``lam/2 ||w||^2``.  ``"elasticnet"``:
-        ``lam ((1 - l1_ratio)/2 ||w||^2 + l1_ratio ||w||_1)`` (scikit-learn's
-        elastic net with ``C = 1/(lam n)``), solved by proximal SDCA
-        (serial SDCA, or CoCoA+ with ``solver="cocoa+"``) and certified as
-        that problem; ``coef_`` then has exact zeros.  The intercept's synthetic
-        feature is penalised like the others.  ``"l1"`` (no L2 part) raises:
-        the dual methods certify only with an L2 part; use ``"elasticnet"``
-        with ``l1_ratio`` < 1, e.g. 0.99.
+    {penalty}
     {l1_ratio}
     {solver}
     {tol}
-    max_iter : int, default=1000
-        Maximum number of passes over the data per binary problem, whatever
-        the solver (:func:`daskdca.fit`'s ``max_epochs``, as scikit-learn's
-        SAG and SAGA count ``max_iter``); reaching it warns with
-        ``ConvergenceWarning``, naming the gap reached.
-    fit_intercept : bool, default=True
-        Fit an intercept, LIBLINEAR's way (the default, as in ``LinearSVC``
-        and ``LogisticRegression``, which fit the same one): each row gets a
-        synthetic last feature of value ``s = intercept_scaling`` (appended to
-        the copy of X the fit uses, never to the caller's X), whose weight
-        ``w_b`` is regularised like the others, so the problem solved (and certified) is
-        ``min 1/n sum_i phi(y_i (x_i.w + b)) + lam/2 (||w||^2 + (b/s)^2)``
-        with ``intercept_ = b = s w_b``.  The intercept is therefore shrunk
-        towards 0 (less so for a larger ``s``), unlike an unregularised one;
-        ``primal_``, ``dual_``, ``gap_`` and the duals are those of this
-        augmented problem.  False fits no intercept (``intercept_`` is 0),
-        the problem of :func:`daskdca.fit` (and of LIBLINEAR's ``train``
-        without ``-B``).
+    {max_iter}
+    {fit_intercept}
     {intercept_scaling}
     class_weight : dict, "balanced" or None, default=None
         Weights of the classes' losses, as in ``LinearSVC``: a dict
@@ -552,33 +621,12 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         problem either way (the softmax problem of two classes at ``2 lam``
         is the binary logistic one at ``lam``, and ``LogisticRegression``
         fits that one too).
-    random_state : int, RandomState instance or None, default=0
-        Seed of every random stream of the fit (the same seed for each of the
-        ``K`` problems).  None draws one.
-    warm_start : bool, default=False
-        When True, a refit starts each binary problem from the previous fit's
-        dual variables (``daskdca.fit(dual_init=...)``; with
-        ``fit_intercept`` those of the problem with the synthetic feature),
-        e.g. after ``set_params(C=...)``: the dual box does not depend on
-        ``C``, and the fit stops on its own certified gap, so a nearby start
-        saves rounds.  The previous duals are reused when X has the same
-        shape and y the same classes (projected onto the box of the current
-        labels and loss, which changes nothing when those are unchanged);
-        otherwise the fit starts cold, at ``alpha = 0``, as scikit-learn's
-        warm starts do when shapes differ.  The duals (``8 n K`` bytes) are
-        kept privately while ``warm_start`` is True, whatever ``keep_dual``.
-    n_partitions : int or None, default=None
-        Row partitions for ``"cocoa+"`` and ``"minibatch_sdca"``; see
-        :func:`daskdca.fit`.
-    client : distributed.Client or None, default=None
-        Fit on this Dask cluster (X's partitions travel to the workers
-        inside their tasks, once per problem).  A clone shares the client; an estimator holding one cannot
-        be pickled (set ``client=None`` first).
+    {random_state}
+    {warm_start}
+    {n_partitions}
+    {client}
     {verbose}
-    keep_dual : bool, default=False
-        Keep the dual variables as ``dual_coef_``.  They take ``8 n K``
-        bytes, so by default they are dropped and the fitted estimator
-        pickles in ``O(K d)`` bytes.
+    {keep_dual}
 
     Attributes
     ----------
@@ -1006,24 +1054,28 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         return est
 
 
+@_with_shared_parameters
 class SDCAClassifierCV(SDCAClassifier):
-    """:class:`SDCAClassifier` with ``C`` chosen by cross-validation along warm-started regularisation paths.
+    """Linear classifier by SDCA with ``C`` chosen by cross-validation along warm-started regularisation paths.
 
-    For each ``C`` of the grid it solves, on every training fold, the problem
-    of :class:`SDCAClassifier`,
+    For labels ``y_i`` in {-1, +1} and each ``C`` of the grid it solves, on
+    every training fold of ``n`` rows,
 
     ``min_{w,b}  P(w, b) = 1/n sum_i phi(y_i (x_i.w + b)) + lam/2 (||w||^2 + (b/s)^2)``  with  ``lam = 1 / (C n)``
 
     (by default ``fit_intercept=True``: LIBLINEAR's regularised intercept
     ``b = s w_b``, ``s = intercept_scaling``; ``b = 0`` with
-    ``fit_intercept=False``; one-vs-rest for more than two classes), by
-    :func:`daskdca.path`: from the smallest ``C`` up, each fit starting at the previous one's duals and
-    stopping on its own certified gap.  It scores every fold's models on the
-    held-out rows, picks the ``C`` with the best mean score (the smallest
-    such ``C`` on ties, as ``GridSearchCV`` over an ascending grid does) and
-    refits on all rows with it.  One ``C`` serves every class, unlike
-    :class:`~sklearn.linear_model.LogisticRegressionCV`, which picks one per
-    class.  X is in memory; with a ``client`` every fit runs on the cluster.
+    ``fit_intercept=False``; with ``K > 2`` classes, ``K`` one-vs-rest
+    problems, class ``k`` against the rest), by :func:`daskdca.path`: from
+    the smallest ``C`` up, each fit starting at the previous one's duals
+    and stopping on its own certified gap ``P - D <= tol * |P|``.  It
+    scores every fold's models on the held-out rows, picks the ``C`` with
+    the best mean score (the smallest such ``C`` on ties, as
+    ``GridSearchCV`` over an ascending grid does) and refits on all rows
+    with it, as :class:`SDCAClassifier` (``C=C_``) would.  One ``C`` serves
+    every class, unlike :class:`~sklearn.linear_model.LogisticRegressionCV`,
+    which picks one per class.  X is in memory; with a ``client`` every fit
+    runs on the cluster.
 
     Parameters
     ----------
@@ -1036,13 +1088,44 @@ class SDCAClassifierCV(SDCAClassifier):
     scoring : str, callable or None, default=None
         A scikit-learn scorer name or ``scorer(estimator, X, y)``; None scores
         by accuracy (:meth:`score`).
-    loss, solver, tol, max_iter, fit_intercept, intercept_scaling, class_weight, random_state, n_partitions, \
-verbose, keep_dual :
-        As in :class:`SDCAClassifier` (``fit_intercept=True`` by default), for
-        every fit along the paths and the refit (``max_iter`` bounds the
-        rounds of each fit; ``"balanced"`` class weights are computed on each
-        training fold's rows).  The solver must
-        support warm starts (all the estimators' solvers do).
+    {classifier_loss}
+    solver : {"auto", "sdca", "minibatch_sdca", "cocoa+"}, method object or None, default="auto"
+        The solver of every fit along the paths and of the refit (see
+        :func:`daskdca.fit`); it must support warm starts
+        (``capabilities.warm_start``: the four names do).  ``"auto"`` (or
+        None) picks the route and the method of each fit as
+        :func:`daskdca.fit` does (a warm-started fit runs a dual method, never
+        the primal Newton method); the refit's ``route_`` says which and why.
+        A name or a method object is run as given; ``"sdca"`` is serial and
+        runs in this process only (no ``client``).
+    {tol}
+    max_iter : int, default=1000
+        The most rounds of each fit along the paths (:func:`daskdca.path`'s
+        ``max_rounds``), and the most passes over the data of each problem
+        of the refit (:func:`daskdca.fit`'s ``max_epochs``).  A round is one
+        pass for serial SDCA and CoCoA+, one mini-batch for
+        ``"minibatch_sdca"``.  Fits along the paths that stop there are
+        counted in one ``ConvergenceWarning``; a refit that does warns with
+        the relative gap it reached.
+    {fit_intercept}
+    {intercept_scaling}
+    class_weight : dict, "balanced" or None, default=None
+        Weights of the classes' losses, as in ``LinearSVC``: a dict
+        ``{label: weight}`` (missing labels weigh 1), or ``"balanced"``,
+        ``n_samples / (n_classes * count(label))`` (counts weighted by
+        ``sample_weight``), computed on each training fold's rows for the
+        paths and on all rows for the refit.  With two classes each row's
+        loss is multiplied by its class's weight; with ``K > 2``, problem
+        ``k`` weighs class ``k``'s rows by its weight and the rest by 1
+        (LIBLINEAR's one-vs-rest).
+    random_state : int, RandomState instance or None, default=0
+        Seed of the fits' random streams (:func:`daskdca.fit`'s
+        ``random_state``).  An int serves every fit along the paths and the
+        refit; a RandomState instance gives one int, drawn from it at each
+        call to ``fit``, to all of them; None lets each path draw one seed
+        for all its fits, and each :func:`daskdca.fit` call of the refit its
+        own.
+    {n_partitions}
     n_jobs : int or None, default=None
         The paths (one per training fold and one-vs-rest problem) run in
         parallel by joblib on this many workers, as scikit-learn's CV
@@ -1053,11 +1136,15 @@ verbose, keep_dual :
         each path runs exactly as it would alone, and the scores and the
         refit run in this process.
     client : distributed.Client, str or None, default=None
-        Run every fit along the paths and the refit on this Dask cluster
-        (a ``Client``, or a scheduler address such as ``"tcp://host:8786"``),
-        as :class:`SDCAClassifier` does; each training fold travels to the
-        workers inside its fits' tasks.  A clone shares the client; an
-        estimator holding one cannot be pickled (set ``client=None`` first).
+        Run every fit along the paths and the refit on this Dask cluster: a
+        ``Client``, or a scheduler address such as ``"tcp://host:8786"``,
+        connected for each :func:`daskdca.fit` call and closed after.  Each
+        training fold (all rows for the refit) travels to the workers inside
+        its fits' tasks.  None fits in this process, even where a default
+        client exists.  A clone shares the client; an estimator whose
+        ``client`` is not None cannot be pickled (set ``client=None`` first).
+    {verbose}
+    {keep_dual}
 
     Attributes
     ----------
@@ -1069,14 +1156,41 @@ verbose, keep_dual :
         The score of each fold's model at each ``C``.
     best_score_ : float
         The mean score over the folds at ``C_``.
-    classes_, coef_, intercept_, dual_coef_, primal_, dual_, gap_, converged_, n_iter_, history_, \
-n_features_in_, feature_names_in_ :
-        Those of :class:`SDCAClassifier`, for the refit on all rows at ``C_``.
+    classes_ : ndarray of shape (n_classes,)
+        The sorted class labels.
+    coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
+        ``w`` of each problem of the refit on all rows at ``C_``: one row for
+        two classes (for ``classes_[1]``), one row per class otherwise.
+    intercept_ : ndarray of shape (1,) or (n_classes,)
+        ``intercept_scaling * w_b`` with ``fit_intercept``, else zeros.
+    dual_coef_ : ndarray of shape (1, n_samples) or (n_classes, n_samples)
+        Only with ``keep_dual=True``: the refit's ``alpha`` of each problem,
+        with ``coef_[k] = C_ * X.T @ dual_coef_[k]`` and, with
+        ``fit_intercept``, ``intercept_[k] = C_ * intercept_scaling**2 *
+        dual_coef_[k].sum()``.
+    primal_, dual_, gap_ : ndarray of shape (1,) or (n_classes,)
+        The refit's ``P(coef_[k], intercept_[k])``, ``D(dual_coef_[k])`` and
+        their difference per problem, certified from the dual variables
+        alone.
+    converged_ : ndarray of bool of shape (1,) or (n_classes,)
+        Whether each problem of the refit reached ``gap <= tol * |primal|``.
+    n_iter_ : ndarray of int of shape (1,) or (n_classes,)
+        Rounds the refit took per problem.
+    route_ : daskdca.routes.Route
+        Where the refit ran and why (:mod:`daskdca.routes`); the first
+        problem's when the problems are fitted one after another.
+    history_ : list of list of HistoryRecord
+        The refit's records per problem, one ``(round, epochs, seconds,
+        primal, dual, gap)`` per gap evaluation.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
+        Only when X has string column names (a DataFrame).
 
     See Also
     --------
     daskdca.path : the warm-started path each fold runs.
-    sklearn.linear_model.LogisticRegressionCV : the same idea for LIBLINEAR's logistic regression.
+    SDCAClassifier : the same model at one given ``C`` (the refit's).
+    sklearn.linear_model.LogisticRegressionCV : the same idea for logistic regression, one ``C`` per class.
 
     Examples
     --------
@@ -1136,9 +1250,10 @@ n_features_in_, feature_names_in_ :
         y : array-like of shape (n_samples,)
             Class labels, at least two distinct values.
         sample_weight : array-like of shape (n_samples,), float or None, default=None
-            Row weights of every fit (the training folds' rows keep theirs),
-            as in :meth:`SDCAClassifier.fit`; the held-out scores are
-            unweighted.
+            Row weights ``s_i >= 0`` multiplying each row's loss in every fit
+            (LIBLINEAR's per-instance ``C_i = C s_i``; the training folds'
+            rows keep theirs), combined with ``class_weight``; the held-out
+            scores are unweighted.
 
         Returns
         -------
@@ -1265,43 +1380,19 @@ default="squared"
         loss; ``HuberRegressor`` instead divides residuals by a scale it
         fits, so scale or standardise ``y`` first).  Must be > 0; used only
         by ``loss="huber"``.
-    penalty : {"l2", "elasticnet", "l1"}, default="l2"
-        As in :class:`SDCAClassifier`: ``"elasticnet"`` solves
-        ``1/n sum_i (x_i.w + b - y_i)^2 / 2 + lam ((1 - l1_ratio)/2 ||w||^2 + l1_ratio ||w||_1)``
-        (scikit-learn's ``ElasticNet`` with ``alpha = lam``) by proximal
-        SDCA, certified; ``"l1"`` raises.
+    {penalty}
     {l1_ratio}
     {solver}
     {tol}
-    max_iter : int, default=1000
-        Maximum number of passes over the data (:func:`daskdca.fit`'s
-        ``max_epochs``); reaching it warns with ``ConvergenceWarning``.
-    fit_intercept : bool, default=True
-        Fit LIBLINEAR's regularised intercept (the default, as ``Ridge`` fits
-        an intercept by default; see :class:`SDCAClassifier`): a synthetic
-        feature of value ``s = intercept_scaling`` whose weight ``w_b`` is
-        regularised, ``intercept_ = b = s w_b``, and the problem is ``min
-        1/n sum_i (x_i.w + b - y_i)^2 / 2 + lam/2 (||w||^2 + (b/s)^2)``.
-        Unlike ``Ridge``'s, this intercept is regularised (it approaches
-        Ridge's as ``s`` grows); centre X and y yourself and pass False for
-        Ridge's unregularised one.  False fits no intercept (0.0), the
-        problem of :func:`daskdca.fit`.
+    {max_iter}
+    {fit_intercept}
     {intercept_scaling}
-    random_state : int, RandomState instance or None, default=0
-        Seed of every random stream of the fit; None draws one.
-    warm_start : bool, default=False
-        When True, a refit on X of the same shape starts from the previous
-        fit's ``n`` dual variables (see :class:`SDCAClassifier`); otherwise,
-        or on X of another shape, it starts at ``alpha = 0``.
-    n_partitions : int or None, default=None
-        Row partitions for ``"cocoa+"`` and ``"minibatch_sdca"``.
-    client : distributed.Client or None, default=None
-        Fit on this Dask cluster.  A clone shares the client; an estimator
-        holding one cannot be pickled (set ``client=None`` first).
+    {random_state}
+    {warm_start}
+    {n_partitions}
+    {client}
     {verbose}
-    keep_dual : bool, default=False
-        Keep the ``n`` dual variables as ``dual_coef_`` (dropped by default
-        so the fitted estimator pickles in ``O(d)`` bytes).
+    {keep_dual}
 
     Attributes
     ----------
