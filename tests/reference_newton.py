@@ -93,22 +93,35 @@ def ladder_sums(X, y, w, direction, loss, weight=None, gamma=1.0, steps=LADDER):
     return np.array([np.sum(s * loss_values(loss, y, m + t * q, gamma)) for t in steps])
 
 
-def newton_rounds(X, y, lam, loss, rounds, weight=None, gamma=1.0):
-    """The iterates ``w_1 .. w_rounds`` of Newton from ``w_0 = 0``: direction by ``np.linalg.solve``,
-    step the largest ``t`` of the ladder with ``P(w + t s) <= P(w) + c1 t grad.s``."""
+def newton_points(X, y, lam, loss, rounds, weight=None, gamma=1.0):
+    """The point each of ``rounds`` rounds hands on, from ``w_0 = 0``: ``np.linalg.solve`` for the direction.
+
+    A round evaluates its point; it accepts it when it needs no test (the first round, or a point a ladder
+    step reached) or when its full step meets ``P(w + s) <= P(w) + c1 grad.s``, and hands on ``w + s`` from
+    the Hessian there; otherwise it hands on the largest ``t`` of the rest of the ladder meeting
+    ``P(w + t s) <= P(w) + c1 t grad.s`` from the accepted ``w`` (``w`` itself when none does).
+    """
     n, d = X.shape
-    w = np.zeros(d)
+    point, test = np.zeros(d), False
+    base = direction = None
+    base_primal = slope = 0.0
     out = []
     for _ in range(rounds):
-        loss_sum, _, g, H = newton_sums(X, y, w, loss, weight, gamma)
-        grad = g / n + lam * w
-        direction = np.linalg.solve(H / n + lam * np.eye(d), -grad)
-        primal = loss_sum / n + lam / 2 * w @ w
-        values = ladder_sums(X, y, w, direction, loss, weight, gamma)
-        for t, v in zip(LADDER, values):
-            trial = w + t * direction
-            if v / n + lam / 2 * trial @ trial <= primal + C1 * t * grad @ direction:
-                w = trial
-                break
-        out.append(w.copy())
+        loss_sum, _, g, H = newton_sums(X, y, point, loss, weight, gamma)
+        primal = loss_sum / n + lam / 2 * point @ point
+        if not test or primal <= base_primal + C1 * slope:
+            base, base_primal = point, primal
+            grad = g / n + lam * point
+            direction = np.linalg.solve(H / n + lam * np.eye(d), -grad)
+            slope = grad @ direction
+            point, test = base + direction, bool(np.any(direction))
+        else:
+            values = ladder_sums(X, y, base, direction, loss, weight, gamma, steps=LADDER[1:])
+            point, test = base, False
+            for t, v in zip(LADDER[1:], values):
+                trial = base + t * direction
+                if v / n + lam / 2 * trial @ trial <= base_primal + C1 * t * slope:
+                    point = trial
+                    break
+        out.append(point.copy())
     return out

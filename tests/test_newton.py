@@ -100,12 +100,13 @@ def test_cholesky_solve_matches_lapack():
 
 @pytest.mark.parametrize("loss", SMOOTH)
 def test_rounds_match_reference_newton_rounds(loss):
-    """Every iterate of three rounds on heart, two partitions, against ``np.linalg.solve`` Newton."""
+    """The point every round hands on, on heart with two partitions, against ``np.linalg.solve`` Newton with
+    the same acceptance rule and ladder (``reference_newton.newton_points``)."""
     X, y = load_dataset("heart")
     ys = _signed(y)
     lam, gamma = 1e-3, 0.5
-    expected = refn.newton_rounds(X, ys, lam, loss, 4, gamma=gamma)
-    for rounds in (1, 2, 4):
+    expected = refn.newton_points(X, ys, lam, loss, 6, gamma=gamma)
+    for rounds in range(1, 7):
         result = fit_in_process(Newton(), X, ys, loss=_loss(loss, gamma), lam=lam, n_partitions=2, random_state=0,
                                 tol=0.0, max_rounds=rounds)
         np.testing.assert_allclose(result.w, expected[rounds - 1], rtol=1e-8, atol=1e-10)
@@ -285,14 +286,14 @@ def test_a_killed_driver_resumes_to_the_undisturbed_result(fault_client, tmp_pat
 
 
 @pytest.mark.parametrize("scale", [1.0, 40.0, 1e4])
-def test_the_split_line_search_takes_the_step_of_one_pass_over_the_whole_ladder(scale):
-    """The line search evaluates the ladder's first steps in one pass and the rest only when they all fail; the
-    step taken is the largest one meeting Armijo's condition over all 21, computed here in one pass and in
-    plain NumPy.  A direction stretched by ``scale`` makes the first steps fail (40: a step from the second
-    pass; 1e4: one near the ladder's end)."""
+def test_the_line_search_takes_the_largest_step_of_the_whole_ladder(scale):
+    """The full step is tested on the Newton pass, the ladder's next three steps in a second pass where it fails
+    and the rest in a third only where those fail too; the step taken is the largest one meeting Armijo's
+    condition over all 21, computed here in plain NumPy.  A direction stretched by ``scale`` makes the first
+    steps fail (40: a step from the third pass, t = 1/16; 1e4: one near the ladder's end)."""
     from daskdca.driver import InProcess, in_process_partitions
     from daskdca.methods.base import DataInfo
-    from daskdca.methods.newton import ARMIJO_C1
+    from daskdca.methods.newton import ARMIJO_C1, LADDER_FIRST
 
     X, y = load_dataset("heart")
     lam, loss = 1e-3, get_loss("logistic")
@@ -302,25 +303,27 @@ def test_the_split_line_search_takes_the_step_of_one_pass_over_the_whole_ladder(
     executor = InProcess(parts, info, 0)
     plan = executor.setup(Newton())
     G, Ls = executor.init(plan)
-    G, Ls, _ = executor.run(plan, G, Ls, 0, 1)  # one round: a w that is not zero
-    newton, search, rest = plan.phases()
-    ctx = executor.ctx(1, 0)
-    L, contribution = newton.local(parts[0], Ls[0], G, ctx)
-    state, _ = newton.combine(G, contribution, executor.ctx(1, -1))
-    state = state._replace(direction=scale * state.direction, slope=scale * state.slope)
+    G, Ls, _ = executor.run(plan, G, Ls, 0, 2)  # two rounds: an accepted w that is not zero, and its direction
+    assert not G.searching and np.any(G.base) and np.any(G.direction)
+    state = G._replace(direction=scale * G.direction, slope=scale * G.slope)
+    state = state._replace(w=state.base + state.direction)  # the round's point: the full (stretched) step
     # the reference: every step's objective, the largest step meeting Armijo's condition
     Xd = X.toarray()
-    primal = float(np.mean(np.logaddexp(0.0, -y * (Xd @ state.w)))) + 0.5 * lam * float(state.w @ state.w)
-    expected = state.w
-    for t in LADDER:
-        trial = state.w + t * state.direction
-        value = float(np.mean(np.logaddexp(0.0, -y * (Xd @ trial)))) + 0.5 * lam * float(trial @ trial)
-        if value <= primal + ARMIJO_C1 * t * state.slope:
-            expected = trial
+
+    def objective(v):
+        return float(np.mean(np.logaddexp(0.0, -y * (Xd @ v)))) + 0.5 * lam * float(v @ v)
+
+    expected, index = state.base, len(LADDER)
+    for j, t in enumerate(LADDER):
+        trial = state.base + t * state.direction
+        if objective(trial) <= objective(state.base) + ARMIJO_C1 * t * state.slope:
+            expected, index = trial, j
             break
-    after_search = search.combine(state, search.local(parts[0], L, state, ctx)[1], executor.ctx(1, -1))[0]
-    final, report = rest.combine(after_search, rest.local(parts[0], L, after_search, ctx)[1], executor.ctx(1, -1))
-    np.testing.assert_allclose(final.w, expected, rtol=1e-12, atol=1e-15)
-    first_steps_failed = scale > 1.0
-    assert report.steps == (3.0 if first_steps_failed else 2.0) * X.shape[0]
-    assert np.any(after_search.direction) == first_steps_failed
+    for phase in plan.phases():
+        L, contribution = phase.local(parts[0], Ls[0], state, executor.ctx(2, 0))
+        state, report = phase.combine(state, contribution, executor.ctx(2, -1))
+    accepted = state.base if index == 0 else state.w  # a full step is accepted at once, a ladder step next round
+    np.testing.assert_allclose(accepted, expected, rtol=1e-12, atol=1e-15)
+    passes = 1 if index == 0 else 2 if index < LADDER_FIRST else 3
+    assert report.steps == passes * X.shape[0]
+    assert (index == 0) == (scale == 1.0) and (scale < 1e4 or passes == 3)

@@ -10,40 +10,51 @@ generalised Hessian).  Where ``n >> d`` and ``C = 1/(lam n)`` is large a dual
 coordinate method needs many epochs, and LIBLINEAR's primal trust-region
 Newton solver is 20-95x faster; the ``d x d`` Hessian is then small.
 
-A round is three phases: the first two each a pass over every partition, the third a pass only in the rounds where the first steps of the line search all fail:
+A round is one pass in most rounds, and at most three phases:
 
-1. **newton**: every partition sends its loss sum, its conjugate sum at the
-   dual point ``alpha_i = -s_i phi_i'(x_i.w)``, its gradient sum
-   ``g_k = sum s_i phi_i'(x_i.w) x_i`` (the contribution's d-vector) and its
-   Hessian sum ``H_k = X_k^T D_k X_k``, ``D_ii = s_i phi_i''(x_i.w)`` (the
-   upper triangle, after the three sums in the contribution's scalars);
-   the tree reduce adds them, and the combine solves
-
-       (H / n + lam I) s = -(g / n + lam w)
-
-   by Cholesky in float64 (the Newton direction, Nocedal & Wright, Numerical
-   Optimization, 2nd ed., eq. (2.15)), and records ``P(w)`` and ``D(alpha)``: with
-   ``X^T alpha = -g``, ``w(alpha) = -g / (lam n)``.
-2. **line search**: every partition sends ``sum s_i phi_i(x_i.w + t x_i.s)``
-   for each of the first four steps ``t`` of the fixed ladder
-   ``1, 1/2, ..., 2^-20`` (one pass); the combine takes the largest ``t``
-   with Armijo's sufficient decrease
+1. **newton**: every partition sends, at the round's point ``c`` (the model:
+   the last accepted point plus its full Newton step), its loss sum, its
+   conjugate sum at the dual point ``alpha_i = -s_i phi_i'(x_i.c)``, its
+   gradient sum ``g_k = sum s_i phi_i'(x_i.c) x_i`` (the contribution's
+   d-vector) and its Hessian sum ``H_k = X_k^T D_k X_k``,
+   ``D_ii = s_i phi_i''(x_i.c)`` (the upper triangle, after the three sums
+   in the contribution's scalars); the tree reduce adds them.  The combine
+   records ``P(c)`` and ``D(alpha)`` (with ``X^T alpha = -g``,
+   ``w(alpha) = -g / (lam n)``), and accepts ``c`` when the full step
+   ``t = 1`` meets Armijo's sufficient decrease from the accepted point
+   ``w``
 
        P(w + t s) <= P(w) + c1 t grad P(w).s,   c1 = 1e-4
 
-   (Nocedal & Wright eq. (3.4); ``c1 = 1e-4`` is their suggested value, §3.1)
-   and moves ``w``.
-3. **line search, the rest**: only when none of those four steps met it,
-   the same sums for the other seventeen (a second pass; otherwise no pass)
-   and the same choice; when no step of the ladder decreases ``P`` enough
-   (the rounding floor, at the optimum) ``w`` stays.  The step taken is the
-   one a single pass over all 21 would give, bit for bit.
+   (Nocedal & Wright, Numerical Optimization, 2nd ed., eq. (3.4); ``c1 =
+   1e-4`` is their suggested value, §3.1).  Accepted, ``c`` becomes ``w``
+   and the combine solves
 
-Certificate: like :mod:`~daskdca.methods.pegasos`, the model is ``w`` and the
-dual point ``alpha_i = -s_i phi_i'(x_i.w)``, always feasible, ``alpha*`` at
-the optimum; every round reports ``P(w)`` and ``D(alpha)`` from phase 1's
-sums, so the driver stops on the certified gap, which it recomputes from the
-dual point alone.  The gap falls quadratically near the optimum (Nocedal &
+       (H / n + lam I) s = -(g / n + lam w)
+
+   by Cholesky in float64 (the Newton direction, eq. (2.15)): the next
+   round's point is ``w + s``.  Near the optimum ``t = 1`` is always taken
+   (for ``c1 < 1/2``, their Theorem 3.6), so a round is this one pass: the loss at the full
+   step and the Newton system there come from the same pass.
+2. **line search**: only when ``t = 1`` failed, every partition sends
+   ``sum s_i phi_i(x_i.w + t x_i.s)`` for the next three steps ``t`` of the
+   fixed ladder ``1, 1/2, ..., 2^-20`` (one pass); the combine takes the
+   largest meeting Armijo's condition as the next round's point.
+3. **line search, the rest**: only when those failed too, the same sums for
+   the other seventeen (a second pass); when no step of the ladder decreases
+   ``P`` enough (the rounding floor, at the optimum) the next point is ``w``.
+
+The step taken is the largest of the ladder meeting Armijo's condition,
+evaluated in at most three passes instead of one over all 21 steps.  A
+point reached by a ladder step is accepted without a test in the next round
+(its decrease was tested), which only solves the Newton system there.
+
+Certificate: like :mod:`~daskdca.methods.pegasos`, the model is the round's
+point ``c`` and the dual point ``alpha_i = -s_i phi_i'(x_i.c)``, always
+feasible, ``alpha*`` at the optimum; every round reports ``P(c)`` and
+``D(alpha)`` from phase 1's sums (the gap of the state the round starts
+from, as the drivers expect), so the driver stops on the certified gap,
+which it recomputes from the dual point alone.  The gap falls quadratically near the optimum (Nocedal &
 Wright Theorem 3.5); the registry says "linear", the rate the drivers know.
 """
 
@@ -82,20 +93,24 @@ NEWTON_LOSSES = ("logistic", "squared", "squared_hinge", "smoothed_hinge")
 # "c1 = 1e-4" is the value they suggest in §3.1).
 ARMIJO_C1 = 1e-4
 # The backtracking ladder t = 1, 1/2, ..., 2^-20 (Nocedal & Wright Algorithm 3.1 with rho = 1/2, cut at 21
-# trials).  Its first LADDER_FIRST steps are evaluated in one pass; the rest only in a second pass, in the rounds
-# where none of those meets Armijo's condition (rare: near the optimum t = 1 does).  Each step's sum is added
-# over the rows in the same order either way, so the step taken, and every bit, is that of one pass over all 21.
-# Measured on a 1,000,000 x 122 logistic set: 0.29 s for the 21 steps' pass, 0.09 s for 4 (0.22 s the Hessian's).
+# trials).  t = 1 is tested on the Newton pass at the full step; the next LADDER_FIRST - 1 steps in one pass when
+# it fails, the rest in another only when those fail too (rare: near the optimum t = 1 passes).  Measured on a
+# 1,000,000 x 122 logistic set: 0.22 s for the Newton pass, 0.09 s for a pass over 4 steps, 0.29 s over all 21.
 LADDER = tuple(0.5 ** j for j in range(21))
 LADDER_FIRST = 4
 
 
 class NewtonGlobal(NamedTuple):
-    """The iterate ``w``, phase 1's direction ``s`` and slope ``grad P(w).s``, and ``(P(w), D(alpha), rows)``."""
+    """The round's point ``w`` (the model), the accepted point ``base`` with ``P(base)``, its direction ``s``
+    and slope ``grad P(base).s`` (a zero ``s``: ``w`` is accepted without a test), ``searching`` (1.0 while
+    the line search runs) and ``(P(w), D(alpha), rows, passes)``: phase 1's gap sums and the round's passes."""
 
     w: np.ndarray
+    base: np.ndarray
+    base_primal: float
     direction: np.ndarray
     slope: float
+    searching: float
     sums: np.ndarray
 
 
@@ -111,10 +126,12 @@ class Newton:
 
     Solves ``min_w 1/n sum_i s_i phi_i(x_i.w) + lam/2 ||w||^2`` for a twice
     differentiable loss: each round every partition sends its gradient and
-    ``d x d`` Hessian sums, the combine solves
-    ``(H / n + lam I) s = -grad P(w)`` by Cholesky, and a second pass picks
-    the largest step ``t in {1, 1/2, ..., 2^-20}`` meeting Armijo's condition
-    (module docstring).  Every round reports the gap at its starting ``w``.
+    ``d x d`` Hessian sums at the full Newton step from the last accepted
+    point; where that step meets Armijo's condition the combine accepts it
+    and solves ``(H / n + lam I) s = -grad P(w)`` by Cholesky for the next
+    one, and where it does not, one or two more passes pick the largest step
+    ``t in {1/2, ..., 2^-20}`` that does (module docstring).  Every round
+    reports the gap at its starting point.
 
     Parameters
     ----------
@@ -166,7 +183,7 @@ class NewtonPlan(PlanBase):
                 Phase("line_search_rest", self.local_line_search_rest, self.combine_line_search_rest))
 
     def init_global(self):
-        return NewtonGlobal(np.zeros(self.d), np.zeros(self.d), 0.0, np.zeros(3))
+        return NewtonGlobal(np.zeros(self.d), np.zeros(self.d), math.inf, np.zeros(self.d), 0.0, 0.0, np.zeros(4))
 
     def init_local(self, part, ctx):
         return NewtonLocal(np.zeros(0))
@@ -192,66 +209,73 @@ class NewtonPlan(PlanBase):
         return local, Contribution(compress(out[:self.d]), scalars)
 
     def combine_newton(self, state, total, ctx):
-        """The Newton direction ``(H / n + lam I)^-1 (-grad P(w))``; ``P(w)`` and ``D(alpha)`` kept for the report."""
+        """``P(w)`` and ``D(alpha)`` kept for the report; ``w`` accepted when it needs no test or ``t = 1`` meets
+        Armijo's condition, and then the next point ``w + (H / n + lam I)^-1 (-grad P(w))``."""
         loss_sum, conj_sum, rows = total.scalars[:3]
         d, n, lam, w = self.d, self.n, self.lam, state.w
         g = dense(total.vector, d)
+        w_alpha = g / (-lam * n)  # X^T alpha / (lam n) with X^T alpha = -g
+        primal = loss_sum / n + 0.5 * lam * float(w @ w)
+        dual = -conj_sum / n - 0.5 * lam * float(w_alpha @ w_alpha)
+        sums = np.array([primal, dual, rows, 1.0])  # the gap's sums, and the passes of this round so far
+        if np.any(state.direction) and not primal <= state.base_primal + ARMIJO_C1 * state.slope:
+            return state._replace(searching=1.0, sums=sums), RoundReport(False, math.nan, math.nan, 0.0)
         grad = g / n + lam * w
         direction, ok = cholesky_solve(newton_system(np.ascontiguousarray(total.scalars[3:]), d, 1.0 / n, lam), -grad)
         if not ok:  # H/n + lam I is positive definite; only non-finite sums get here
             direction = np.zeros(d)
-        w_alpha = g / (-lam * n)  # X^T alpha / (lam n) with X^T alpha = -g
-        primal = loss_sum / n + 0.5 * lam * float(w @ w)
-        dual = -conj_sum / n - 0.5 * lam * float(w_alpha @ w_alpha)
-        return (NewtonGlobal(w, direction, float(grad @ direction), np.array([primal, dual, rows])),
+        return (NewtonGlobal(w + direction, w, primal, direction, float(grad @ direction), 0.0, sums),
                 RoundReport(False, math.nan, math.nan, 0.0))
 
     def _ladder_sums(self, part, state, steps):
-        """``sum s_i phi_i(x_i.w + t x_i.s)`` for every ``t`` of ``steps``, in one pass."""
+        """``sum s_i phi_i(x_i.base + t x_i.s)`` for every ``t`` of ``steps``, in one pass."""
         kind, param = int(self.loss.kind), self.loss.param
         out = np.zeros(steps.shape[0])
         for rows, lo, hi, _ in part.pieces():
-            ladder_loss_sums(rows.indptr, rows.indices, rows.data, rows.y, rows.weight, state.w, state.direction,
+            ladder_loss_sums(rows.indptr, rows.indices, rows.data, rows.y, rows.weight, state.base, state.direction,
                              lo, hi, kind, param, steps, out)
         return out
 
     def _armijo(self, state, steps, sums):
         """The first of ``steps`` meeting Armijo's condition (eq. (3.4)) given their loss ``sums``, or None."""
-        primal, w, s, n, lam = state.sums[0], state.w, state.direction, self.n, self.lam
+        w, s, n, lam = state.base, state.direction, self.n, self.lam
         for t, loss_sum in zip(steps, sums):
             trial = w + t * s
-            if loss_sum / n + 0.5 * lam * float(trial @ trial) <= primal + ARMIJO_C1 * t * state.slope:
+            if loss_sum / n + 0.5 * lam * float(trial @ trial) <= state.base_primal + ARMIJO_C1 * t * state.slope:
                 return trial
         return None
 
+    def _stepped(self, state, point):
+        """The next round's point ``point``, accepted there without a test (its decrease was tested here)."""
+        return state._replace(w=point, direction=np.zeros(self.d), slope=0.0, searching=0.0)
+
     def local_line_search(self, part, local, state, ctx):
-        """The loss sums of the first :data:`LADDER_FIRST` steps of :data:`LADDER`, in one pass."""
-        return local, Contribution(None, self._ladder_sums(part, state, np.array(LADDER[:LADDER_FIRST])))
+        """Only where ``t = 1`` failed: the loss sums of the ladder's next steps, in one pass."""
+        if not state.searching:
+            return local, Contribution(None, np.zeros(LADDER_FIRST - 1))
+        return local, Contribution(None, self._ladder_sums(part, state, np.array(LADDER[1:LADDER_FIRST])))
 
     def combine_line_search(self, state, total, ctx):
-        """Move ``w`` by the largest of the first steps that meets Armijo's condition; the direction becomes
-        zero once a step is taken, which tells the next phase to skip its pass."""
-        trial = self._armijo(state, LADDER[:LADDER_FIRST], total.scalars)
-        if trial is None:
+        """The largest of those steps meeting Armijo's condition, if any, becomes the next point."""
+        if not state.searching:
             return state, RoundReport(False, math.nan, math.nan, 0.0)
-        return state._replace(w=trial, direction=np.zeros(self.d), slope=0.0), RoundReport(False, math.nan,
-                                                                                            math.nan, 0.0)
+        state = state._replace(sums=state.sums + np.array([0.0, 0.0, 0.0, 1.0]))  # this pass
+        trial = self._armijo(state, LADDER[1:LADDER_FIRST], total.scalars)
+        return (state if trial is None else self._stepped(state, trial)), RoundReport(False, math.nan, math.nan,
+                                                                                     0.0)
 
     def local_line_search_rest(self, part, local, state, ctx):
-        """The loss sums of the rest of :data:`LADDER`, in one pass, only where the first steps all failed."""
-        if not np.any(state.direction):  # a step was taken (or there was nothing to search): no pass
+        """Only where the first steps all failed: the loss sums of the rest of :data:`LADDER`, in one pass."""
+        if not state.searching:
             return local, Contribution(None, np.zeros(len(LADDER) - LADDER_FIRST))
         return local, Contribution(None, self._ladder_sums(part, state, np.array(LADDER[LADDER_FIRST:])))
 
     def combine_line_search_rest(self, state, total, ctx):
-        """The largest remaining step meeting Armijo's condition (none: ``w`` stays); the report of the round's
-        start."""
-        primal, dual, rows = state.sums
-        passes = 2.0
-        new_w = state.w
-        if np.any(state.direction):
-            passes = 3.0
+        """The largest remaining step meeting Armijo's condition (none: back to the accepted point); the report
+        of the round's point."""
+        primal, dual, rows, passes = state.sums
+        if state.searching:
+            passes += 1.0
             trial = self._armijo(state, LADDER[LADDER_FIRST:], total.scalars)
-            new_w = state.w if trial is None else trial
-        return (NewtonGlobal(new_w, np.zeros(self.d), 0.0, np.zeros(3)),
-                RoundReport(True, float(primal), float(dual), passes * float(rows)))
+            state = self._stepped(state, state.base if trial is None else trial)
+        return state, RoundReport(True, float(primal), float(dual), float(passes * rows))
