@@ -80,8 +80,13 @@ class Rows(NamedTuple):
     def n_rows(self) -> int:
         return self.indptr.shape[0] - 1
 
-    def csr(self):
-        return sp.csr_matrix((self.data, self.indices, self.indptr), shape=(self.n_rows, self.n_features))
+    def csr(self, lo=0, hi=None):
+        """Rows ``[lo, hi)`` (all by default) as a SciPy CSR matrix over the same ``data`` and ``indices``
+        (views, not a copy: a row slice of a CSR matrix copies them)."""
+        hi = self.n_rows if hi is None else hi
+        a, b = self.indptr[lo], self.indptr[hi]
+        return sp.csr_matrix((self.data[a:b], self.indices[a:b], self.indptr[lo:hi + 1] - a),
+                             shape=(hi - lo, self.n_features))
 
 
 def rows_from_csr(X, y, weight=None, sqnorm=None) -> Rows:
@@ -364,7 +369,7 @@ def xt_alpha_part(part, alpha, lam_n):
         return _per_problem(lambda view, a: xt_alpha_part(view, a, lam_n), part, alpha)
     out = None
     for rows, lo, hi, start in part.pieces():
-        piece = np.asarray(rows.csr()[lo:hi].T @ alpha[start:start + hi - lo]).ravel()
+        piece = np.asarray(rows.csr(lo, hi).T @ alpha[start:start + hi - lo]).ravel()
         out = piece if out is None else out + piece
     return out / lam_n
 
@@ -383,6 +388,6 @@ def gram_matvec_part(part, v):
     for rows, lo, hi, _ in part.pieces():
         norms = np.sqrt(rows.sqnorm[lo:hi])
         scale = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
-        Xn = sp.diags(scale) @ rows.csr()[lo:hi]
+        Xn = sp.diags(scale) @ rows.csr(lo, hi)
         out += np.asarray(Xn.T @ (Xn @ v)).ravel()
     return out

@@ -90,7 +90,8 @@ def gap_met(primal, dual, tol):
 def max_column_nnz(X):
     """The largest number of rows in which one feature is non-zero (the sparse ESO bound's input)."""
     X = sp.csr_matrix(X)
-    counts = np.bincount(X.indices[X.data != 0], minlength=X.shape[1])
+    stored = X.indices if X.data.all() else X.indices[X.data != 0]  # no copy where no stored value is zero
+    counts = np.bincount(stored, minlength=X.shape[1])
     return int(counts.max(initial=0))
 
 

@@ -306,7 +306,7 @@ class MinibatchPlan(PlanBase):
         v_spectral = self.betas[ctx.partition] * sqnorm
         v = v_spectral
         if self.n_partitions == 1 and self.settings.eso != "spectral" and self.settings.step == "safe":
-            X = sp.vstack([rows.csr()[lo:hi] for rows, lo, hi, _ in part.pieces()], format="csr")
+            X = sp.vstack([rows.csr(lo, hi) for rows, lo, hi, _ in part.pieces()], format="csr")
             v_sparse = eso.v_sparse_standard(X, self.batch_size)
             if self.settings.eso == "sparse" or v_sparse.sum() < v_spectral.sum():
                 v = v_sparse
