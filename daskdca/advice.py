@@ -10,7 +10,12 @@ the rate at which the certified gap falls; the passes still needed follow
 from that rate (the linear rate these methods have on smooth losses,
 Shalev-Shwartz & Zhang, JMLR 2013, Theorem 1), and a route with rounds adds
 the measured latency of a Dask round for each.  A probe that already meets
-``tol`` is itself the prediction.
+``tol`` is itself the prediction.  A route on the cluster also pays, once,
+what is measured there: the fixed cost of a fit on the cluster (a fit of a
+few generated rows with the same ``lam n``, timed after a first one that
+loads the compiled kernels on the workers, so the workers are warm
+afterwards) and the time to move the data at the bandwidth measured by
+sending 16 MiB to a worker.
 """
 
 from __future__ import annotations
@@ -25,8 +30,11 @@ import numpy as np
 
 __all__ = ["Advice", "advise"]
 
-# The probe runs at most this many passes and stops after about this many seconds.
-PROBE_EPOCHS = 6
+# The probe runs at most this many passes and stops after about this many seconds.  Measured on the suite's
+# problems (benchmarks/RESULTS.md, "daskdca.advise against the fits it predicts"): with 6 passes the gap's rate
+# in the probe's second half was faster than the fit's later rate at small lam n (w8a hinge 1e-5 to 1e-6: 18
+# passes predicted, 138 needed); with 30 the predictions were within 1.7x there.
+PROBE_EPOCHS = 30
 PROBE_SECONDS = 5.0
 
 
@@ -47,6 +55,9 @@ class Advice(NamedTuple):
         Seconds a Dask round adds (measured on the client), 0 without rounds.
     probe : list of HistoryRecord
         The probe's records (its own fit's history).
+    cluster_seconds : float
+        Seconds the cluster adds once (0 in process): a fit's fixed cost there plus moving the data, both
+        measured (module docstring).
     """
 
     route: object
@@ -55,6 +66,7 @@ class Advice(NamedTuple):
     seconds_per_pass: float
     round_latency: float
     probe: list
+    cluster_seconds: float = 0.0
 
     def __str__(self):
         r = self.route
@@ -62,8 +74,9 @@ class Advice(NamedTuple):
                 f"why: {r.reason}\n"
                 f"predicted: {self.predicted_seconds:.3g} s ({self.predicted_passes:.0f} "
                 f"{'rounds' if r.name == 'rounds' else 'passes'} at {self.seconds_per_pass:.3g} s a pass"
-                f"{f' + {self.round_latency:.3g} s a round' if self.round_latency else ''}; measured by a probe of "
-                f"{self.probe[-1].round} rounds in this process)")
+                f"{f' + {self.round_latency:.3g} s a round' if self.round_latency else ''}"
+                f"{f' + {self.cluster_seconds:.3g} s once on the cluster' if self.cluster_seconds else ''}; "
+                f"measured by a probe of {self.probe[-1].round} rounds in this process)")
 
 
 def _round_latency(client, repeats=5):
@@ -77,6 +90,40 @@ def _round_latency(client, repeats=5):
         total.result()
         times.append(time.perf_counter() - start)
     return float(np.median(times))
+
+
+def _bandwidth(client, nbytes=16 << 20):
+    """Bytes a second sent from this process to one worker: ``nbytes`` scattered and counted there, less a
+    bare round trip's time."""
+    worker = sorted(client.scheduler_info().get("workers", {}))[0]
+    payload = np.ones(nbytes // 8)
+    start = time.perf_counter()
+    future = client.scatter(payload, workers=[worker], hash=False)
+    client.submit(len, future, workers=[worker], pure=False).result()
+    seconds = time.perf_counter() - start
+    client.cancel(future)
+    return nbytes / max(seconds - _round_latency(client, repeats=3), 1e-4)
+
+
+def _fixed_cluster_seconds(active, *, d, loss_obj, lam_n, random_state, rows=200):
+    """Seconds of a fit of ``rows`` generated rows on the cluster with the same ``d`` and ``lam n`` (so the
+    same route and method), timed on its second run: the first loads the compiled kernels on the workers."""
+    from daskdca.api import fit
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((rows, d)) / math.sqrt(d)
+    y = np.where(np.arange(rows) % 2 == 0, 1.0, -1.0)
+    if loss_obj.name in ("squared", "epsilon_insensitive", "squared_epsilon_insensitive", "huber"):
+        y = rng.standard_normal(rows)
+    times = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(2):
+            start = time.perf_counter()
+            fit(X, y, loss=loss_obj, lam=lam_n / rows, tol=1e-3, client=active, max_epochs=5,
+                random_state=random_state)
+            times.append(time.perf_counter() - start)
+    return times[-1]
 
 
 def _passes_to(history, tol, passes_done):
@@ -137,17 +184,19 @@ def advise(X, y=None, *, loss="hinge", lam=1e-4, tol=1e-6, client=None, n_partit
     needs_rounds = [name for name, given in (("checkpoint", checkpoint is not None),
                                              ("callback", callback is not None)) if given]
     workers = None
-    latency = 0.0
+    latency = once = 0.0
     if on_cluster:
         from daskdca import engine
 
+        size = data_bytes(n, X.nnz, X.dtype.itemsize, X.indices.dtype.itemsize)
         with engine.cluster_client(client) as active:
             workers = Workers(*engine.worker_resources(active))
             route = choose_route(on_cluster=True, n=n, nnz=X.nnz, lam=lam, d=d, loss_name=loss_obj.name,
-                                 workers=workers, needs_rounds=needs_rounds, n_partitions=n_partitions,
-                                 size=data_bytes(n, X.nnz, X.dtype.itemsize, X.indices.dtype.itemsize))
+                                 workers=workers, needs_rounds=needs_rounds, n_partitions=n_partitions, size=size)
             if route.name == "rounds":
                 latency = _round_latency(active)
+            once = (_fixed_cluster_seconds(active, d=d, loss_obj=loss_obj, lam_n=lam * n, random_state=random_state)
+                    + size / _bandwidth(active))
     else:
         route = choose_route(on_cluster=False, n=n, nnz=X.nnz, lam=lam, d=d, loss_name=loss_obj.name,
                              n_partitions=n_partitions)
@@ -176,6 +225,7 @@ def advise(X, y=None, *, loss="hinge", lam=1e-4, tol=1e-6, client=None, n_partit
     if route.name == "rounds":
         # the partitions of a round run side by side on the workers; each round pays the Dask round trip
         rounds = passes * rounds_per_pass
-        return Advice(route, float(passes * per_pass / parts + rounds * latency), float(rounds), float(per_pass),
-                      float(latency), list(probe.history_))
-    return Advice(route, float(passes * per_pass), float(passes), float(per_pass), 0.0, list(probe.history_))
+        return Advice(route, float(passes * per_pass / parts + rounds * latency + once), float(rounds),
+                      float(per_pass), float(latency), list(probe.history_), float(once))
+    return Advice(route, float(passes * per_pass + once), float(passes), float(per_pass), 0.0, list(probe.history_),
+                  float(once))

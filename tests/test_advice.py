@@ -43,3 +43,22 @@ def test_cli_advise_prints_the_plan(capsys):
     assert main(["advise", str(data_path("heart_scale")), "--loss", "logistic", "--C", "100"]) == 0
     out = capsys.readouterr().out
     assert "route: in_process, solver newton" in out and "predicted:" in out and "why:" in out
+
+
+def test_advice_on_a_cluster_adds_the_measured_cost_of_the_cluster():
+    """With a client the prediction adds the cluster's fixed cost and the data's move, both measured there; the
+    route is the fit's, and in process nothing is added."""
+    from distributed import Client, LocalCluster
+
+    X, y = load_dataset("heart")
+    local = daskdca.advise(X, y, loss="logistic", lam=1e-2, tol=1e-6)
+    assert local.cluster_seconds == 0.0 and "on the cluster" not in str(local)
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        advice = daskdca.advise(X, y, loss="logistic", lam=1e-2, tol=1e-6, client=client)
+        model = daskdca.fit(X, y, loss="logistic", lam=1e-2, tol=1e-6, client=client)
+    assert advice.route == model.route_ and advice.route.name == "one_worker"
+    assert advice.cluster_seconds > 0
+    passes_part = advice.predicted_passes * advice.seconds_per_pass
+    assert advice.predicted_seconds == pytest.approx(passes_part + advice.cluster_seconds, rel=1e-12)
+    assert "once on the cluster" in str(advice)
