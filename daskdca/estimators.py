@@ -95,7 +95,9 @@ _SHARED_PARAMETERS = {
     ``LogisticRegression``, up to their unregularised intercepts), solved
     by proximal SDCA and certified as that problem, so ``coef_`` can hold
     exact zeros: serial, in this process and on one partition, with
-    ``solver="auto"`` or ``"sdca"``; CoCoA+ rounds with ``"cocoa+"``; any
+    ``"sdca"``, and with ``solver="auto"`` where there is no client and
+    one partition; CoCoA+ rounds with ``"cocoa+"``, and with ``"auto"``
+    given a client or ``n_partitions`` > 1; any
     other solver raises (give a ``daskdca.SDCA`` or ``daskdca.CoCoAPlus``
     object its own ``l1_ratio`` instead, with ``penalty="l2"``).  ``"l1"``
     (no L2 part) raises: the dual methods
@@ -336,7 +338,8 @@ class _SDCAMixin:
 
     def _solver_for_penalty(self):
         """The solver :func:`daskdca.fit` runs: ``solver`` for ``penalty="l2"``; for ``"elasticnet"``, serial
-        SDCA or CoCoA+ with ``l1_ratio`` (Prox-SDCA, Shalev-Shwartz & Zhang 2016)."""
+        SDCA or CoCoA+ with ``l1_ratio`` (Prox-SDCA, Shalev-Shwartz & Zhang 2016): with ``solver="auto"``,
+        CoCoA+ where there is a client or more than one partition, serial SDCA otherwise."""
         from daskdca.methods.cocoa import SDCA, CoCoAPlus
 
         if self.penalty == "l2":
@@ -355,6 +358,10 @@ class _SDCAMixin:
             raise ValueError(f"penalty='elasticnet' with the solver object {self.solver!r}: set l1_ratio on the "
                              "object (e.g. daskdca.SDCA(l1_ratio=0.5)) and leave penalty='l2'.")
         name = _solver_name(self.solver)
+        if name == "auto" and (self.client is not None or (self.n_partitions or 1) > 1):
+            # serial SDCA takes one partition in this process: rounds across the workers (or partitions) are
+            # CoCoA+'s, with the same proximal steps
+            return CoCoAPlus(l1_ratio=float(self.l1_ratio))
         if name in ("auto", "sdca"):
             return SDCA(l1_ratio=float(self.l1_ratio))
         if name == "cocoa+":

@@ -44,6 +44,26 @@ def test_classifier_elastic_net_matches_scikit_learn_with_exact_zeros():
     np.testing.assert_array_equal(direct.coef_, w)
 
 
+def test_elastic_net_with_a_client_runs_cocoa_rounds_to_the_same_optimum():
+    """solver="auto" with a client: CoCoA+ rounds with the same proximal steps, not an error; the certified
+    optimum and its zeros are the serial fit's."""
+    from distributed import Client, LocalCluster
+
+    X, y = load_dataset("heart")
+    params = dict(loss="logistic", C=0.05, penalty="elasticnet", l1_ratio=0.7, fit_intercept=False, tol=1e-10,
+                  max_iter=100_000)
+    serial = SDCAClassifier(**params).fit(X, y)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        rounds = SDCAClassifier(client=client, **params).fit(X, y)
+    assert rounds.route_.solver == "cocoa+" and rounds.route_.name == "rounds"
+    assert rounds.primal_ == pytest.approx(serial.primal_, rel=1e-9)
+    assert rounds.gap_ <= 1e-10 * abs(rounds.primal_)
+    w, w_serial = rounds.coef_.ravel(), serial.coef_.ravel()
+    np.testing.assert_allclose(w, w_serial, atol=1e-4)
+    assert np.array_equal(np.abs(w) > 1e-4, np.abs(w_serial) > 1e-4) and (w_serial == 0).any()
+
+
 def test_regressor_elastic_net_matches_scikit_learn():
     X, y = load_dataset("heart")
     X = X.toarray()
