@@ -42,7 +42,7 @@ from daskdca.prediction import output as prediction_output
 from daskdca.prediction import score as prediction_score
 from daskdca.problem import check_sample_weight, with_intercept_column
 from daskdca.regpath import _check_Cs, path
-from daskdca.store.frames import _check_numeric_columns, _is_dask_frame, _is_pandas_frame
+from daskdca.store.frames import _check_numeric_columns, _is_dask_frame, _is_pandas_frame, _refuse_missing_labels
 from daskdca.validation import _check_weighted_rows, _is_dask_array, _scipy_if_pydata, class_weights
 
 __all__ = ["SDCAClassifier", "SDCAClassifierCV", "SDCARegressor"]
@@ -821,6 +821,8 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
 
     def _validate_classification(self, X, y):
         _refuse_store(self, X)
+        if y is None and (_is_pandas_frame(X) or _is_dask_frame(X)):
+            _refuse_missing_labels(X)  # a DataFrame with its label column left in: name the column
         X, y = validate_data(self, _in_memory(X), labels_in_memory(y), accept_sparse="csr",
                              dtype=[np.float64, np.float32])
         check_classification_targets(y)
@@ -1506,6 +1508,8 @@ default="squared"
             The fitted estimator.
         """
         _refuse_store(self, X)
+        if y is None and (_is_pandas_frame(X) or _is_dask_frame(X)):
+            _refuse_missing_labels(X)  # a DataFrame with its label column left in: name the column
         X, y = validate_data(self, _in_memory(X), labels_in_memory(y), accept_sparse="csr",
                              dtype=[np.float64, np.float32], y_numeric=True)
         lam = _lam_of(self.C, X.shape[0])

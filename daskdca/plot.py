@@ -130,7 +130,7 @@ def history_frame(model):
     except ImportError as exc:
         raise ImportError(
             "daskdca.plot.history_frame needs pandas, which is not installed; install it with "
-            "`pip install pandas`, or read model.history_ (a list of records) directly."
+            "`pip install \"daskdca[dataframe]\"`, or read model.history_ (a list of records) directly."
         ) from exc
     columns = ["round", "epochs", "seconds", "primal", "dual", "gap"]
     frames = []

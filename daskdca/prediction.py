@@ -204,14 +204,19 @@ def output(p, X, kind):
 
 def check_frame_columns(p, columns):
     """A DataFrame's columns against the fitted names (when the fit had them), then their count."""
-    columns = list(columns)
-    fitted = p.feature_names
-    if fitted is not None and columns != list(fitted):
-        raise ValueError(f"The feature names should match those that were passed during fit: X's columns "
-                         f"{columns[:10]}{' ...' if len(columns) > 10 else ''} differ from the fitted feature names "
-                         f"(feature_names_in_) {list(fitted)[:10]}{' ...' if len(fitted) > 10 else ''}; pass the "
-                         "same columns in the same order (e.g. X[model.feature_names_in_]).")
+    _check_names(p, list(columns), "X's columns", "pass the same columns in the same order "
+                 "(e.g. X[model.feature_names_in_])")
     _check_count(p, len(columns))
+
+
+def _check_names(p, names, what, fix):
+    """``names`` (``what``: a frame's columns, a store's recorded feature names) against the fitted names,
+    when the fit had them; ``fix`` says what to pass instead."""
+    fitted = p.feature_names
+    if fitted is not None and names != list(fitted):
+        raise ValueError(f"The feature names should match those that were passed during fit: {what} "
+                         f"{names[:10]}{' ...' if len(names) > 10 else ''} differ from the fitted feature names "
+                         f"(feature_names_in_) {list(fitted)[:10]}{' ...' if len(fitted) > 10 else ''}; {fix}.")
 
 
 def _check_count(p, d, where=""):
@@ -249,12 +254,20 @@ def _map_blocks(p, X, settings, n_columns, dtype):
 
 
 def open_predict_store(p, X):
-    """The :class:`~daskdca.store.CSRStore` of a prediction input, checked against the fitted features."""
+    """The :class:`~daskdca.store.CSRStore` of a prediction input, checked against the fitted features: their
+    count, then the feature names a store written from a frame records, as a DataFrame's columns are checked
+    (a store without names gets scikit-learn's warning for arrays when the fit had names)."""
     store = X if isinstance(X, CSRStore) else open_store(X)
     _check_count(p, store.d, where=f" (the store {store.url!r} holds {store.n} x {store.d}); predict on a store "
                  "of the training data's features")
-    if p.feature_names is not None:
-        # scikit-learn's warning for arrays without names: a store has column numbers only
+    names = store.feature_names  # a store written from a frame records its columns, in the fitted order
+    if names is not None:
+        # checked as a DataFrame's columns are: the same names in the same order
+        _check_names(p, list(names), f"the feature names recorded by the store {store.url!r}",
+                     "predict on a store written from a frame with the fitted columns in the same order "
+                     "(e.g. write_store(url, X[model.feature_names_in_], y))")
+    elif p.feature_names is not None:
+        # scikit-learn's warning for arrays without names: this store has column numbers only
         warnings.warn(f"X does not have valid feature names, but {p.name} was fitted with feature names",
                       UserWarning, stacklevel=5)
     return store

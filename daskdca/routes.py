@@ -187,14 +187,35 @@ def choose_route(*, on_cluster, n, nnz, lam, d=None, loss_name=None, warm_start=
                      f"{', '.join(needs_rounds)} given, which only rounds honour: {why_rounds} over "
                      f"{max(1, workers.n_workers)} partition(s), one per worker")
     if fits_one_worker(size, workers):
-        limit = min((int(m or 0) for m in workers.memory_limits), default=0)
-        room = f"of a {limit / 2**30:.1f} GiB worker" if limit else "with no worker memory limit"
         return Route("one_worker", solver, options, 1,
-                     f"the data ({size / 2**20:.1f} MiB in memory) fits one worker ({room}): the whole fit "
-                     f"is one task, no rounds ({why_solver})")
+                     f"the data ({_size_text(size)} in memory) fits one worker (within {_room_text(workers)}): "
+                     f"the whole fit is one task, no rounds ({why_solver})")
+    room = f"more than {_room_text(workers)}" if workers.n_workers else "the cluster has no workers"
     return Route("rounds", rounds_solver, {}, None,
-                 f"the data ({size / 2**20:.1f} MiB in memory) does not fit one worker: {why_rounds} over "
+                 f"the data ({_size_text(size)} in memory) does not fit one worker ({room}): {why_rounds} over "
                  f"{max(1, workers.n_workers)} partitions, one per worker")
+
+
+def _size_text(nbytes):
+    """``nbytes`` for a reason: bytes below 1 KiB, else KiB, MiB or GiB to 3 significant digits."""
+    nbytes = int(nbytes)
+    if nbytes < 1 << 10:
+        return f"{nbytes} bytes"
+    for unit, scale in (("KiB", 1 << 10), ("MiB", 1 << 20)):
+        if nbytes < 1000 * scale:  # 1000 KiB and up reads as 0.977 MiB, not 1e+03 KiB
+            return f"{nbytes / scale:.3g} {unit}"
+    return f"{nbytes / 2**30:.3g} GiB"
+
+
+def _room_text(workers):
+    """What :func:`fits_one_worker` compares the data with, in words: ``ONE_WORKER_MEMORY_FRACTION`` of the
+    smallest worker's memory limit, or ``ONE_WORKER_UNLIMITED_BYTES`` where a worker has none."""
+    limits = [int(m or 0) for m in workers.memory_limits]
+    if not all(limits):
+        return f"{_size_text(ONE_WORKER_UNLIMITED_BYTES)}, the most one worker takes without a memory limit"
+    share = {0.5: "half", 0.25: "a quarter"}.get(ONE_WORKER_MEMORY_FRACTION, f"{ONE_WORKER_MEMORY_FRACTION:.0%}")
+    whose = "its" if len(set(limits)) == 1 else "the smallest worker's"
+    return f"{share} of {whose} {_size_text(min(limits))} memory limit"
 
 
 def explicit_route(solver_name, *, on_cluster, n_partitions):

@@ -11,9 +11,12 @@ What it does:
 1. `cluster/jobqueue_cluster.make_cluster` builds a SLURMCluster (or PBSCluster) whose
    workers speak TLS with temporary credentials and find a writable NUMBA_CACHE_DIR;
 2. `cluster.scale(jobs=N)` submits N batch jobs, and the script waits for their workers;
-3. `daskdca.fit(store, client=client, in_memory=False)` fits out of core (CoCoA+ by default),
-   checkpointing every 10 rounds when `--checkpoint` is given (rerun with `--resume` after an
-   interruption);
+3. `daskdca.fit(store, client=client, in_memory=False)` fits out of core. Its default
+   `solver="auto"` picks the route from the data (`daskdca/routes.py`); only rounds across the
+   workers honour `in_memory=False` (and `checkpoint=`), so it runs rounds: primal Newton's where
+   the store has at most 256 features and the loss is smooth (logistic, squared, squared_hinge,
+   smoothed_hinge), CoCoA+'s otherwise; `model.route_.reason` says which and why. It checkpoints
+   every 10 rounds when `--checkpoint` is given (rerun with `--resume` after an interruption);
 4. it prints the certificate and saves `coef_` to `--output` (an .npy file).
 
 The dashboard listens on 127.0.0.1 only: `ssh -L 8787:localhost:8787 LOGIN-NODE`.

@@ -117,6 +117,43 @@ def test_missing_or_mixed_labels_are_refused(frame, tmp_path):
         write_store(tmp_path / "a.zarr", frame[FEATURES], labels)
 
 
+def test_a_frame_without_y_says_y_is_missing_and_names_the_label_candidates(frame, tmp_path):
+    # the string label column left in X: y is missing (not "encode 'label' with get_dummies")
+    missing = (r"y is missing: X is a pandas DataFrame and no labels were given\. If a column of X holds the labels, "
+               r"name it: y='label' \(X's columns that are not numbers, so cannot be features: 'label'\); or pass "
+               r"the labels themselves as y=array")
+    with pytest.raises(ValueError, match=missing) as info:
+        daskdca.fit(frame)
+    assert "get_dummies" not in str(info.value)
+    with pytest.raises(ValueError, match=missing):
+        write_store(tmp_path / "nolabels.zarr", frame, None)
+    assert not (tmp_path / "nolabels.zarr").exists()
+    # every column numeric: no candidate to name, so the columns and both ways to pass y
+    numeric = frame[FEATURES].assign(label=(frame["label"] == "sick").astype(int))
+    with pytest.raises(ValueError, match=r"y is missing: X is a pandas DataFrame .* name it: y=\"column name\" "
+                                         r"\(X's columns: \['age', 'dose', 'score', 'label'\]\); or pass the "
+                                         r"labels themselves as y=array of shape \(n_samples,\)\.") as info:
+        daskdca.fit(numeric, loss="logistic")
+    assert "y is required when X is an array" not in str(info.value)
+    # a dask DataFrame: refused from its metadata, before any cluster is started or a partition read
+    with pytest.raises(ValueError, match=r"y is missing: X is a dask DataFrame .* name it: y='label'"):
+        daskdca.fit(dd.from_pandas(frame, npartitions=2))
+    with pytest.raises(ValueError, match=r"y is missing: X is a dask DataFrame .* y=\"column name\""):
+        daskdca.fit(dd.from_pandas(numeric, npartitions=2))
+    # y given, another column not numbers: still the encoding fix, naming that column
+    with pytest.raises(ValueError, match=r"1 column that is not numbers: 'note'.*get_dummies"):
+        daskdca.fit(frame.assign(note="x"), y="label")
+    # the estimators: y is a required argument; left out, Python names it, and y=None with a frame gets the same
+    # message as daskdca.fit, naming the label column where there is one
+    with pytest.raises(TypeError, match="required positional argument: 'y'"):
+        daskdca.SDCAClassifier().fit(frame[FEATURES])
+    with pytest.raises(ValueError, match=r"y is missing: X is a pandas DataFrame .* y=\"column name\""):
+        daskdca.SDCAClassifier().fit(numeric, None)
+    for estimator in (daskdca.SDCAClassifier(), daskdca.SDCARegressor()):
+        with pytest.raises(ValueError, match=missing):
+            estimator.fit(frame, None)
+
+
 # ----------------------------------------------------------------- stores, Parquet, the CLI
 
 
@@ -163,6 +200,44 @@ def test_a_store_with_label_names_is_verified(frame, tmp_path):
         open_store(store.url)
     group.attrs["daskdca"] = meta
     assert open_store(store.url).label_names.tolist() == ["sick", "well"]
+
+
+def test_prediction_on_a_store_checks_its_feature_names_as_a_frames(frame, tmp_path):
+    import warnings
+
+    named = write_store(tmp_path / "named.zarr", frame, "label", block_rows=128)
+    renumbered = write_store(tmp_path / "renumbered.zarr", frame, "label", block_rows=128, renumber_features=True)
+    assert named.feature_names.tolist() == FEATURES and renumbered.feature_permutation is not None
+    X, _ = _arrays(frame)
+    model = daskdca.fit(frame, y="label", loss="logistic", lam=1e-2)
+    clf = daskdca.SDCAClassifier(loss="logistic").fit(frame[FEATURES], frame["label"])
+    for fitted in (model, clf):
+        expected = fitted.decision_function(frame[FEATURES])
+        labels = fitted.predict(frame[FEATURES])
+        accuracy = fitted.score(frame[FEATURES], frame["label"])
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # the fit's names on the store: no feature-name warning
+            for store in (named, renumbered, str(tmp_path / "named.zarr")):
+                rows = open_store(store).row_permutation if isinstance(store, str) else store.row_permutation
+                assert np.allclose(fitted.decision_function(store), expected[rows], rtol=1e-12, atol=1e-12)
+                assert fitted.predict(store).tolist() == labels[rows].tolist()
+                assert fitted.score(store) == pytest.approx(accuracy)
+    # other names (or the same in another order) are refused as a DataFrame's columns are
+    swapped = write_store(tmp_path / "swapped.zarr", frame[["dose", "age", "score", "label"]], "label")
+    renamed = write_store(tmp_path / "renamed.zarr", frame.rename(columns={"dose": "Dose"}), "label")
+    for store, shown in ((swapped, r"\['dose', 'age', 'score'\]"), (renamed, r"\['age', 'Dose', 'score'\]")):
+        for fitted in (model, clf):
+            for method in ("predict", "decision_function", "score"):
+                with pytest.raises(ValueError, match=r"The feature names should match those that were passed "
+                                                     r"during fit: the feature names recorded by the store .*"
+                                                     + shown + r" differ from the fitted feature names "
+                                                     r"\(feature_names_in_\) \['age', 'dose', 'score'\]"):
+                    getattr(fitted, method)(store)
+    # a store without names (written from arrays) keeps scikit-learn's warning for arrays
+    plain = write_store(tmp_path / "plain.zarr", X, (frame["label"] == "well").to_numpy(dtype=float))
+    for fitted in (model, clf):
+        with pytest.warns(UserWarning, match="X does not have valid feature names"):
+            fitted.predict(plain)
 
 
 def test_cli_converts_parquet_with_a_label_column(frame, tmp_path, capsys):

@@ -75,6 +75,29 @@ def test_one_worker_threshold_is_the_memory_fraction():
     assert data_bytes(10, 100, 8, 4) == 100 * 12 + 240
 
 
+def test_reason_prints_small_sizes_and_the_memory_share_plainly():
+    assert ONE_WORKER_MEMORY_FRACTION == 0.25  # "a quarter" below; another fraction is printed as a percentage
+    one = Workers((1,), (int(11.8 * GiB),))
+    small = choose_route(on_cluster=True, n=100, nnz=1000, lam=1e-4, workers=one, size=25_000)
+    assert small.name == "one_worker"
+    assert small.reason.startswith("the data (24.4 KiB in memory) fits one worker (within a quarter of its "
+                                   "11.8 GiB memory limit): the whole fit is one task, no rounds")
+    assert "0.0 MiB" not in small.reason
+    assert "(500 bytes in memory)" in choose_route(on_cluster=True, n=1, nnz=1, lam=1e-4, workers=one,
+                                                   size=500).reason
+    # 3 significant digits in MiB and GiB; unequal workers: the smallest one's limit decides
+    mixed = Workers((1, 1), (64 * GiB, 4 * GiB))
+    assert "(1.5 MiB in memory) fits one worker (within a quarter of the smallest worker's 4 GiB memory limit)" in \
+        choose_route(on_cluster=True, n=1, nnz=1, lam=1e-4, workers=mixed, size=3 << 19).reason
+    big = choose_route(on_cluster=True, n=1, nnz=1, lam=1e-4, workers=mixed, size=int(1.25 * GiB))
+    assert big.name == "rounds"
+    assert big.reason.startswith("the data (1.25 GiB in memory) does not fit one worker (more than a quarter of "
+                                 "the smallest worker's 4 GiB memory limit)")
+    unlimited = choose_route(on_cluster=True, n=1, nnz=1, lam=1e-4, workers=Workers((1,), (0,)), size=2048)
+    assert "(2 KiB in memory) fits one worker (within 4 GiB, the most one worker takes without a memory limit)" \
+        in unlimited.reason
+
+
 def test_auto_in_memory_runs_serial_sdca_and_records_why():
     X, y = load_dataset("heart")
     n = X.shape[0]

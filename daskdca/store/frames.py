@@ -85,10 +85,41 @@ def _check_label_column(columns, y):
 
 
 def _refuse_label_name(X, y):
-    """A str ``y`` names a column of a DataFrame X; with any other X it is refused."""
-    if isinstance(y, str) and not (_is_pandas_frame(X) or _is_dask_frame(X)):
+    """``y`` of a fit or a write: a str names a column of a DataFrame X (with any other X it is refused), and
+    a pandas or dask DataFrame X needs ``y`` (None is refused by :func:`_refuse_missing_labels`)."""
+    frame = _is_pandas_frame(X) or _is_dask_frame(X)
+    if isinstance(y, str) and not frame:
         raise ValueError(f"y={y!r} names a label column, which needs X to be a pandas or dask DataFrame, got "
                          f"{type(X).__name__}; pass the labels as an array of shape (n_samples,).")
+    if y is None and frame:
+        _refuse_missing_labels(X)
+
+
+def _refuse_missing_labels(X):
+    """Refuse a pandas or dask DataFrame X given without ``y``: the labels are missing (a label column left in
+    X is not a feature to encode).  The message names the columns that could be the labels (those that are
+    not numbers, or else X's columns) and both ways to pass them; a dask frame's dtypes are its metadata.
+
+    Parameters
+    ----------
+    X : pandas.DataFrame or dask.dataframe.DataFrame
+
+    Raises
+    ------
+    ValueError
+        Always.
+    """
+    kind = "pandas" if _is_pandas_frame(X) else "dask"
+    start = f"y is missing: X is a {kind} DataFrame and no labels were given."
+    array = "or pass the labels themselves as y=array of shape (n_samples,)"
+    candidates = [name for name, dtype in X.dtypes.items() if not _is_numeric_dtype(dtype)]
+    if candidates:
+        shown = ", ".join(repr(name) for name in candidates[:10]) + (" ..." if len(candidates) > 10 else "")
+        raise ValueError(f"{start} If a column of X holds the labels, name it: y={candidates[0]!r} (X's columns "
+                         f"that are not numbers, so cannot be features: {shown}); {array}.")
+    columns = list(X.columns)
+    raise ValueError(f"{start} If a column of X holds the labels, name it: y=\"column name\" (X's columns: "
+                     f"{columns[:20]}{' ...' if len(columns) > 20 else ''}); {array}.")
 
 
 def pandas_input(X, y):

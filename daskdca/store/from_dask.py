@@ -217,7 +217,7 @@ def _read_parquet(path, storage_options=None):
         import dask.dataframe as dd
     except ImportError as exc:  # pragma: no cover - dask[dataframe] is optional
         raise ImportError(f"reading the Parquet data {path!r} needs dask.dataframe and pyarrow ({exc}); install "
-                          "them with pip install 'dask[dataframe]' pyarrow.") from None
+                          "them with pip install 'daskdca[dataframe]'.") from None
     try:
         return dd.read_parquet(path, storage_options=storage_options or None)
     except (OSError, ValueError, TypeError) as exc:
