@@ -76,6 +76,35 @@ def loss_curvature(kind, param, y, z):
 
 
 @njit(nogil=True, cache=True)
+def _logistic_terms(y, z, s):
+    """``(s phi(z), s phi'(z), (s phi)*(-alpha), s phi''(z))`` of the logistic loss ``phi(z) = log(1 + e^{-yz})``
+    at the dual point ``alpha = -s phi'(z)``, from one ``exp`` and one ``log1p``.
+
+    With ``a = y z``, ``e = exp(-|a|)``, ``l = log1p(e)`` and ``b = sigma(-a)`` (``e / (1 + e)`` for
+    ``a >= 0``, else ``1 / (1 + e)``): ``phi = max(-a, 0) + l``, ``phi' = -y b``, ``phi'' = b (1 - b)``, and
+    the conjugate ``b log b + (1 - b) log(1 - b)`` with ``log b = -(max(a, 0) + l)`` and
+    ``log(1 - b) = -(max(-a, 0) + l)``, that is ``-l - b max(a, 0) - (1 - b) max(-a, 0)``: the values of
+    :func:`~daskdca.losses.loss_value`, :func:`~daskdca.losses.loss_derivative`,
+    :func:`~daskdca.losses.conjugate_value` and :func:`loss_curvature` for the logistic loss, without their
+    six ``exp``/``log`` calls a row.
+    """
+    if s == 0.0:
+        return 0.0, 0.0, 0.0, 0.0
+    a = y * z
+    e = math.exp(-abs(a))
+    log1p_e = math.log1p(e)
+    if a >= 0.0:
+        b = e / (1.0 + e)
+        loss = log1p_e
+        conj = -log1p_e - b * a
+    else:
+        b = 1.0 / (1.0 + e)
+        loss = log1p_e - a
+        conj = -log1p_e + (1.0 - b) * a
+    return s * loss, -s * y * b, s * conj, s * (e / ((1.0 + e) * (1.0 + e)))
+
+
+@njit(nogil=True, cache=True)
 def newton_sums(indptr, indices, data, y, weight, w, row_start, row_end, loss_kind, loss_param, sums, out):
     """Newton's sums at ``w`` over rows ``[row_start, row_end)``, added to ``sums`` and ``out`` in place.
 
@@ -93,13 +122,18 @@ def newton_sums(indptr, indices, data, y, weight, w, row_start, row_end, loss_ki
         for p in range(start, end):
             z += data[p] * w[indices[p]]
         s = row_weight(weight, i)
-        c = s * loss_derivative(loss_kind, loss_param, y[i], z)
-        sums[0] += weighted_loss_value(loss_kind, loss_param, y[i], z, s)
-        sums[1] += weighted_conjugate_value(loss_kind, loss_param, y[i], -c, s)
+        if loss_kind == LOGISTIC:
+            loss, c, conj, h = _logistic_terms(y[i], z, s)
+            sums[0] += loss
+            sums[1] += conj
+        else:
+            c = s * loss_derivative(loss_kind, loss_param, y[i], z)
+            sums[0] += weighted_loss_value(loss_kind, loss_param, y[i], z, s)
+            sums[1] += weighted_conjugate_value(loss_kind, loss_param, y[i], -c, s)
+            h = s * loss_curvature(loss_kind, loss_param, y[i], z)
         if c != 0.0:
             for p in range(start, end):
                 out[indices[p]] += c * data[p]
-        h = s * loss_curvature(loss_kind, loss_param, y[i], z)
         if h != 0.0:
             for p in range(start, end):
                 a = indices[p]
