@@ -17,7 +17,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.metaestimators import available_if
 
 from daskdca.driver import fit_in_process
-from daskdca.losses import Softmax, get_loss
+from daskdca.losses import get_loss
 from daskdca.methods import REGISTRY, check_supported
 from daskdca.methods.multiclass import OneVsRestMethod
 from daskdca.methods.multinomial import MultinomialSDCA
@@ -347,7 +347,12 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
         ``loss="logistic", solver="multinomial"`` (or a
         :class:`~daskdca.methods.MultinomialSDCA`), the one multinomial
         logistic problem ``min_W 1/n sum_i [log sum_k exp(w_k.x_i) -
-        w_{y_i}.x_i] + lam/2 ||W||_F^2`` instead (:mod:`daskdca.methods.multinomial`).  Real targets
+        w_{y_i}.x_i] + lam/2 ||W||_F^2`` instead (:mod:`daskdca.methods.multinomial`); with
+        ``loss="hinge", solver="crammer_singer"`` (or a
+        :class:`~daskdca.methods.CrammerSingerSVM`), the one Crammer-Singer
+        multi-class SVM problem ``min_W 1/n sum_i max_k (1[k != y_i] +
+        w_k.x_i - w_{y_i}.x_i) + lam/2 ||W||_F^2`` (LIBLINEAR's ``-s 4``;
+        :mod:`daskdca.methods.crammer_singer`).  Real targets
         for the regression losses (``"squared"``, ``"epsilon_insensitive"``,
         ``"squared_epsilon_insensitive"``, ``"huber"``).  None for a store (its labels are stored with
         the data, at most 64 distinct values).
@@ -504,7 +509,9 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
         meets ``tol``.  A multinomial fit has ``coef_`` of shape
         ``(n_classes, n_features)``, ``dual_coef_`` of shape
         ``(n_classes, n_samples)`` (``e_{y_i} - dual_coef_[:, i]`` is row
-        ``i``'s distribution ``beta_i``) and one ``primal_``, ``dual_``, ``gap_``.
+        ``i``'s distribution ``beta_i``) and one ``primal_``, ``dual_``, ``gap_``;
+        so has a Crammer-Singer fit (there ``dual_coef_[:, i]`` sums to 0, its
+        ``y_i`` entry in ``[0, s_i]``, the others ``<= 0``).
 
     Raises
     ------
@@ -580,7 +587,8 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
             raise ValueError(f"{name}={value!r} applies to cluster fits only; pass a store, a dask array "
                              "or client=... to fit on a Dask cluster.")
     if y is None:
-        raise ValueError("y is required when X is an array; labels come from the store only for stores.")
+        raise ValueError("y is required when X is an array: pass the labels as y=array of shape (n_samples,); "
+                         "only a store (its path or a CSRStore) carries its own labels.")
     X = _check_X(X)
     n, d = X.shape
     if n == 0 or d == 0:
@@ -641,7 +649,7 @@ def _problems_and_start(method, problems, dual_init, y_checked, loss_obj, classe
     """The method to run (one-vs-rest around ``method`` for more than two classes) and the checked warm start."""
     if problems is not None:
         check_supported(method, loss_name=loss_obj.name, on_cluster=False, n_partitions=n_partitions,
-                        multi_class=not isinstance(method, MultinomialSDCA))
+                        multi_class=not _fits_one_problem(method))
         if dual_init is not None:
             dual_init = _check_dual_init_ovr(dual_init, y_checked, loss_obj, classes, sample_weight, problems)
         return _run_method(method, problems), dual_init
@@ -650,19 +658,27 @@ def _problems_and_start(method, problems, dual_init, y_checked, loss_obj, classe
     return method, dual_init
 
 
+def _fits_one_problem(method):
+    """Whether ``method`` fits ``K > 2`` classes as one problem of a vector loss, its ``multiclass_loss``
+    (:class:`~daskdca.methods.MultinomialSDCA`, :class:`~daskdca.methods.CrammerSingerSVM`), rather than
+    the K one-vs-rest problems."""
+    return getattr(method, "multiclass_loss", None) is not None
+
+
 def _run_method(method, problems):
-    """The method the drivers run: ``method`` itself for one problem or a multinomial fit
-    (:class:`~daskdca.methods.MultinomialSDCA` on ``K > 2`` classes), else the K one-vs-rest problems around it."""
-    if problems is None or isinstance(method, MultinomialSDCA):
+    """The method the drivers run: ``method`` itself for one problem or a fit of one multi-class problem
+    (:func:`_fits_one_problem`, on ``K > 2`` classes), else the K one-vs-rest problems around it."""
+    if problems is None or _fits_one_problem(method):
         return method
     return OneVsRestMethod(method, problems.n_classes)
 
 
 def _driver_loss(method, problems, loss_obj):
-    """The loss the drivers step and certify with: the softmax loss of the K classes for a multinomial fit
-    (:class:`~daskdca.losses.Softmax`), else ``loss_obj``."""
-    if problems is not None and isinstance(method, MultinomialSDCA):
-        return Softmax(problems.n_classes)
+    """The loss the drivers step and certify with: the method's ``multiclass_loss`` of the K classes for a
+    fit of one multi-class problem (:class:`~daskdca.losses.Softmax` for a multinomial fit,
+    :class:`~daskdca.losses.CrammerSinger` for a Crammer-Singer one), else ``loss_obj``."""
+    if problems is not None and _fits_one_problem(method):
+        return method.multiclass_loss(problems.n_classes)
     return loss_obj
 
 
@@ -800,7 +816,8 @@ def _fit_arrays_on_cluster(job, X, y, client, fit_args, *, dual_init, sample_wei
     from daskdca.store import write_store
 
     if y is None:
-        raise ValueError("y is required when X is an array; labels come from the store only for stores.")
+        raise ValueError("y is required when X is an array: pass the labels as y=array of shape (n_samples,); "
+                         "only a store (its path or a CSRStore) carries its own labels.")
     X = _check_X(X)
     n, d = X.shape
     # labels are mapped here (any two values, sorted, the second is +1) and the store gets -1/+1; the
@@ -902,7 +919,7 @@ def _fit_store_on_cluster(job, store, client, fit_args, *, verbose, callback, in
     rounds = route.name == "rounds"  # the one-worker route runs the in-process driver, on one partition
     check_supported(method, loss_name=job.loss_obj.name, on_cluster=rounds, n_partitions=2 if rounds else 1,
                     sample_weight=store.weighted or class_weight is not None,
-                    multi_class=multi and not isinstance(method, MultinomialSDCA))
+                    multi_class=multi and not _fits_one_problem(method))
     method_run = _run_method(method, problems)
     fit_loss = _driver_loss(method, problems, job.loss_obj)
     if route.name == "one_worker":

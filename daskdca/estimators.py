@@ -594,6 +594,17 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
     ``(K, n)``, ``w_k(alpha) = C X^T alpha_k``) with
     :class:`~daskdca.methods.MultinomialSDCA` and certified by ``P - D``.
 
+    With ``loss="hinge"`` and ``multi_class="crammer_singer"``, ``K > 2``
+    classes are one Crammer-Singer multi-class SVM problem instead,
+    ``LinearSVC(multi_class="crammer_singer")`` (LIBLINEAR's ``-s 4``):
+
+    ``min_W  P(W) = 1/n sum_i max_k (1[k != y_i] + w_k.x_i + b_k - w_{y_i}.x_i - b_{y_i}) + lam/2 ||W||_F^2``,
+
+    solved by its dual ``D(alpha) = 1/n sum_i alpha_{y_i i} - lam/2
+    ||W(alpha)||_F^2`` (each column of ``alpha`` summing to 0, its ``y_i``
+    entry in ``[0, s_i]``, the others ``<= 0``) with
+    :class:`~daskdca.methods.CrammerSingerSVM` and certified by ``P - D``.
+
     Parameters
     ----------
     {classifier_loss}
@@ -614,10 +625,11 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         ``sample_weight``).  With two classes each row's loss is multiplied
         by its class's weight; with ``K > 2``, problem ``k`` weighs class
         ``k``'s rows by its weight and the rest by 1 (LIBLINEAR's
-        one-vs-rest); the multinomial problem weighs each row's loss by its
-        class's weight (as ``LogisticRegression``).  The objectives above then read ``1/n sum_i s_i
+        one-vs-rest); the multinomial and Crammer-Singer problems weigh each
+        row's loss by its class's weight (as ``LogisticRegression`` and
+        ``LinearSVC(multi_class="crammer_singer")``).  The objectives above then read ``1/n sum_i s_i
         phi(...)`` with ``s_i`` the row's weight (times ``sample_weight``).
-    multi_class : {"ovr", "multinomial"}, default="ovr"
+    multi_class : {"ovr", "multinomial", "crammer_singer"}, default="ovr"
         How ``K > 2`` classes are fitted: ``"ovr"``, ``K`` one-vs-rest binary
         problems; ``"multinomial"`` (``loss="logistic"`` only, ``penalty="l2"``),
         one softmax problem (above), as scikit-learn's ``LogisticRegression``
@@ -627,7 +639,15 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         start cold whatever ``warm_start``.  Two classes are the binary
         problem either way (the softmax problem of two classes at ``2 lam``
         is the binary logistic one at ``lam``, and ``LogisticRegression``
-        fits that one too).
+        fits that one too).  ``"crammer_singer"`` (``loss="hinge"`` only,
+        ``penalty="l2"``), one Crammer-Singer problem (above), as
+        ``LinearSVC(multi_class="crammer_singer")`` fits them, run by
+        :class:`~daskdca.methods.CrammerSingerSVM` (the same solvers, or a
+        ``CrammerSingerSVM`` object); it starts cold too.  Its two classes
+        are, as in ``LinearSVC``, the Crammer-Singer problem of two classes
+        at ``C``, which is the binary hinge problem at ``2 C`` (with
+        ``coef_`` the difference ``w_1 - w_0``): that binary problem is
+        fitted, and ``primal_`` is ``P(W)`` above.
     {random_state}
     {warm_start}
     {n_partitions}
@@ -652,8 +672,9 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
     primal_, dual_, gap_ : ndarray of shape (1,) or (n_classes,)
         ``P(coef_[k], intercept_[k])``, ``D(dual_coef_[k])`` and their difference per
         problem, certified from the dual variables alone; multiply by
-        ``C n`` for LIBLINEAR's objective values.  A multinomial fit has one
-        problem: ``P(W)``, ``D(alpha)`` with ``alpha = dual_coef_`` of shape
+        ``C n`` for LIBLINEAR's objective values.  A multinomial or
+        Crammer-Singer fit of ``K > 2`` classes has one problem: ``P(W)``,
+        ``D(alpha)`` with ``alpha = dual_coef_`` of shape
         ``(n_classes, n_samples)``.
     converged_ : ndarray of bool of shape (1,) or (n_classes,)
         Whether each problem reached ``gap <= tol * |primal|``.
@@ -696,7 +717,7 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
     _parameter_constraints: dict = {
         "loss": [StrOptions({"hinge", "squared_hinge", "smoothed_hinge", "logistic", "log_loss"})],
         "class_weight": [dict, StrOptions({"balanced"}), None],
-        "multi_class": [StrOptions({"ovr", "multinomial"})],
+        "multi_class": [StrOptions({"ovr", "multinomial", "crammer_singer"})],
         **_SDCAMixin._common_constraints,
         **_SDCAMixin._penalty_constraints,
     }
@@ -752,44 +773,55 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         self : SDCAClassifier
             The fitted estimator.
         """
-        multinomial = self._multinomial_solver()
+        joint = self._multinomial_solver()
         X, y, classes = self._validate_classification(X, y)
         if sample_weight is not None:
             sample_weight = check_sample_weight(sample_weight, X.shape[0])
-        if multinomial is not None and classes.shape[0] > 2:
-            return self._fit_multinomial(X, y, classes, multinomial, sample_weight=sample_weight)
+        self._crammer_singer = self.multi_class == "crammer_singer"
+        if joint is not None and classes.shape[0] > 2:
+            return self._fit_multinomial(X, y, classes, joint, sample_weight=sample_weight)
         weights = _problem_weights(y, classes, self.class_weight, sample_weight)
-        return self._fit_one_vs_rest(X, y, classes, self.C, client=self.client, weights=weights,
+        # the Crammer-Singer problem of two classes at C is the binary hinge problem at 2 C
+        # (daskdca.methods.crammer_singer), which LinearSVC(multi_class="crammer_singer") fits too
+        C = 2.0 * self.C if self._crammer_singer else self.C
+        return self._fit_one_vs_rest(X, y, classes, C, client=self.client, weights=weights,
                                      sample_weight=sample_weight)
 
     def _multinomial_solver(self):
-        """``(method, n_partitions)`` that fits ``multi_class="multinomial"`` (None for ``"ovr"``); a ValueError
-        names a combination it cannot fit and the fix."""
-        from daskdca.methods import MultinomialSDCA
+        """``(method, n_partitions)`` that fits ``multi_class="multinomial"`` or ``"crammer_singer"`` (None for
+        ``"ovr"``); a ValueError names a combination it cannot fit and the fix."""
+        from daskdca.methods import CrammerSingerSVM, MultinomialSDCA
 
-        if self.multi_class != "multinomial":
+        if self.multi_class == "ovr":
             return None
-        if _loss_name(self.loss) != "logistic":
-            raise ValueError(f"multi_class='multinomial' is the softmax (multinomial logistic) loss and needs "
-                             f"loss='logistic', got loss={self.loss!r}; use loss='logistic' or multi_class='ovr'.")
+        kind = self.multi_class
+        method_class, loss, what = {
+            "multinomial": (MultinomialSDCA, "logistic", "the softmax (multinomial logistic) loss"),
+            "crammer_singer": (CrammerSingerSVM, "hinge", "the Crammer-Singer multi-class hinge loss"),
+        }[kind]
+        if _loss_name(self.loss) != loss:
+            raise ValueError(f"multi_class={kind!r} is {what} and needs loss={loss!r}, got loss={self.loss!r}; "
+                             f"use loss={loss!r} or multi_class='ovr'.")
         if self.penalty != "l2":
-            raise ValueError(f"multi_class='multinomial' is solved and certified with penalty='l2' only, got "
+            raise ValueError(f"multi_class={kind!r} is solved and certified with penalty='l2' only, got "
                              f"penalty={self.penalty!r}; use penalty='l2' or multi_class='ovr'.")
-        if isinstance(self.solver, MultinomialSDCA):
+        if isinstance(self.solver, method_class):
             return self.solver, self.n_partitions
         name = _solver_name(self.solver)
         if name in ("auto", "sdca"):
-            return MultinomialSDCA(), self.n_partitions
+            return method_class(), self.n_partitions
         if name == "cocoa+":  # CoCoA+ rounds, on 2 partitions in memory as for solver="cocoa+"
-            return MultinomialSDCA(), (2 if self.n_partitions is None and self.client is None else self.n_partitions)
-        raise ValueError(f"multi_class='multinomial' runs daskdca.MultinomialSDCA (solver='auto' or 'sdca': serial "
-                         f"SDCA; 'cocoa+': CoCoA+ rounds; or a MultinomialSDCA object), got solver={self.solver!r}; "
+            return method_class(), (2 if self.n_partitions is None and self.client is None else self.n_partitions)
+        cls = method_class.__name__
+        raise ValueError(f"multi_class={kind!r} runs daskdca.{cls} (solver='auto' or 'sdca': serial "
+                         f"SDCA; 'cocoa+': CoCoA+ rounds; or a {cls} object), got solver={self.solver!r}; "
                          "use one of those, or multi_class='ovr'.")
 
-    def _fit_multinomial(self, X, y, classes, multinomial, *, sample_weight):
-        """The multinomial problem of ``K > 2`` classes at ``lam = 1 / (C n)`` (one ``daskdca.fit``), with the
-        synthetic intercept column; sets the fitted attributes, one entry per problem (one problem)."""
-        method, n_partitions = multinomial
+    def _fit_multinomial(self, X, y, classes, joint, *, sample_weight):
+        """The multinomial or Crammer-Singer problem of ``K > 2`` classes at ``lam = 1 / (C n)`` (one
+        ``daskdca.fit``), with the synthetic intercept column; sets the fitted attributes, one entry per
+        problem (one problem)."""
+        method, n_partitions = joint
         n = X.shape[0]
         lam = _lam_of(self.C, n)
         X = self._with_bias(_canonical(X))
@@ -815,8 +847,8 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
             del self.dual_coef_  # from an earlier fit with keep_dual=True
         if hasattr(self, "_warm_duals"):
             del self._warm_duals  # a multinomial fit starts cold (multi_class); no one-vs-rest duals to reuse
-        self._multinomial = True
-        self._warn_unconverged(["the multinomial problem"], stacklevel=5)
+        self._multinomial = self.multi_class == "multinomial"  # softmax probabilities
+        self._warn_unconverged([f"the {self.multi_class} problem"], stacklevel=5)
         return self
 
     def _validate_classification(self, X, y):
@@ -983,7 +1015,8 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
     def to_sklearn(self):
         """The equivalent fitted scikit-learn estimator.
 
-        ``LinearSVC`` for hinge and squared hinge, ``LogisticRegression``
+        ``LinearSVC`` for hinge and squared hinge (with
+        ``multi_class="crammer_singer"`` after a Crammer-Singer fit), ``LogisticRegression``
         (liblinear) for logistic with two classes, and for more classes a
         ``OneVsRestClassifier`` of binary ``LogisticRegression`` (scikit-learn's
         own multi-class logistic regression is multinomial, a different
@@ -1011,9 +1044,10 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         seed = self.random_state if isinstance(self.random_state, Integral) else None
         if _loss_name(self.loss) in ("hinge", "squared_hinge"):
+            multi_class = "crammer_singer" if getattr(self, "_crammer_singer", False) else "ovr"
             est = LinearSVC(loss=_loss_name(self.loss), C=self._fitted_C(), fit_intercept=self.fit_intercept,
                             intercept_scaling=self.intercept_scaling, tol=self.tol, max_iter=self.max_iter,
-                            random_state=seed)
+                            random_state=seed, multi_class=multi_class)
             est.n_iter_ = int(self.n_iter_.max())
             return self._copy_fitted(est, self.classes_, self.coef_, self.intercept_)
         if _loss_name(self.loss) != "logistic":

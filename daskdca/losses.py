@@ -44,6 +44,7 @@ __all__ = [
     "SquaredEpsilonInsensitive",
     "Huber",
     "LOSSES",
+    "CrammerSinger",
     "Softmax",
     "get_loss",
     "row_weight",
@@ -945,3 +946,56 @@ class Softmax:
         values = np.where(positive > 0, positive * np.log(np.where(positive > 0, positive, 1.0)), 0.0).sum(axis=1)
         return np.where(outside, np.inf, values)
 
+
+@dataclass(frozen=True)
+class CrammerSinger:
+    """The Crammer-Singer multi-class hinge loss of ``K`` classes, ``l_y(z) = max_k (1[k != y] + z_k - z_y)``.
+
+    Not a :class:`Loss`: it takes a ``K``-vector of margins ``z = W x`` per
+    example, as :class:`Softmax` does.  The fits of the Crammer-Singer
+    multi-class SVM (``daskdca.fit(..., loss="hinge", solver="crammer_singer")``
+    on more than two classes; LIBLINEAR's ``-s 4``) carry it as their
+    ``DataInfo.loss``, so that the certificate
+    (:func:`daskdca.partitions.objective_sums_part`) evaluates this problem:
+    ``P(W) = 1/n sum_i s_i l_{y_i}(W x_i) + lam/2 ||W||_F^2``.  Its conjugate
+    is linear on the shifted simplex, ``l_y*(v) = -(1 - (v + e_y)_y)`` for
+    ``v + e_y`` in the simplex, ``inf`` elsewhere (docs/references.md, note
+    N12), so ``l_y*(-alpha) = -alpha_y`` for ``alpha`` with ``e_y - alpha``
+    in the simplex (:mod:`daskdca.kernels.crammer_singer`).
+
+    Attributes
+    ----------
+    n_classes : int
+        ``K >= 2``.
+    """
+
+    n_classes: int
+    name = "crammer_singer"
+    is_classification = True
+    has_active_bounds = True  # as the hinge loss: duals sit at their bounds (the method does not shrink)
+    smoothness = math.inf
+
+    def __post_init__(self):
+        if isinstance(self.n_classes, bool) or not isinstance(self.n_classes, (int, np.integer)) \
+                or self.n_classes < 2:
+            raise ValueError(f"CrammerSinger needs n_classes, an int >= 2, got {self.n_classes!r}.")
+
+    def value(self, y, Z):
+        """``l_{y_i}(z_i)`` for every example: ``y`` class indices of shape (n,), ``Z`` margins of shape (n, K)."""
+        Z = np.asarray(Z, dtype=np.float64)
+        y = np.asarray(y, dtype=np.intp)
+        rows = np.arange(Z.shape[0])
+        augmented = Z + 1.0
+        augmented[rows, y] -= 1.0
+        return augmented.max(axis=1) - Z[rows, y]
+
+    def conjugate(self, y, alpha):
+        """``l_{y_i}*(-alpha_i) = -alpha_{y_i i}`` where ``beta_i = e_{y_i} - alpha_i`` lies in the simplex
+        (``inf`` where it leaves it by more than 1e-12); ``alpha`` of shape (K, n), as the fits store it."""
+        alpha = np.asarray(alpha, dtype=np.float64)
+        y = np.asarray(y, dtype=np.intp)
+        beta = -alpha.T.copy()
+        rows = np.arange(beta.shape[0])
+        beta[rows, y] += 1.0
+        outside = (beta.min(axis=1) < -1e-12) | (np.abs(beta.sum(axis=1) - 1.0) > 1e-12)
+        return np.where(outside, np.inf, -alpha.T[rows, y])

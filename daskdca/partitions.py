@@ -30,10 +30,11 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
+from daskdca.kernels.crammer_singer import crammer_singer_objective_sums
 from daskdca.kernels.multinomial import multinomial_objective_sums
 from daskdca.kernels.sampling import permutation_order
 from daskdca.kernels.sdca import objective_sums
-from daskdca.losses import Softmax
+from daskdca.losses import CrammerSinger, Softmax
 from daskdca.problem import row_sqnorms
 
 __all__ = [
@@ -315,14 +316,15 @@ def _per_problem(function, part, alpha, *args):
 
 
 def softmax_rows(rows, problems):
-    """``(cls, weight)`` of rows that carry stored labels, for the softmax loss of the classes ``problems`` names.
+    """``(cls, weight)`` of rows that carry stored labels, for the softmax loss of the classes ``problems`` names
+    (and the Crammer-Singer loss, alike).
 
     ``cls[i]`` is the index ``k`` with ``problems.labels[k] == rows.y[i]``;
     ``weight[i]`` is the row's weight (``rows.weight``, 1 when unweighted)
     times its class's ``problems.positive_weights`` entry (``class_weight``:
-    in the multinomial problem a class weight multiplies the loss of that
-    class's rows, as scikit-learn's ``LogisticRegression`` does), or
-    :data:`UNWEIGHTED` when every weight is 1.
+    in the multinomial and Crammer-Singer problems a class weight multiplies
+    the loss of that class's rows, as scikit-learn's ``LogisticRegression``
+    and LIBLINEAR's ``-s 4`` do), or :data:`UNWEIGHTED` when every weight is 1.
     """
     labels = np.asarray(problems.labels, dtype=np.float64)
     sorter = np.argsort(labels, kind="stable")
@@ -341,14 +343,18 @@ def objective_sums_part(part, alpha, w, loss):
     ``(K, d)`` and the result ``(K, 2)``, one row per problem; with the
     softmax loss (:class:`~daskdca.losses.Softmax`, a multinomial fit) the
     same shapes give the one pair of the multinomial problem
-    (:func:`~daskdca.kernels.multinomial.multinomial_objective_sums`).
+    (:func:`~daskdca.kernels.multinomial.multinomial_objective_sums`), and
+    with the Crammer-Singer loss (:class:`~daskdca.losses.CrammerSinger`)
+    the pair of that problem
+    (:func:`~daskdca.kernels.crammer_singer.crammer_singer_objective_sums`).
     """
-    if isinstance(loss, Softmax):
+    if isinstance(loss, (Softmax, CrammerSinger)):
+        sums = multinomial_objective_sums if isinstance(loss, Softmax) else crammer_singer_objective_sums
         loss_sum = conj_sum = 0.0
         for rows, lo, hi, start in part.pieces():
             cls, weight = softmax_rows(rows, part.problems)
-            ls, cs = multinomial_objective_sums(rows.indptr, rows.indices, rows.data, cls, weight,
-                                                alpha[:, start - lo:start - lo + rows.n_rows], w, lo, hi)
+            ls, cs = sums(rows.indptr, rows.indices, rows.data, cls, weight,
+                          alpha[:, start - lo:start - lo + rows.n_rows], w, lo, hi)
             loss_sum, conj_sum = loss_sum + ls, conj_sum + cs
         return np.array([loss_sum, conj_sum])
     if isinstance(part, OneVsRestPartition):

@@ -15,6 +15,7 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 import daskdca
+from daskdca.losses import get_loss
 from daskdca.methods import REGISTRY, VARIANTS
 from daskdca.partitions import random_row_order
 from daskdca.store import write_store
@@ -34,6 +35,12 @@ CLUSTER_METHODS = [name for name in METHODS if MAKERS[name]().capabilities.clust
 
 def _partitions(name):
     return 2 if MAKERS[name]().capabilities.many_partitions else 1
+
+
+def _loss(name):
+    """The logistic loss, or the method's first loss where it has no logistic one (crammer_singer: hinge)."""
+    losses = MAKERS[name]().capabilities.losses
+    return "logistic" if "logistic" in losses else losses[0]
 
 
 def _method(name, eval_every=None):
@@ -63,7 +70,7 @@ def _schedule(X, y, name, random_state):
 def _fit(X, y, name, eval_every=None, **kwargs):
     with warnings.catch_warnings():  # a fixed number of rounds (serial SDCA may reach a gap <= 0 first)
         warnings.simplefilter("ignore", ConvergenceWarning)
-        return daskdca.fit(X, y, loss="logistic", lam=LAM, solver=_method(name, eval_every), tol=0.0,
+        return daskdca.fit(X, y, loss=_loss(name), lam=LAM, solver=_method(name, eval_every), tol=0.0,
                            n_partitions=_partitions(name), **kwargs)
 
 
@@ -88,14 +95,14 @@ def test_same_seed_same_bits_and_the_certificate_from_the_returned_duals(heart, 
     assert not np.array_equal(runs[0].dual_coef_, runs[2].dual_coef_)
     m = runs[0]
     ys = np.where(y == m.classes_[1], 1.0, -1.0)
-    # the dual point is feasible: y alpha in [0, 1] for logistic, where the conjugate is finite
+    # the dual point is feasible: y alpha in [0, 1] for logistic (and hinge), where the conjugate is finite
     b = ys * m.dual_coef_
     assert np.all((b >= 0) & (b <= 1))
-    assert np.all(np.isfinite(daskdca.Logistic().conjugate(ys, m.dual_coef_)))
+    assert np.all(np.isfinite(get_loss(_loss(name)).conjugate(ys, m.dual_coef_)))
     # the certificate: P(coef_) - D(dual_coef_), D with w(alpha) rebuilt here;
     # for the dual methods coef_ is w(alpha) itself
-    dual, w_alpha = ref.dual_objective(X, ys, m.dual_coef_, LAM, "logistic")
-    primal = primal_objective(X, ys, m.coef_, LAM, "logistic")
+    dual, w_alpha = ref.dual_objective(X, ys, m.dual_coef_, LAM, _loss(name))
+    primal = primal_objective(X, ys, m.coef_, LAM, _loss(name))
     if m.plan_.primal_from_dual:
         np.testing.assert_allclose(m.coef_, w_alpha, rtol=1e-12, atol=1e-14)
     assert m.primal_ == pytest.approx(primal, rel=1e-12) and m.dual_ == pytest.approx(dual, rel=1e-12)
@@ -107,9 +114,10 @@ def test_same_seed_same_bits_and_the_certificate_from_the_returned_duals(heart, 
 @pytest.mark.parametrize("name", METHODS)
 def test_a_converged_fit_certifies_the_state_it_returns(heart, name):
     X, y = heart
-    # a 1/t method (Pegasos) reaches 1e-3 in about 400 epochs here, 1e-5 in none it can afford
-    tol = 1e-5 if MAKERS[name]().capabilities.gap_rate == "linear" else 1e-3
-    m = daskdca.fit(X, y, loss="logistic", lam=LAM, solver=MAKERS[name](), tol=tol,
+    # a 1/t method (Pegasos) reaches 1e-3 in about 400 epochs here, 1e-5 in none it can afford; so does the
+    # non-smooth hinge loss of a hinge-only method (crammer_singer: CoCoA+'s plain hinge fit on two classes)
+    tol = 1e-5 if MAKERS[name]().capabilities.gap_rate == "linear" and _loss(name) == "logistic" else 1e-3
+    m = daskdca.fit(X, y, loss=_loss(name), lam=LAM, solver=MAKERS[name](), tol=tol,
                     n_partitions=_partitions(name))
     assert m.converged_ and m.gap_ <= tol * m.primal_
     assert m.history_[-1].round == m.n_rounds_ and m.history_[-1].epochs == m.n_epochs_
@@ -129,14 +137,17 @@ def fault_client():
         yield c
 
 
-# cases whose state and fault path are another's (a variant's default, adfsdca+'s adfsdca): their killed-worker case runs with -m slow
+# cases whose state and fault path are another's (a variant's default, adfsdca+'s adfsdca; crammer_singer on the
+# two classes of heart is cocoa+(plain)'s hinge fit, its K > 2 path is tests/test_crammer_singer.py's): their
+# killed-worker case runs with -m slow
 SLOW_FAULT_CASES = {"adfsdca+", "cocoa+(line_search)", "cocoa+(spdc)", "cocoa+(threads)", "minibatch_sdca(no shrinking)",
-                    "minibatch_sdca(naive)"}
+                    "minibatch_sdca(naive)", "crammer_singer"}
 
 
-# variants that reach the cluster through their default's code path: their out-of-core case and their
-# killed-driver case run with -m slow (the in-memory case, which checks the variant's own bits, stays)
-SLOW_VARIANT_CASES = {"cocoa+(spdc)", "minibatch_sdca(naive)"}
+# variants that reach the cluster through their default's code path (crammer_singer on two classes: cocoa+(plain)'s):
+# their out-of-core case and their killed-driver case run with -m slow (the in-memory case, which checks the
+# variant's own bits, stays)
+SLOW_VARIANT_CASES = {"cocoa+(spdc)", "minibatch_sdca(naive)", "crammer_singer"}
 
 
 def _cases(name, *values_and_ids, slow_when):

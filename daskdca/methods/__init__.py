@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from daskdca.methods.base import Capabilities, Ctx, DataInfo, RoundReport
 from daskdca.methods.cocoa import SDCA, CoCoAPlus
+from daskdca.methods.crammer_singer import CrammerSingerSVM
 from daskdca.methods.dual_free import AdaptiveDualFreeSDCA, AdaptiveDualFreeSDCAPlus, DualFreeSDCA
 from daskdca.methods.minibatch import MinibatchSDCA
 from daskdca.methods.multinomial import MultinomialSDCA
@@ -30,6 +31,7 @@ __all__ = [
     "VARIANTS",
     "Capabilities",
     "CoCoAPlus",
+    "CrammerSingerSVM",
     "Ctx",
     "DataInfo",
     "MinibatchPegasos",
@@ -47,7 +49,7 @@ __all__ = [
 #: name -> settings class, for every method a user can ask for by name
 REGISTRY = {cls.name: cls for cls in (SDCA, CoCoAPlus, MinibatchSDCA, SDNA, DualFreeSDCA, AdaptiveDualFreeSDCA,
                                       AdaptiveDualFreeSDCAPlus, SPDC, MinibatchPegasos, Newton,
-                                      MultinomialSDCA)}
+                                      MultinomialSDCA, CrammerSingerSVM)}
 SOLVERS = REGISTRY
 
 #: settings other than a method's defaults that change its algorithm; the

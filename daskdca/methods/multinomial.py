@@ -191,6 +191,8 @@ class MultinomialSDCA:
     name = "multinomial"
     capabilities = Capabilities(losses=("logistic",), many_partitions=True, cluster=True, shrinking=False,
                                 warm_start=False, sample_weight=True, multi_class=False)
+    #: the vector loss of the one problem of ``K > 2`` classes (``daskdca.fit`` certifies it)
+    multiclass_loss = Softmax
 
     def __post_init__(self):
         check_local_iters(self.local_iters)
