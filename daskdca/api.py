@@ -711,6 +711,7 @@ def _fit_cluster(X, y, *, loss_obj, lam, method, local_iters, tol, max_rounds, m
         job = _ClusterJob(loss_obj=loss_obj, lam=lam, method=method, local_iters=local_iters, seed=seed,
                           workers=workers, needs_rounds=needs_rounds, n_partitions=n_partitions)
         job.verbose = verbose
+        job.callback, job.checkpoint_every = callback, checkpoint_every
         job.feature_names = feature_names
         fit_args = dict(tol=tol, max_rounds=max_rounds, max_epochs=max_epochs, random_state=seed)
         try:  # the staging folder goes whatever happens
@@ -761,6 +762,7 @@ class _ClusterJob:
         self.staged = None  # the staging store of in-memory arrays that go to rounds
         self.route_ = None  # the route chosen for them
         self.verbose = 0
+        self.callback = self.checkpoint_every = None
         self.array_classes = self.problems = self.row_order = self.dual_init = None
         self.feature_names = None  # a DataFrame's column names
         self.store_partitions = n_partitions
@@ -861,12 +863,61 @@ def _fit_arrays_on_cluster(job, X, y, client, fit_args, *, dual_init, sample_wei
             sample_weight = sample_weight[job.row_order]
     job.dual_init = dual_init
     job.store_partitions = parts
+    if not {"checkpoint", "in_memory=False"} & set(job.needs_rounds):
+        # no checkpoint to fingerprint the data with: the partitions go to the workers straight from here, the
+        # runs of ceil(n / parts) rows that a staged store would have held (the same bits), without writing and
+        # reading that store
+        return _fit_held_arrays(job, X, y, sample_weight, parts, route, client, fit_args)
     # shuffle=False: the rows are already in the in-process partition order (above)
     store = write_store(os.path.join(job.staging_folder(), "data.zarr"), X, y, block_rows=-(-n // parts),
                         compression="none", shuffle=False, source="daskdca.fit input", sample_weight=sample_weight)
     job.staged = store
     job.route_ = route
     return None
+
+
+def _fit_held_arrays(job, X, y, sample_weight, parts, route, client, fit_args):
+    """Rounds over in-memory arrays (rows already in the partition order) held on the workers: ``parts`` runs of
+    ``ceil(n / parts)`` rows, each sent once to a worker (:func:`daskdca.engine.fit_partitions_on_cluster`);
+    returns the LinearModel."""
+    import scipy.sparse as sp
+
+    from daskdca import engine
+    from daskdca.methods.base import DataInfo
+    from daskdca.partitions import MemoryPartition, OneVsRestPartition, rows_from_csr, store_partition_ranges
+    from daskdca.problem import max_column_nnz
+
+    n, d = X.shape
+    block = -(-n // parts)
+    offsets = list(range(0, n, block)) + [n]  # the blocks a staged store would have
+    method = job.method
+    check_supported(method, loss_name=job.loss_obj.name, on_cluster=True, n_partitions=2,
+                    sample_weight=sample_weight is not None,
+                    multi_class=job.problems is not None and not _fits_one_problem(method))
+    X = sp.csr_matrix(X)
+    partitions = []
+    for a, b in store_partition_ranges(len(offsets) - 1, parts):
+        lo, hi = offsets[a], offsets[b]
+        first, last = X.indptr[lo], X.indptr[hi]  # rows lo..hi as views of X's arrays (a row slice copies them)
+        rows = sp.csr_matrix((X.data[first:last], X.indices[first:last], X.indptr[lo:hi + 1] - first),
+                             shape=(hi - lo, d))
+        part = MemoryPartition(rows_from_csr(rows, y[lo:hi], None if sample_weight is None else sample_weight[lo:hi]),
+                               np.array([0, hi - lo], dtype=np.int64))
+        partitions.append(part if job.problems is None else OneVsRestPartition(part, job.problems))
+    fit_loss = _driver_loss(method, job.problems, job.loss_obj)
+    info = DataInfo(n=n, d=d, partition_sizes=tuple(p.n_rows for p in partitions), loss=fit_loss, lam=job.lam,
+                    max_column_nnz=max_column_nnz(X))
+    result = engine.fit_partitions_on_cluster(partitions, info, client=client, method=_run_method(method, job.problems),
+                                              verbose=job.verbose, callback=job.callback, dual_init=job.dual_init,
+                                              checkpoint_every=job.checkpoint_every, **fit_args)
+    _warn_not_converged(result, fit_args["tol"], fit_args["max_epochs"])
+    if job.row_order is not None:
+        alpha = np.empty_like(result.alpha)
+        alpha[..., job.row_order] = result.alpha
+        result = result._replace(alpha=alpha)
+    return LinearModel(loss=job.loss_obj, lam=job.lam, solver=method, classes=job.array_classes, result=result,
+                       random_state=job.seed, n_features=d, coef=result.w,
+                       route=route._replace(n_partitions=len(partitions)), feature_names=job.feature_names)
 
 
 def _fit_store_on_cluster(job, store, client, fit_args, *, verbose, callback, in_memory, checkpoint,

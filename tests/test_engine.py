@@ -417,6 +417,28 @@ def test_dask_array_and_in_memory_inputs(client):
     assert set(m3.predict(X)) <= {"no", "yes"}
 
 
+@pytest.mark.filterwarnings("ignore:daskdca.fit reached max_rounds")
+@pytest.mark.parametrize("solver, loss", [("cocoa+", "logistic"), ("newton", "logistic"), ("cocoa+", "hinge")])
+def test_in_memory_arrays_go_to_the_workers_without_a_staged_store(client, monkeypatch, solver, loss):
+    """Rounds over arrays given with a client: each partition is sent from here once, with no store written
+    (write_store fails if called), and the rounds give the in-process bits of the same two partitions, the
+    duals back in X's row order."""
+    import daskdca.store
+
+    def no_store(*args, **kwargs):
+        raise AssertionError("staged a store")
+
+    X, y = load_dataset("heart")
+    kw = dict(loss=loss, lam=1e-2, solver=solver, tol=0.0, max_rounds=6, random_state=4, n_partitions=2)
+    ref = daskdca.fit(X, y, **kw)
+    monkeypatch.setattr(daskdca.store, "write_store", no_store)
+    held = daskdca.fit(X, y, client=client, **kw)
+    assert held.route_.name == "rounds" and held.route_.n_partitions == 2
+    np.testing.assert_array_equal(held.coef_, ref.coef_)
+    np.testing.assert_array_equal(held.dual_coef_, ref.dual_coef_)
+    assert [r.gap for r in held.history_] == [r.gap for r in ref.history_]
+
+
 def test_renumbered_store_returns_coef_in_source_order(client, tmp_path):
     path = data_path("heart_scale")
     store = convert_svmlight(path, tmp_path / "h.zarr", n_features=13, renumber_features=True, shuffle=True,

@@ -111,6 +111,7 @@ logger = logging.getLogger("daskdca")
 
 __all__ = ["ROUNDS_KEY", "ClusterLostError", "DaskExecutor", "NoWorkersError", "ResidentExecutor", "SchedulerLostError", "cluster_client",
            "configured_no_workers_timeout", "default_partitions", "fit_on_cluster", "fit_on_one_worker",
+           "fit_partitions_on_cluster",
            "local_client", "worker_resources"]
 
 
@@ -227,15 +228,59 @@ def fit_on_cluster(store, *, client, method, loss, lam, positive_label, tol, max
         executor = ResidentExecutor(client, parts, info, random_state, mode=mode, **common)
     else:
         executor = DaskExecutor(client, parts, info, random_state, placement=placement, **common)
+    return _run(executor, method, tol=tol, max_rounds=max_rounds, max_epochs=max_epochs, callback=callback,
+                verbose=verbose, resume=resume, checkpoint=ckpt, replaced=replaced)
+
+
+def fit_partitions_on_cluster(parts, info, *, client, method, tol, max_rounds, max_epochs, random_state, verbose,
+                              callback, dual_init=None, checkpoint_every=None):
+    """Run ``method`` over in-memory partitions that this process holds (arrays given to ``daskdca.fit`` with a
+    client), without a checkpoint.
+
+    Each partition travels once to a worker and stays there for the fit (in the resident actor that holds it,
+    or in a task the scheduler can rerun), as :func:`fit_on_cluster` does with a store only this process can
+    read, without writing and reading that store first.  ``parts`` are
+    :class:`~daskdca.partitions.MemoryPartition` (or one-vs-rest views of them) and ``info`` their
+    :class:`~daskdca.methods.base.DataInfo`; the bits are those of the same partitions in process.  Returns a
+    :class:`daskdca.driver.FitResult` in the partitions' row order.
+    """
+    wait_for_workers = configured_no_workers_timeout()
+    _check_workers(client)
+    run_id = uuid.uuid4().hex[:8]
+    client.register_plugin(_WarmUp(), name=_WarmUp.name)
+    K = len(parts)
+    placement = _Placement(K, len(_thread_slots(client)))
+    signature = {"data": {"n": info.n, "d": info.d, "partition_sizes": [int(s) for s in info.partition_sizes]},
+                 "loss": repr(info.loss), "lam": info.lam, "solver": repr(method), "random_state": random_state,
+                 "n_partitions": K}
+    common = dict(run_id=run_id, checkpoint=None,
+                  checkpoint_every=DEFAULT_CHECKPOINT_EVERY if checkpoint_every is None else checkpoint_every,
+                  signature=signature, dual_init=dual_init, no_workers_timeout=wait_for_workers)
+    logger.info("daskdca: %s on %d partitions held in memory", method.name, K)
+    if configured_rounds() == "resident":
+        executor = ResidentExecutor(client, list(parts), info, random_state, mode="held", **common)
+    else:
+        homes = placement.homes(client)
+        with dask.config.set({"distributed.admin.large-graph-warning-threshold": "16 GiB"}):
+            held = [client.submit(partial(_held, part), key=f"daskdca-load-{run_id}-{k}", pure=False,
+                                  **_pinned(homes[k])) for k, part in enumerate(parts)]
+        executor = DaskExecutor(client, held, info, random_state, placement=placement, **common)
+    return _run(executor, method, tol=tol, max_rounds=max_rounds, max_epochs=max_epochs, callback=callback,
+                verbose=verbose, resume=False, checkpoint=None, replaced=None)
+
+
+def _run(executor, method, *, tol, max_rounds, max_epochs, callback, verbose, resume, checkpoint, replaced):
+    """The rounds of ``method`` on ``executor``, from a checkpoint where ``resume``; a resident executor's actors
+    are released whatever happens."""
     try:
         plan = executor.setup(method)
         start = executor.resume(plan) if resume else None
-        if start is None and ckpt is not None:
+        if start is None and checkpoint is not None:
             # a fresh fit removes only an old checkpoint's own entries (asked for by overwrite=True, checked
             # above); the group is created here so that writer tasks only ever create their own arrays
-            _clear_checkpoint(ckpt, replaced)
+            _clear_checkpoint(checkpoint, replaced)
         return run_rounds(executor, plan, tol=tol, max_rounds=max_rounds, max_epochs=max_epochs, callback=callback,
                           verbose=verbose, start=start)
     finally:
-        if rounds == "resident":
+        if isinstance(executor, ResidentExecutor):
             executor.close()
