@@ -41,12 +41,16 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--data-dir", type=Path, default=DATA)
+    parser.add_argument("--sets", default="a9a,ijcnn1,kdd", help="a9a, ijcnn1, w8a (d = 300) and kdd")
     args = parser.parse_args()
+    wanted = args.sets.split(",")
     sets = []
-    for name, d in (("a9a.gz", 123), ("ijcnn1.bz2", 22)):
-        X, y = load_svmlight_file(str(args.data_dir / name), n_features=d)
-        sets.append((name.split(".")[0], sp.csr_matrix(X), y))
-    sets.append(("KDD99-shaped 200k",) + _kdd_like(200_000))
+    for name, d in (("a9a.gz", 123), ("ijcnn1.bz2", 22), ("w8a.gz", 300)):
+        if name.split(".")[0] in wanted:
+            X, y = load_svmlight_file(str(args.data_dir / name), n_features=d)
+            sets.append((name.split(".")[0], sp.csr_matrix(X), y))
+    if "kdd" in wanted:
+        sets.append(("KDD99-shaped 200k",) + _kdd_like(200_000))
     print("| data | lam n | Newton s (rounds) | SDCA s (epochs) | SDCA / Newton |")
     print("|---|---:|---:|---:|---:|")
     for name, X, y in sets:

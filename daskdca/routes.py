@@ -24,7 +24,10 @@ the loss is twice differentiable, the primal Newton method
 (:mod:`daskdca.methods.newton`) needs 6-9 rounds to a certified 1e-8 on
 real data whatever ``lam``, so it runs the rounds route, and in one process
 it runs where SDCA's epochs, which grow like ``1/(lam n)``, cost more
-(``lam n < NEWTON_LAM_N``).  Otherwise serial SDCA runs, inside Catalyst's
+(``lam n < NEWTON_LAM_N``).  On a cluster of several workers, data of at
+least ``NEWTON_ROUNDS_MIN_NNZ`` stored values goes to Newton rounds over
+all of them even when it fits one: Newton's iterates do not depend on the
+partitions, so the workers share each pass.  Otherwise serial SDCA runs, inside Catalyst's
 accelerated proximal-point loop (Lin, Mairal & Harchaoui, "Catalyst
 acceleration for first-order convex optimization", JMLR 2018, Algorithm 1)
 when ``lam n < CATALYST_LAM_N``, and rounds are CoCoA+'s.  An explicit
@@ -37,7 +40,7 @@ from typing import NamedTuple
 
 from daskdca.methods.newton import NEWTON_LOSSES  # the losses the Newton method takes
 
-__all__ = ["CATALYST_LAM_N", "NEWTON_LAM_N", "NEWTON_LOSSES", "NEWTON_MAX_FEATURES", "ONE_WORKER_MEMORY_FRACTION", "Route",
+__all__ = ["CATALYST_LAM_N", "NEWTON_LAM_N", "NEWTON_LOSSES", "NEWTON_MAX_FEATURES", "NEWTON_ROUNDS_MIN_NNZ", "ONE_WORKER_MEMORY_FRACTION", "Route",
            "Workers", "choose_route", "data_bytes", "explicit_route", "fits_one_worker"]
 
 #: Serial SDCA runs inside Catalyst when ``lam n`` (``1/C`` in LIBLINEAR's terms) is below this.  Measured
@@ -50,14 +53,27 @@ CATALYST_LAM_N = 0.1
 #: (``r_i^2`` work per row of ``r_i`` stored values, ``d^3 / 3`` for its Cholesky) and sends it through the
 #: reduction.  Measured (benchmarks/RESULTS.md, "Primal Newton"): at d = 22 (ijcnn1) and d = 123 (a9a) a round
 #: costs 20-45 ms on 50,000 rows, and Newton certified 1e-6 in 6-8 rounds where SDCA needed 297-2107 epochs at
-#: C = 100 (19-89x faster), while at C = 1 it was 1.3x faster on a9a and 1.9x slower on ijcnn1.
-NEWTON_MAX_FEATURES = 256
+#: C = 100 (19-89x faster), while at C = 1 it was 1.3x faster on a9a and 1.9x slower on ijcnn1.  At d = 300
+#: (w8a, "Primal Newton against SDCA by lam n") Newton won 2.1-5.5x at lam n <= 1 as on a9a.  300 is the largest
+#: d measured; the Cholesky's d^3/3, run by the combine on the driver and on every worker, takes 6 ms a round at
+#: d = 300 and 29 ms at d = 512 here, which was not measured against SDCA.
+NEWTON_MAX_FEATURES = 300
 #: Where Newton may run (few features, a smooth loss), one partition takes it when ``lam n`` is below this.
 #: Measured (benchmarks/RESULTS.md, "Primal Newton against SDCA by lam n"; logistic, to a certified 1e-6): at
 #: lam n = 0.3 Newton was 1.1-5.2x faster than serial SDCA on a9a, ijcnn1 and a KDD99-shaped set; at lam n = 1
 #: 1.9x and 1.3x faster on a9a and the KDD99-shaped set, 1.25x slower on ijcnn1; at lam n = 3 level or slower
 #: (1.0x, 0.6x, 0.9x).
 NEWTON_LAM_N = 2.0
+
+
+#: Where primal Newton may run (few features, a smooth loss, no warm start), data of at least this many stored
+#: values goes to Newton rounds over all the workers even when it fits one: Newton's iterates are the same
+#: whatever the partitions (only the sums' order differs), so K workers share each pass, and a round trip
+#: costs milliseconds (benchmarks/RESULTS.md, "Engine: resident rounds") against tens of ms a pass here.
+#: Measured (benchmarks/RESULTS.md, "Primal Newton: one worker or rounds over the workers"; 2 workers, logistic,
+#: lam n = 1, to 1e-6): rounds lost below 1.3 M stored values (1.3-2.2x the one-worker time on a9a, w8a and a
+#: KDD99-shaped set), were level at 4.0 M (1.01x) and won at 13.3 M (0.84x).
+NEWTON_ROUNDS_MIN_NNZ = 4_000_000
 
 
 #: The one-worker route is taken when the data's in-memory size is at most this fraction of the smallest
@@ -186,6 +202,12 @@ def choose_route(*, on_cluster, n, nnz, lam, d=None, loss_name=None, warm_start=
         return Route("rounds", rounds_solver, {}, None,
                      f"{', '.join(needs_rounds)} given, which only rounds honour: {why_rounds} over "
                      f"{max(1, workers.n_workers)} partition(s), one per worker")
+    if newton and workers.n_workers > 1 and nnz >= NEWTON_ROUNDS_MIN_NNZ:
+        return Route("rounds", "newton", {}, None,
+                     f"few features, a smooth loss and {nnz / 1e6:.3g} M stored values (at least "
+                     f"{NEWTON_ROUNDS_MIN_NNZ / 1e6:g} M): primal Newton rounds over the {workers.n_workers} "
+                     "workers, one partition each (its iterates do not depend on the partitions, and each "
+                     "worker's share of a pass costs more than the round trip)")
     if fits_one_worker(size, workers):
         return Route("one_worker", solver, options, 1,
                      f"the data ({_size_text(size)} in memory) fits one worker (within {_room_text(workers)}): "

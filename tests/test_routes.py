@@ -136,6 +136,18 @@ def test_newton_route_rule():
     assert choose_route(on_cluster=False, lam=1e-5, **few).solver == "newton"
     assert choose_route(on_cluster=False, lam=3e-5, **few).solver == "sdca"
     assert "< 2" in choose_route(on_cluster=False, lam=1e-5, **few).reason
+    # several workers and data of at least NEWTON_ROUNDS_MIN_NNZ stored values: Newton rounds over them all even
+    # where the data fits one; below it, or with one worker, the one-worker route
+    from daskdca.routes import NEWTON_ROUNDS_MIN_NNZ
+
+    fits = dict(n=10**6, d=100, loss_name="logistic", on_cluster=True, lam=1e-7)
+    many = choose_route(nnz=NEWTON_ROUNDS_MIN_NNZ, workers=workers, **fits)
+    assert (many.name, many.solver, many.n_partitions) == ("rounds", "newton", None)
+    assert "Newton rounds over the 2 workers" in many.reason
+    assert choose_route(nnz=NEWTON_ROUNDS_MIN_NNZ - 1, workers=workers, **fits).name == "one_worker"
+    one = Workers((1,), (8 << 30,))
+    assert choose_route(nnz=NEWTON_ROUNDS_MIN_NNZ, workers=one, **fits).name == "one_worker"
+    assert choose_route(nnz=NEWTON_ROUNDS_MIN_NNZ, workers=workers, **{**fits, "loss_name": "hinge"}).name == "one_worker"
     # rounds: Newton's handful of rounds whatever lam
     big = dict(n=10**8, nnz=10**9, d=100, loss_name="logistic", workers=workers, on_cluster=True)
     assert choose_route(lam=1e-3, **big).solver == "newton"
