@@ -28,7 +28,7 @@ from daskdca.prediction import Predictor, check_frame_columns, proba_kind, proba
 from daskdca.prediction import output as prediction_output
 from daskdca.prediction import score as prediction_score
 from daskdca.store import CSRStore, open_store
-from daskdca.store.frames import _is_dask_frame, _is_pandas_frame, _refuse_label_name, pandas_input
+from daskdca.store.frames import _is_dask_frame, _is_pandas_frame, _refuse_label_name, is_parquet_path, pandas_input
 from daskdca.validation import (
     _check_dual_init,
     _check_dual_init_ovr,
@@ -321,7 +321,7 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
 
     Parameters
     ----------
-    X : ndarray, scipy sparse matrix, dask array, pandas or dask DataFrame, or store path/URL/handle
+    X : ndarray, scipy sparse matrix, dask array, pandas or dask DataFrame, Parquet path, or store path/URL/handle
         Training data of shape (n_samples, n_features); CSC and COO are
         converted to CSR.  float32 values are kept as float32; ``w``,
         ``alpha`` and all sums are float64.  A DataFrame's columns are the
@@ -331,7 +331,11 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
         pandas DataFrame is fitted as its values (the bits of the NumPy
         array); a dask DataFrame goes to the cluster like a dask array, one
         partition at a time, never computed whole into this process (one
-        pass counts its partitions' rows first).
+        pass counts its partitions' rows first).  A path (or fsspec URL)
+        naming Parquet (a ``.parquet``, ``.parq`` or ``.pq`` file, or a
+        folder of them) is read lazily as a dask DataFrame
+        (``storage_options`` passed on) and fitted as one, with ``y`` its
+        label column's name.
     y : array-like, dask array or Series, str, or None
         A str names X's label column (X a DataFrame: ``fit(df, y="label")``),
         which is then not a feature.  Labels may be numbers, strings, bools
@@ -546,6 +550,12 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
     if not isinstance(overwrite, bool):
         raise ValueError(f"overwrite must be True or False, got {overwrite!r}.")
     seed = _resolve_random_state(random_state)
+    if isinstance(X, (str, os.PathLike)) and is_parquet_path(X):
+        # Parquet: read lazily as a dask DataFrame (y names its label column), then fitted as one
+        from daskdca.store.from_dask import _read_parquet
+
+        X = _read_parquet(os.fspath(X), storage_options)
+        storage_options = None
     _refuse_label_name(X, y)
     feature_names = None
     if _is_pandas_frame(X):  # in memory: its values and column names (a dask DataFrame is staged below)

@@ -356,10 +356,9 @@ def build_parser():
 
 def _is_parquet(path):
     """Whether an input path names Parquet: a .parquet / .parq / .pq file or a folder of them."""
-    suffixes = (".parquet", ".parq", ".pq")
-    if path.rstrip("/").endswith(suffixes):
-        return True
-    return os.path.isdir(path) and any(name.endswith(suffixes) for name in os.listdir(path))
+    from daskdca.store.frames import is_parquet_path
+
+    return is_parquet_path(path)
 
 
 def _convert(args):

@@ -312,6 +312,23 @@ def test_fit_on_a_dask_frame_keeps_names_and_predicts_lazily(frame, client):
     assert np.array_equal(scores.compute().to_numpy(), model.decision_function(X))
 
 
+def test_fit_reads_a_parquet_path_with_its_label_column(frame, client, tmp_path):
+    """daskdca.fit("x.parquet", y="label"): the file is read lazily as a dask DataFrame and fitted as one (the
+    same model as the frame's); a Parquet folder too; without y the message names the label column."""
+    ddf = dd.from_pandas(frame, npartitions=3)
+    ref = daskdca.fit(ddf, y="label", loss="logistic", lam=1e-2, tol=1e-12, client=client)
+    path = tmp_path / "x.parquet"
+    frame.to_parquet(path)
+    folder = tmp_path / "dataset"
+    ddf.to_parquet(folder)
+    for source in (path, str(folder)):
+        model = daskdca.fit(source, y="label", loss="logistic", lam=1e-2, tol=1e-12, client=client)
+        assert model.feature_names_in_.tolist() == FEATURES and model.classes_.tolist() == ["sick", "well"]
+        np.testing.assert_allclose(model.coef_, ref.coef_, rtol=0, atol=1e-10)
+    with pytest.raises(ValueError, match=r"y is missing: X is a dask DataFrame .* y='label'"):
+        daskdca.fit(path, loss="logistic", lam=1e-2, client=client)
+
+
 def test_estimator_on_a_dask_frame_predicts_lazily_on_its_partitions(frame, client):
     X, y = _arrays(frame)
     ref = daskdca.SDCAClassifier(loss="logistic").fit(X, y)

@@ -10,6 +10,8 @@ are read partition by partition in :mod:`daskdca.store.from_dask`.
 
 from __future__ import annotations
 
+import os
+
 import math
 import numbers
 
@@ -82,6 +84,18 @@ def _check_label_column(columns, y):
         raise ValueError(f"y={y!r} names a label column, but X has no column {y!r}; its columns are {shown}"
                          f"{' ...' if len(columns) > 20 else ''}. Pass the name of the label column, or the labels "
                          "themselves as an array.")
+
+
+PARQUET_SUFFIXES = (".parquet", ".parq", ".pq")
+
+
+def is_parquet_path(path):
+    """Whether ``path`` (a str or PathLike) names Parquet: a ``.parquet`` / ``.parq`` / ``.pq`` file or a folder
+    holding such files (a Parquet dataset); a zarr store is neither."""
+    path = os.fspath(path)
+    if path.rstrip("/").endswith(PARQUET_SUFFIXES):
+        return True
+    return os.path.isdir(path) and any(name.endswith(PARQUET_SUFFIXES) for name in os.listdir(path))
 
 
 def _refuse_label_name(X, y):
