@@ -83,10 +83,12 @@ def case_a9a(reps):
     X, y = load_dataset("a9a")
     kw = dict(loss="logistic", lam=1e-5, tol=1e-6, random_state=0)
     daskdca.fit(X, y, **kw)  # numba compiled before the clock
+    daskdca.fit(X, y, solver="sdca", **kw)
     with local_client(2) as client:
         daskdca.fit(X, y, client=client, **{**kw, "tol": 1e-2})  # the workers compile too
         rows = median_times({
-            "in memory, serial SDCA": lambda: daskdca.fit(X, y, **kw),
+            "in memory, serial SDCA": lambda: daskdca.fit(X, y, solver="sdca", **kw),
+            "in memory, auto": lambda: daskdca.fit(X, y, **kw),
             "2 workers, auto": lambda: daskdca.fit(X, y, client=client, **kw),
             "2 workers, cocoa+ rounds": lambda: daskdca.fit(X, y, client=client, solver="cocoa+", **kw),
         }, reps)
