@@ -486,9 +486,10 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
         With ``lam = 1/(C n)`` this is LIBLINEAR's per-instance weights
         (``C_i = C s_i``), so an integer weight equals repeating the row.
         ``n`` stays the number of rows.  For in-memory X, with or without
-        a client; a store carries its own weights
-        (``write_store(..., sample_weight=...)``) and refuses this argument;
-        a dask array X with weights raises for now.
+        a client, and for a dask array or DataFrame X (the weights in
+        memory or a dask array, one a row, staged with the rows); a store
+        carries its own weights (``write_store(..., sample_weight=...)``)
+        and refuses this argument.
         Supported by the solvers whose ``capabilities.sample_weight`` is
         True (``"sdca"``, ``"cocoa+"``, ``"minibatch_sdca"``).
     class_weight : dict, "balanced" or None, default=None

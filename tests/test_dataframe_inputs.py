@@ -329,6 +329,31 @@ def test_fit_reads_a_parquet_path_with_its_label_column(frame, client, tmp_path)
         daskdca.fit(path, loss="logistic", lam=1e-2, client=client)
 
 
+def test_sample_weight_with_dask_input_is_the_weighted_optimum(frame, client, tmp_path):
+    """sample_weight (in memory or a dask array) with a dask array or DataFrame X: the store carries the weights
+    and the fit reaches the in-memory weighted optimum; shuffled writes refuse them with the fix."""
+    import dask.array as da
+
+    X, y = _arrays(frame)
+    weight = np.random.default_rng(3).uniform(0.2, 3.0, X.shape[0])
+    ref = daskdca.fit(X, y, loss="logistic", lam=1e-2, tol=1e-12, sample_weight=weight)
+    unweighted = daskdca.fit(X, y, loss="logistic", lam=1e-2, tol=1e-12)
+    assert abs(ref.primal_ - unweighted.primal_) > 1e-3  # the weights matter here
+    Xd = da.from_array(X, chunks=(100, X.shape[1]))
+    ddf = dd.from_pandas(frame, npartitions=3)
+    for data, labels, given in ((Xd, y, weight), (Xd, y, da.from_array(weight, chunks=100)),
+                                (ddf, "label", weight)):
+        model = daskdca.fit(data, labels, loss="logistic", lam=1e-2, tol=1e-12, client=client, sample_weight=given)
+        np.testing.assert_allclose(model.coef_, ref.coef_, rtol=0, atol=1e-8)
+        assert model.primal_ == pytest.approx(ref.primal_, rel=1e-10)
+    store = write_store(tmp_path / "weighted.zarr", Xd, y, sample_weight=weight, shuffle=False)
+    assert store.weighted and np.array_equal(np.asarray(store.group["sample_weight"][:]), weight)
+    with pytest.raises(ValueError, match="shuffle=False and renumber_features=False"):
+        write_store(tmp_path / "shuffled.zarr", Xd, y, sample_weight=weight, shuffle=True)
+    with pytest.raises(ValueError, match="sample_weight must be >= 0"):
+        daskdca.fit(Xd, y, loss="logistic", lam=1e-2, client=client, sample_weight=-weight)
+
+
 def test_estimator_on_a_dask_frame_predicts_lazily_on_its_partitions(frame, client):
     X, y = _arrays(frame)
     ref = daskdca.SDCAClassifier(loss="logistic").fit(X, y)

@@ -411,9 +411,11 @@ def test_weighted_fits_on_a_cluster_in_memory_out_of_core_and_from_arrays(heart,
         daskdca.fit(store, loss="logistic", solver="sdna", client=client)
 
 
-def test_a_dask_array_with_weights_is_refused(heart):
+def test_weights_of_a_dask_array_are_checked_as_in_memory(heart):
+    """A dask array X takes weights (tests/test_dataframe_inputs.py fits with them); a wrong shape is refused
+    with the same message as in memory."""
     import dask.array as da
 
     X, y, weight = heart
-    with pytest.raises(ValueError, match="sample_weight with a dask array (or DataFrame )?X is not supported yet"):
-        daskdca.fit(da.from_array(X.toarray(), chunks=(100, -1)), y, sample_weight=weight)
+    with pytest.raises(ValueError, match=r"sample_weight has shape \(269,\) but X has 270 rows"):
+        daskdca.fit(da.from_array(X.toarray(), chunks=(100, -1)), y, sample_weight=weight[:-1])

@@ -170,8 +170,10 @@ def _chunk_as_csr(chunk, k, shape):
     return sp.csr_matrix(chunk)
 
 
-def _append_dask(w, X, y, label_names=None):
+def _append_dask(w, X, y, label_names=None, weight=None):
     """Append a dask array's row chunks to writer ``w``, one chunk in memory at a time; returns ``w``.
+
+    ``weight`` (checked, in memory, one a row; None: unweighted) goes with each chunk's rows.
 
     Each chunk is computed (with its labels when ``y`` is a dask array
     chunked like X's rows), converted to CSR by :func:`_chunk_as_csr`
@@ -202,7 +204,7 @@ def _append_dask(w, X, y, label_names=None):
                              "they must match.")
         chunk.sum_duplicates()
         _check_finite_block(chunk, yc, start, "")
-        w.append(chunk, yc)
+        w.append(chunk, yc, None if weight is None else weight[start:start + rows])
         del chunk, yc  # the next chunk is computed without this one alive
         start += rows
     return w

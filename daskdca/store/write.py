@@ -111,7 +111,9 @@ def write_store(url, X, y, *, block_rows=DEFAULT_BLOCK_ROWS, compression="zstd",
         Row weights ``s_i >= 0`` (finite, not all zero), stored beside ``y``
         (shuffled with the rows, covered by the block checksums): every fit
         on the store solves ``1/n sum_i s_i phi_i(x_i.w) + lam/2 ||w||^2``.
-        In-memory X only for now (dask input with weights raises).
+        With a dask array or DataFrame X the weights (in memory or a dask
+        array) are written in X's row order: ``shuffle=False`` and
+        ``renumber_features=False`` are then required.
 
     Returns
     -------
@@ -181,15 +183,20 @@ def write_prepared(url, data, *, block_rows, compression, float32, shuffle, seed
     X, y = data.X, data.y
     if _is_dask_array(X):
         if sample_weight is not None:
-            raise ValueError("sample_weight with a dask array or DataFrame X is not supported yet; pass X in "
-                             "memory (e.g. X.compute()) with sample_weight, or write the store without weights.")
+            if shuffle or renumber_features:
+                raise ValueError("sample_weight with a dask array or DataFrame X is written in X's row and feature "
+                                 "order only: pass shuffle=False and renumber_features=False, or X in memory.")
+            # one weight a row, like labels given in memory (a dask array of them is computed: n floats)
+            weight = sample_weight.compute() if hasattr(sample_weight, "compute") else sample_weight
+            sample_weight = check_sample_weight(weight, X.shape[0])
         y, label_names = _check_dask_input(X, y, data.label_names)
         index_dtype = np.int64 if X.shape[1] > INT32_LIMIT else np.int32
         with _destination(url, storage_options, overwrite=overwrite) as dest:
             if not (shuffle or renumber_features):
                 w = _Writer(dest.work_url, storage_options, block_rows=block_rows, compression=compression,
-                            float32=float32, source=source, index_dtype=index_dtype, dest=dest)
-                return _append_dask(w, X, y, label_names).finish(
+                            float32=float32, source=source, index_dtype=index_dtype, dest=dest,
+                            weighted=sample_weight is not None)
+                return _append_dask(w, X, y, label_names, sample_weight).finish(
                     n_features=X.shape[1], extra_attrs=_order_attrs(False, None), label_names=label_names,
                     feature_names=data.feature_names)
             # rows are permuted out of core: staged as given, then bucket-shuffled like rewrite_store
