@@ -42,22 +42,24 @@ from suite import load_data  # noqa: E402
 
 # A generated set of at least 5 M non-zeros (the cluster benchmarks ask for that): rows, features, and the generator's
 # nnz_per_row (about 30 distinct features a row remain: 5.0 M nnz in all).
-GENERATED_5M = (170_000, 20_000, 40.0)
+GENERATED = {"gen5m": (170_000, 20_000, 40.0), "url10": (240_000, 3_231_961, 115.0)}
 
 
 def load_data_set(name, data_dir, work_dir):
-    """``(X, y)`` of a suite data set (``suite.load_data``) or of the generated 5 M nnz set ``gen5m``."""
-    if name != "gen5m":
+    """``(X, y)`` of a suite data set (``suite.load_data``), of the generated 5 M nnz set ``gen5m``, or of
+    ``url10``, a generated set of a tenth of URL's rows and all its features (240,000 x 3,231,961, about 115
+    stored values a row as in URL: about 28 M)."""
+    if name not in GENERATED:
         return load_data(name, data_dir, work_dir)
     from daskdca import datasets, store
 
-    n, d, per_row = GENERATED_5M
-    path = Path(work_dir) / "gen5m-source.zarr"
+    n, d, per_row = GENERATED[name]
+    path = Path(work_dir) / f"{name}-source.zarr"
     # written once; a later run reads it (its blocks are checksummed)
     source = (store.open_store(str(path)) if path.exists()
               else datasets.make_classification(str(path), n, d, nnz_per_row=per_row, seed=0))
     X, y = source.read_all()
-    print(f"gen5m: {X.shape[0]} x {X.shape[1]}, {X.nnz / 1e6:.2f} M nnz", file=sys.stderr)
+    print(f"{name}: {X.shape[0]} x {X.shape[1]}, {X.nnz / 1e6:.2f} M nnz", file=sys.stderr)
     return X.tocsr(), np.asarray(y, dtype=np.float64)
 
 

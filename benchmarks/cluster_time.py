@@ -1,6 +1,6 @@
 """Seconds to a 1e-4 relative suboptimality on a 2-worker LocalCluster, LIBLINEAR and in memory.
 
-For each problem on the generated 5 M nnz set (``catalyst_rounds.GENERATED_5M``), side by side in one
+For each problem on the generated 5 M nnz set (``catalyst_rounds.GENERATED["gen5m"]``), side by side in one
 process:
 
 - LIBLINEAR through scikit-learn, single thread, no intercept, ``C = 1/(lam n)``: dual coordinate
