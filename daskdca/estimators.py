@@ -1143,11 +1143,9 @@ class SDCAClassifierCV(SDCAClassifier):
         runs in this process only (no ``client``).
     {tol}
     max_iter : int, default=1000
-        The most rounds of each fit along the paths (:func:`daskdca.path`'s
-        ``max_rounds``), and the most passes over the data of each problem
-        of the refit (:func:`daskdca.fit`'s ``max_epochs``).  A round is one
-        pass for serial SDCA and CoCoA+, one mini-batch for
-        ``"minibatch_sdca"``.  Fits along the paths that stop there are
+        The most passes over the data of each fit, along the paths and in
+        the refit (:func:`daskdca.path`'s and :func:`daskdca.fit`'s
+        ``max_epochs``), whatever the solver.  Fits along the paths that stop there are
         counted in one ``ConvergenceWarning``; a refit that does warns with
         the relative gap it reached.
     {fit_intercept}
@@ -1333,7 +1331,7 @@ class SDCAClassifierCV(SDCAClassifier):
             warnings.filterwarnings("ignore", message=_FIT_WARNING, category=ConvergenceWarning)
             paths = Parallel(n_jobs=self.n_jobs, prefer=None if self.client is None else "threads")(
                 delayed(path)(X[train], labels, Cs, loss=self.loss, solver=self.solver, tol=self.tol,
-                              max_rounds=self.max_iter, fit_intercept=self.fit_intercept,
+                              max_epochs=self.max_iter, fit_intercept=self.fit_intercept,
                               intercept_scaling=self.intercept_scaling, n_partitions=self.n_partitions,
                               random_state=seed, verbose=int(self.verbose), sample_weight=weight,
                               client=self.client)

@@ -93,7 +93,7 @@ def _check_Cs(Cs):
     return np.sort(np.asarray(Cs, dtype=np.float64))
 
 
-def path(X, y, Cs, *, loss="hinge", solver=None, tol=1e-6, max_rounds=None, fit_intercept=True,
+def path(X, y, Cs, *, loss="hinge", solver=None, tol=1e-6, max_rounds=None, max_epochs=None, fit_intercept=True,
          intercept_scaling=1.0, n_partitions=None, random_state=0, keep_dual=False, verbose=0, sample_weight=None,
          client=None):
     """Solve ``min 1/n sum_i phi_i(x_i.w + b) + lam/2 (||w||^2 + (b/s)^2)`` for each ``lam = 1 / (C n)``, C in Cs.
@@ -131,8 +131,9 @@ def path(X, y, Cs, *, loss="hinge", solver=None, tol=1e-6, max_rounds=None, fit_
         starts (``capabilities.warm_start``).
     tol : float, default=1e-6
         Relative duality gap at which each fit stops.
-    max_rounds : int or None, default=None
-        Per fit, as in :func:`daskdca.fit`.
+    max_rounds, max_epochs : int or None, default=None
+        Per fit, as in :func:`daskdca.fit`: the most rounds, and the most
+        passes over the data (whatever the method).
     fit_intercept : bool, default=True
         Add LIBLINEAR's synthetic feature of value ``s = intercept_scaling``
         (regularised like the others, never written into X), as the
@@ -221,7 +222,7 @@ def path(X, y, Cs, *, loss="hinge", solver=None, tol=1e-6, max_rounds=None, fit_
     alpha = None
     for C in Cs:
         model = fit(X, y, loss=loss, lam=1.0 / (C * n), solver=solver, tol=tol, max_rounds=max_rounds,
-                    n_partitions=n_partitions, random_state=seed, verbose=verbose, dual_init=alpha,
+                    max_epochs=max_epochs, n_partitions=n_partitions, random_state=seed, verbose=verbose, dual_init=alpha,
                     sample_weight=sample_weight, client=client)
         alpha = model.dual_coef_
         models.append(model)
