@@ -53,6 +53,24 @@ class HistoryRecord(NamedTuple):
 
     ``primal``, ``dual`` and ``gap`` are floats, or arrays with one entry
     per problem in a one-vs-rest fit (:mod:`daskdca.methods.multiclass`).
+    A named tuple: each parameter is also the field of that name
+    (``record.gap``).
+
+    Parameters
+    ----------
+    round : int
+        Rounds run before the evaluated state.
+    epochs : float
+        Coordinate steps so far divided by n (passes over the data).
+    seconds : float
+        Wall-clock seconds since the fit started (a resumed fit counts on
+        from its checkpoint's last record).
+    primal : float or ndarray of shape (n_classes,)
+        ``P(w)`` of the state.
+    dual : float or ndarray of shape (n_classes,)
+        ``D(alpha)`` of the state.
+    gap : float or ndarray of shape (n_classes,)
+        ``primal - dual``.
     """
 
     round: int
@@ -93,7 +111,38 @@ class FitState:
     method's states (in process the states themselves; on a cluster the
     resident executor's version number of the local states, or Dask futures
     with the task executor); ``w`` and ``alpha`` (the dual point, in the
-    caller's row order) are computed when first read.
+    caller's row order) are computed when first read.  The round loop
+    builds it for the callback; a callback only reads it.
+
+    Parameters
+    ----------
+    executor : object
+        The executor that holds the states (in process, or on a cluster).
+    plan : object
+        The method's plan for the data (the model's ``plan_``).
+    global_state : object
+        The executor's handle of the method's global state.
+    local_states : object
+        The executor's handles of the partitions' local states.
+    round_index : int
+        Rounds run before this state (``record.round``).
+    n_epochs : float
+        Passes over the data so far (``record.epochs``).
+
+    Attributes
+    ----------
+    w : ndarray
+        The model of the state (for the dual methods rebuilt from the
+        duals), fetched when first read.
+    alpha : ndarray
+        The dual point of the state, in the caller's row order, gathered
+        when first read.
+    global_state, local_states : object
+        As given.
+    round : int
+        ``round_index``.
+    n_epochs : float
+        As given.
     """
 
     def __init__(self, executor, plan, global_state, local_states, round_index, n_epochs):
@@ -474,7 +523,7 @@ def fit_in_process(method, X, y, *, loss, lam, n_partitions, random_state, tol, 
     """
     parts, order = in_process_partitions(X, y, n_partitions, random_state, sample_weight, problems)
     info = DataInfo(n=X.shape[0], d=X.shape[1], partition_sizes=tuple(p.n_rows for p in parts), loss=loss,
-                    lam=lam, max_column_nnz=max_column_nnz(X))
+                    lam=lam, max_column_nnz=max_column_nnz(X), nnz=int(X.nnz))
     executor = InProcess(parts, info, random_state, order, dual_init=dual_init)
     plan = executor.setup(method)
     return run_rounds(executor, plan, tol=tol, max_rounds=max_rounds, max_epochs=max_epochs, callback=callback,

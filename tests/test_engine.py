@@ -439,6 +439,24 @@ def test_in_memory_arrays_go_to_the_workers_without_a_staged_store(client, monke
     assert [r.gap for r in held.history_] == [r.gap for r in ref.history_]
 
 
+@pytest.mark.filterwarnings("ignore:daskdca.fit reached max_rounds")
+def test_minibatch_sdca_on_a_cluster_takes_the_batch_a_round_is_worth(client):
+    """solver="minibatch_sdca" with a client: batch_size "round" (sqrt(r / sigma^2) rows, more than the
+    1/sigma^2 of a fit in this process), with the bits of the same method object in process."""
+    from daskdca.methods import MinibatchSDCA
+
+    X, y = load_dataset("heart")
+    kw = dict(loss="logistic", lam=1e-2, tol=0.0, max_rounds=8, random_state=1, n_partitions=2)
+    here = daskdca.fit(X, y, solver="minibatch_sdca", **kw)
+    on_cluster = daskdca.fit(X, y, solver="minibatch_sdca", client=client, **kw)
+    same = daskdca.fit(X, y, solver=MinibatchSDCA(batch_size="round"), **kw)
+    assert on_cluster.solver.batch_size == "round" and here.solver.batch_size is None
+    assert on_cluster.plan_.batch_size > here.plan_.batch_size
+    assert on_cluster.plan_.batch_size == same.plan_.batch_size
+    np.testing.assert_array_equal(on_cluster.coef_, same.coef_)
+    np.testing.assert_array_equal(on_cluster.dual_coef_, same.dual_coef_)
+
+
 def test_renumbered_store_returns_coef_in_source_order(client, tmp_path):
     path = data_path("heart_scale")
     store = convert_svmlight(path, tmp_path / "h.zarr", n_features=13, renumber_features=True, shuffle=True,

@@ -209,3 +209,19 @@ def test_converged_hinge_fit_matches_liblinear_with_the_gap_from_the_duals(step,
     assert primal - dual <= 1e-6 * primal
     # weak duality bounds LIBLINEAR's objective below by our dual, and our primal is no worse than it
     assert dual <= p_star + 1e-12 and primal <= p_star + 1e-6 * p_star
+
+
+def test_the_batch_a_round_is_worth():
+    """batch_size="round": sqrt(r / sigma^2) rows, r = ROUND_SECONDS / (STORED_VALUE_SECONDS * nnz / n), kept
+    between 1/sigma^2 and n; fixed by the data alone."""
+    from daskdca.methods.minibatch import ROUND_SECONDS, STORED_VALUE_SECONDS, round_batch
+
+    def info(n, nnz):
+        return DataInfo(n=n, d=10, partition_sizes=(n,), loss=None, lam=1e-4, max_column_nnz=1, nnz=nnz)
+
+    r = ROUND_SECONDS / (STORED_VALUE_SECONDS * 13)
+    assert round_batch(info(50_000, 13 * 50_000), 6) == round(np.sqrt(r * 6))
+    assert round_batch(info(100, 1300), 6) == 100  # never more than the rows
+    assert round_batch(info(10**6, 10**9), 5000) == 5000  # never fewer than 1/sigma^2 (sqrt(1000 * 5000) < 5000)
+    with pytest.raises(ValueError, match="batch_size must be a positive int or None"):
+        MinibatchSDCA(batch_size="rounds")

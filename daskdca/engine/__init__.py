@@ -124,15 +124,30 @@ def _store_fingerprint(store):
 
 
 def default_partitions(store, n_workers, resumed_checkpoint=None):
-    """Partitions of a cluster fit when the caller names none: one per worker, at most one per store block.
+    """The partitions of a cluster fit when the caller names none: one per worker, at most one per store block.
 
     The number is fixed at the start of the fit and recorded in the
-    checkpoint's signature, so a resumed fit (``resumed_checkpoint``: the
-    checkpoint it continues) takes the recorded number whatever the workers
-    now, and its bits are those of the undisturbed run.  More partitions
-    than workers buy nothing on a cluster: a round's time is that of its
-    largest group, and CoCoA+'s rounds grow with the partitions
-    (``sigma' = K``, Ma et al. 2015, arXiv:1502.03508, §3).
+    checkpoint's signature, so a resumed fit takes the recorded number
+    whatever the workers now, and its bits are those of the undisturbed
+    run.  More partitions than workers buy nothing on a cluster: a round's
+    time is that of its largest group, and CoCoA+'s rounds grow with the
+    partitions (``sigma' = K``, Ma et al. 2015, arXiv:1502.03508, §3).
+
+    Parameters
+    ----------
+    store : CSRStore
+        The store to fit (its ``n_blocks`` bounds the number).
+    n_workers : int
+        The cluster's workers now.
+    resumed_checkpoint : str, os.PathLike or None, default=None
+        The checkpoint a resumed fit continues; its recorded number wins
+        when it is between 1 and the store's blocks.  None for a fresh fit.
+
+    Returns
+    -------
+    int
+        The number of partitions, ``max(1, min(n_workers, store.n_blocks))``
+        unless a checkpoint recorded one.
     """
     if resumed_checkpoint is not None:
         meta = _checkpoint_meta(os.fspath(resumed_checkpoint))
@@ -147,24 +162,79 @@ def fit_on_cluster(store, *, client, method, loss, lam, positive_label, tol, max
                    checkpoint_overwrite=False, max_epochs=None, store_is_local=False, problems=None):
     """Run ``method`` over partitions of the store on the client's cluster.
 
-    See :func:`daskdca.fit` for the parameters (``dual_init`` checked, in the
-    store's row order); ``store`` is a complete
-    store, ``positive_label`` the label that maps to +1 (None for the
-    squared loss, and for a one-vs-rest fit, whose ``problems`` is a
-    :class:`~daskdca.partitions.OneVsRest` of the store's label values and
-    ``method`` a one-vs-rest method), ``n_partitions`` the number of contiguous runs of blocks
-    (None: :func:`default_partitions`), ``in_memory`` whether partitions stay in worker
-    memory.  ``store_is_local``: the store is a staging copy that only this
-    process can see (in-memory arrays); the partitions are read here and
-    travel to the workers inside the tasks that hold them (which the
-    scheduler can rerun), so no worker reads that path.  Returns a
-    :class:`daskdca.driver.FitResult` in the store's row and feature order.
+    The parameters not described here are those of :func:`daskdca.fit`,
+    already checked (this function is what a fit with rounds on a cluster
+    calls).
 
-    A cluster left without workers for ``daskdca.no-workers-timeout`` (Dask
-    config, default 10 minutes) raises :class:`NoWorkersError`, a client that
-    lost its scheduler :class:`SchedulerLostError` (both
-    :class:`ClusterLostError`, a RuntimeError); each names the last complete
-    checkpoint (``resume=True`` continues from it) and the fix.
+    Parameters
+    ----------
+    store : CSRStore
+        A complete store.
+    client : distributed.Client
+        The cluster.
+    method : method object
+        The method's settings (e.g. :class:`~daskdca.CoCoAPlus`); for a
+        one-vs-rest fit a one-vs-rest method.
+    loss : Loss
+        The loss the driver evaluates.
+    lam : float
+        As :func:`daskdca.fit`.
+    positive_label : object or None
+        The label that maps to +1, as the store holds it; None for the
+        regression losses and for more than two classes.
+    tol : float
+        As :func:`daskdca.fit`.
+    max_rounds : int or None
+        As :func:`daskdca.fit`.
+    random_state : int
+        The seed of every random stream.
+    n_partitions : int or None
+        The number of contiguous runs of blocks (None:
+        :func:`default_partitions`).
+    in_memory : bool or None
+        Whether partitions stay in worker memory (None: when they take
+        under half of the workers' memory limits).
+    checkpoint : str, os.PathLike or None
+        As :func:`daskdca.fit`.
+    checkpoint_every : int
+        Rounds between checkpoints (or between copies of the states
+        through this process, without a checkpoint).
+    resume : bool
+        As :func:`daskdca.fit`.
+    verbose : int or bool
+        As :func:`daskdca.fit`.
+    callback : callable or None
+        As :func:`daskdca.fit`.
+    dual_init : ndarray or None, default=None
+        As :func:`daskdca.fit`, checked, in the store's row order.
+    checkpoint_overwrite : bool, default=False
+        ``overwrite`` of :func:`daskdca.fit`.
+    max_epochs : float or None, default=None
+        As :func:`daskdca.fit`.
+    store_is_local : bool, default=False
+        The store is a staging copy that only this process can see
+        (in-memory arrays); the partitions are read here and travel to the
+        workers inside the tasks that hold them (which the scheduler can
+        rerun), so no worker reads that path.
+    problems : OneVsRest or None, default=None
+        For a one-vs-rest fit, the :class:`~daskdca.partitions.OneVsRest`
+        of the store's label values.
+
+    Returns
+    -------
+    FitResult
+        The :class:`daskdca.driver.FitResult`, in the store's row and
+        feature order.
+
+    Raises
+    ------
+    NoWorkersError
+        When the cluster is left without workers for
+        ``daskdca.no-workers-timeout`` (Dask config, default 10 minutes).
+    SchedulerLostError
+        When the client lost its scheduler.  Both are
+        :class:`ClusterLostError` (a RuntimeError); each names the last
+        complete checkpoint (``resume=True`` continues from it) and the fix.
     """
     wait_for_workers = configured_no_workers_timeout()  # a bad setting fails here, before any work
     n_workers = _check_workers(client)
@@ -189,7 +259,7 @@ def fit_on_cluster(store, *, client, method, loss, lam, positive_label, tol, max
     sizes = tuple(int(offsets[b] - offsets[a]) for a, b in ranges)
     column_nnz = store.column_nnz  # checksummed
     info = DataInfo(n=store.n, d=store.d, partition_sizes=sizes, loss=loss, lam=lam,
-                    max_column_nnz=int(column_nnz.max(initial=0)))
+                    max_column_nnz=int(column_nnz.max(initial=0)), nnz=int(store.nnz))
     placement = _Placement(K, len(_thread_slots(client)))
     sources = [StorePartition(store, a, b, positive_label) for a, b in ranges]
     if problems is not None:
@@ -234,15 +304,51 @@ def fit_on_cluster(store, *, client, method, loss, lam, positive_label, tol, max
 
 def fit_partitions_on_cluster(parts, info, *, client, method, tol, max_rounds, max_epochs, random_state, verbose,
                               callback, dual_init=None, checkpoint_every=None):
-    """Run ``method`` over in-memory partitions that this process holds (arrays given to ``daskdca.fit`` with a
-    client), without a checkpoint.
+    """Run ``method`` over in-memory partitions that this process holds, without a checkpoint.
 
+    This is what ``daskdca.fit`` with a client runs for in-memory arrays.
     Each partition travels once to a worker and stays there for the fit (in the resident actor that holds it,
     or in a task the scheduler can rerun), as :func:`fit_on_cluster` does with a store only this process can
-    read, without writing and reading that store first.  ``parts`` are
-    :class:`~daskdca.partitions.MemoryPartition` (or one-vs-rest views of them) and ``info`` their
-    :class:`~daskdca.methods.base.DataInfo`; the bits are those of the same partitions in process.  Returns a
-    :class:`daskdca.driver.FitResult` in the partitions' row order.
+    read, without writing and reading that store first.  The bits are those of the same partitions in
+    process.
+
+    Parameters
+    ----------
+    parts : list of MemoryPartition
+        The partitions: :class:`~daskdca.partitions.MemoryPartition` (or
+        one-vs-rest views of them).
+    info : DataInfo
+        Their :class:`~daskdca.methods.DataInfo`.
+    client : distributed.Client
+        The cluster.
+    method : method object
+        The method's settings; for a one-vs-rest fit a one-vs-rest method.
+    tol : float
+        As :func:`daskdca.fit`.
+    max_rounds : int or None
+        As :func:`daskdca.fit`.
+    max_epochs : float or None
+        As :func:`daskdca.fit`.
+    random_state : int
+        The seed of every random stream.
+    verbose : int or bool
+        As :func:`daskdca.fit`.
+    callback : callable or None
+        As :func:`daskdca.fit`.
+    dual_init : ndarray or None, default=None
+        As :func:`daskdca.fit`, checked, in the partitions' row order.
+    checkpoint_every : int or None, default=None
+        Rounds between copies of the states through this process (10 when
+        None).
+
+    Returns
+    -------
+    FitResult
+        The :class:`daskdca.driver.FitResult`, in the partitions' row order.
+
+    See Also
+    --------
+    fit_on_cluster : The same for a store.
     """
     wait_for_workers = configured_no_workers_timeout()
     _check_workers(client)

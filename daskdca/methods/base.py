@@ -67,7 +67,19 @@ SPARSE_DENSITY = 0.25
 class Ctx(NamedTuple):
     """Everything a random stream may depend on.
 
-    ``partition`` is -1 in a ``combine`` (a global step).
+    ``partition`` is -1 in a ``combine`` (a global step).  A named tuple:
+    each parameter is also the field of that name.
+
+    Parameters
+    ----------
+    random_state : int
+        The fit's seed.
+    round : int
+        The round.
+    partition : int
+        The partition, or -1 in a ``combine``.
+    n_partitions : int
+        The number of partitions.
     """
 
     random_state: int
@@ -110,7 +122,22 @@ class RoundReport(NamedTuple):
     ``measured``; ``steps`` counts the coordinate steps the round took.
     ``stop``, when not empty, is the method's own reason to end the fit
     (e.g. a gap that stopped falling): the driver certifies the state,
-    warns with it on the client and stops, on either executor.
+    warns with it on the client and stops, on either executor.  A named
+    tuple: each parameter is also the field of that name.
+
+    Parameters
+    ----------
+    measured : bool
+        Whether ``primal`` and ``dual`` were computed in this round.
+    primal : float or ndarray
+        ``P`` of the round's starting state (one per problem in a
+        one-vs-rest fit).
+    dual : float or ndarray
+        ``D`` of the round's starting state.
+    steps : float
+        The coordinate steps the round took.
+    stop : str, default=""
+        The method's reason to end the fit, or empty.
     """
 
     measured: bool
@@ -179,7 +206,9 @@ class PlanBase:
 class Capabilities:
     """What a method supports; every "unsupported combination" error is built from this.
 
-    Attributes
+    A frozen dataclass: each parameter is also the attribute of that name.
+
+    Parameters
     ----------
     losses : tuple of str
         Loss names the method accepts.
@@ -189,20 +218,20 @@ class Capabilities:
         Whether it runs on a Dask cluster.
     shrinking : bool
         Whether it offers LIBLINEAR-style shrinking.
-    gap_rate : {"linear", "1/t"}
+    gap_rate : {"linear", "1/t"}, default="linear"
         How its certified gap falls with the epochs: geometrically (the dual
         and primal-dual methods, on smooth losses), or like ``1/t``
         (Pegasos' subgradient steps), for which a ``tol`` below about 1e-3
         takes thousands of epochs.
-    warm_start : bool
+    warm_start : bool, default=False
         Whether a fit can start from given dual variables
         (``daskdca.fit(dual_init=...)``): the plan's ``init_global_from`` and
         ``init_local_from`` (:class:`PlanBase`) build the starting states.
-    sample_weight : bool
+    sample_weight : bool, default=False
         Whether its steps solve the weighted problem
         ``1/n sum_i s_i phi_i(x_i.w) + lam/2 ||w||^2`` (``Rows.weight``,
         :func:`daskdca.losses.weighted_dual_update`).
-    multi_class : bool
+    multi_class : bool, default=False
         Whether the K one-vs-rest problems of a multi-class fit can run
         together, one pass per partition per round
         (:mod:`daskdca.methods.multiclass`): its states have the same shapes
@@ -223,7 +252,27 @@ class DataInfo(NamedTuple):
     """The data constants a method's ``setup`` may read (no rows).
 
     ``partition_sizes[k]`` is the row count of partition k; ``max_column_nnz``
-    is the largest number of rows in which one feature is non-zero.
+    is the largest number of rows in which one feature is non-zero; ``nnz``
+    the stored values of all rows (0 where the caller did not say).  A
+    named tuple: each parameter is also the field of that name.
+
+    Parameters
+    ----------
+    n : int
+        Rows.
+    d : int
+        Features.
+    partition_sizes : tuple of int
+        The row count of each partition.
+    loss : Loss
+        The loss of the fit (:class:`~daskdca.losses.Softmax` or
+        :class:`~daskdca.losses.CrammerSinger` for a multi-class problem).
+    lam : float
+        The regularisation strength.
+    max_column_nnz : int
+        The largest number of rows in which one feature is non-zero.
+    nnz : int, default=0
+        The stored values of all rows (0 where the caller did not say).
     """
 
     n: int
@@ -232,6 +281,7 @@ class DataInfo(NamedTuple):
     loss: object
     lam: float
     max_column_nnz: int
+    nnz: int = 0
 
     @property
     def lam_n(self) -> float:

@@ -143,15 +143,40 @@ def _sums_and_movable(part, alpha, w, loss, lam_n):
     return np.array([loss_sum, conj_sum]), np.concatenate(found).astype(np.int64), np.concatenate(sqnorm)
 
 
+#: What a Dask round costs and what a stored value costs a step, for the batch a round is worth
+#: (``batch_size="round"``): a resident round's overhead was 4.2-8.8 ms at d = 100 to 100,000
+#: (benchmarks/RESULTS.md, "Engine: resident rounds"), and a serial SDCA pass ran at 80-560 M stored
+#: values a second on one core ("One-epoch throughput").
+ROUND_SECONDS = 5e-3
+STORED_VALUE_SECONDS = 5e-9
+
+
+def round_batch(info, b_sigma):
+    """The batch a Dask round is worth: ``sqrt(r b_sigma)``, between ``b_sigma = 1/sigma^2`` and ``n``, with
+    ``r = ROUND_SECONDS / (STORED_VALUE_SECONDS * nnz / n)`` the rows whose steps cost a round's overhead.
+
+    A round of ``b`` rows costs ``L + b c`` (``L`` the overhead, ``c`` a row's steps) and moves the dual
+    about as far as ``b / beta_b`` serial steps, ``beta_b = 1 + (b - 1) / b_sigma`` up to the bound's constants
+    ([TRS15] eq. (12)); the time per serial step's progress, ``(L + b c)(1 / b + 1 / b_sigma)``, is least at
+    ``b = sqrt(b_sigma L / c)``.  Fixed by the data alone (not by a timing), so a rerun or a resumed fit takes
+    the same batch and the same bits.
+    """
+    per_row = STORED_VALUE_SECONDS * max(1.0, info.nnz / info.n) if info.nnz else STORED_VALUE_SECONDS
+    rows = ROUND_SECONDS / per_row
+    return int(min(info.n, max(b_sigma, round(math.sqrt(rows * b_sigma)))))
+
+
 def resolve_batch_sizes(info, ops, batch_size):
     """``(sigma^2, tau_c)`` of a global mini-batch method: ``sigma^2`` by power iteration through ``ops``
-    ([TRS15] eq. (12) bound), a batch of ``batch_size`` rows (default ``1/sigma^2``) split as ``tau_c``."""
+    ([TRS15] eq. (12) bound), a batch of ``batch_size`` rows (default ``1/sigma^2``; ``"round"``:
+    :func:`round_batch`) split as ``tau_c``."""
     n = info.n
-    if batch_size is not None and batch_size > n:
+    if isinstance(batch_size, numbers.Integral) and batch_size > n:
         raise ValueError(f"batch_size={batch_size} is more than the {n} rows; use batch_size <= {n}.")
     column_bound = min(1.0, max(1, int(info.max_column_nnz)) / n)
     sigma2 = eso.sigma2_power_iteration(ops.gram_matvec, info.d, n, column_bound)
-    b = batch_size if batch_size is not None else max(1, int(round(1.0 / sigma2)))
+    b_sigma = max(1, int(round(1.0 / sigma2)))
+    b = b_sigma if batch_size is None else round_batch(info, b_sigma) if batch_size == "round" else batch_size
     return sigma2, partition_batch_sizes(b, info.partition_sizes)
 
 
@@ -194,10 +219,13 @@ class MinibatchSDCA:
 
     Parameters
     ----------
-    batch_size : int or None, default=None
+    batch_size : int, "round" or None, default=None
         Rows per round, ``b``.  None picks about ``1/sigma^2``, the largest
         size with ``beta <= 2`` (Takáč et al. 2015 [TRS15] §6: linear speed-up while
-        ``b = O(1/sigma^2)``).
+        ``b = O(1/sigma^2)``).  ``"round"`` picks the batch a Dask round is
+        worth, ``sqrt(r / sigma^2)`` with ``r`` the rows whose steps cost a
+        round's overhead (:func:`round_batch`); ``daskdca.fit`` gives
+        ``solver="minibatch_sdca"`` on a cluster that default.
     eso : {"auto", "spectral", "sparse"}, default="auto"
         ``"spectral"``: ``v_i = beta_c ||x_i||^2``; ``"sparse"``: the
         column-nnz weights of docs/references.md, note N1 (one partition only); ``"auto"``: with
@@ -222,7 +250,7 @@ class MinibatchSDCA:
         docstring).  ``eso`` other than "auto" applies to ``"safe"`` only.
     """
 
-    batch_size: int | None = None
+    batch_size: int | str | None = None
     eso: str = "auto"
     eval_every: int | None = None
     shrinking: bool = True
@@ -248,12 +276,29 @@ class MinibatchSDCA:
                           stacklevel=3)
         for field in ("batch_size", "eval_every"):
             value = getattr(self, field)
+            if field == "batch_size" and value == "round":
+                continue
             if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Integral)
                                       or value < 1):
                 raise ValueError(f"{field} must be a positive int or None, got {value!r}.")
 
     def setup(self, info, ops):
-        """``sigma^2`` by power iteration (through ``ops``), then ``tau_c`` and ``beta_c``."""
+        """Compute ``sigma^2`` by power iteration (through ``ops``), then ``tau_c`` and ``beta_c``.
+
+        Parameters
+        ----------
+        info : DataInfo
+            The data's constants (sizes, loss, ``lam``; no rows).
+        ops : Ops
+            The executor's reductions over the partitions
+            (:class:`~daskdca.methods.base.Ops`).
+
+        Returns
+        -------
+        MinibatchPlan
+            The plan of the rounds (``AggressivePlan``, its subclass, for
+            ``step="aggressive"``).
+        """
         K, n = info.n_partitions, info.n
         if self.eso == "sparse" and K > 1:
             raise ValueError("eso='sparse' is implemented for one partition only; use eso='spectral' "
