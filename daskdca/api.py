@@ -21,6 +21,7 @@ from daskdca.losses import get_loss
 from daskdca.methods import REGISTRY, check_supported
 from daskdca.methods.multiclass import OneVsRestMethod
 from daskdca.methods.multinomial import MultinomialSDCA
+from daskdca.methods.multinomial import check_dual_init as _check_dual_init_multinomial
 from daskdca.partitions import random_row_order, store_partition_ranges
 from daskdca.problem import check_sample_weight, relative_gap
 from daskdca.routes import Workers, choose_route, data_bytes, explicit_route
@@ -65,6 +66,33 @@ class LinearModel:
     """A fitted L2-regularised linear model with its duality-gap certificate.
 
     The model solves ``min_w 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2``.
+    :func:`daskdca.fit` builds it; the parameters are what it is built
+    from, the attributes what to read.
+
+    Parameters
+    ----------
+    loss : Loss
+        The fitted loss (``loss``).
+    lam : float
+        The regularisation strength (``lam``).
+    solver : method object
+        The method that ran (``solver``).
+    classes : ndarray of shape (n_classes,) or None
+        The original labels (``classes_``).
+    result : FitResult
+        The round loop's :class:`~daskdca.driver.FitResult`: ``dual_coef_``,
+        ``primal_``, ``dual_``, ``gap_``, ``converged_``, ``history_``,
+        ``n_rounds_``, ``n_epochs_`` and ``plan_`` come from it.
+    random_state : int
+        The seed of all random streams (``random_state_``).
+    n_features : int
+        The fitted number of features (``n_features_in_``).
+    coef : ndarray of shape (n_features,) or (n_classes, n_features)
+        The model ``w`` (``coef_``).
+    route : daskdca.routes.Route or None, default=None
+        Where the fit ran and why (``route_``).
+    feature_names : array-like of str or None, default=None
+        The column names (``feature_names_in_``, absent when None).
 
     Attributes
     ----------
@@ -167,7 +195,8 @@ class LinearModel:
 
         Returns
         -------
-        scores : ndarray of shape (n_samples,) or (n_samples, n_classes), or its lazy dask counterpart
+        ndarray of shape (n_samples,) or (n_samples, n_classes), or its lazy dask counterpart
+            The scores ``X @ coef_`` (``X @ coef_.T``).
         """
         return prediction_output(self._predictor(), X, "decision")
 
@@ -186,7 +215,8 @@ class LinearModel:
 
         Returns
         -------
-        y_pred : ndarray of shape (n_samples,), or its lazy dask counterpart
+        ndarray of shape (n_samples,), or its lazy dask counterpart
+            The predicted labels (elements of ``classes_``) or targets.
         """
         return prediction_output(self._predictor(), X, "predict")
 
@@ -205,7 +235,8 @@ class LinearModel:
 
         Returns
         -------
-        proba : ndarray of shape (n_samples, n_classes), or its lazy dask counterpart
+        ndarray of shape (n_samples, n_classes), or its lazy dask counterpart
+            The probability of each class, in the order of ``classes_``.
         """
         return prediction_output(self._predictor(), X, "proba")
 
@@ -223,7 +254,8 @@ class LinearModel:
 
         Returns
         -------
-        score : float
+        float
+            The accuracy, or ``R^2``.
         """
         return prediction_score(self._predictor(), X, y, sample_weight, predict=self.predict)
 
@@ -266,7 +298,9 @@ def _resolve_solver(solver, *, batch_size, local_iters, on_cluster, loss_name=No
             f"local_iters does not apply to solver={solver!r} (a round is one mini-batch); drop it.")
     options = dict(options or {})
     if "batch_size" in cls.__dataclass_fields__:
-        options["batch_size"] = batch_size
+        # on a cluster a round costs milliseconds: the batch a round is worth (MinibatchSDCA's "round")
+        options["batch_size"] = "round" if batch_size is None and on_cluster and solver == "minibatch_sdca" \
+            else batch_size
     if "local_iters" in cls.__dataclass_fields__:
         options["local_iters"] = local_iters
     if on_cluster and "eso" in cls.__dataclass_fields__:
@@ -399,9 +433,11 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
     max_rounds : int or None, default=None
         The most rounds (what a round is depends on the solver; ``max_epochs``
         means the same on every one).
-    batch_size : int or None, default=None
+    batch_size : int, "round" or None, default=None
         Rows per round (``"minibatch_sdca"`` only); see
-        :class:`~daskdca.methods.MinibatchSDCA`.
+        :class:`~daskdca.methods.MinibatchSDCA`.  None: about
+        ``1/sigma^2`` in this process, and on a cluster ``"round"``, the
+        batch a Dask round is worth.
     local_iters : float, default=1.0
         Passes over each partition's rows per round (``"sdca"``, ``"cocoa+"``).
     n_partitions : int or None, default=None
@@ -463,7 +499,7 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
         with anything else in it is refused whatever this says, and only
         daskdca's own entries are ever removed.
     storage_options : dict or None, default=None
-        fsspec options for a store URL.
+        The fsspec options of a store or Parquet URL.
     dual_init : array-like of shape (n_samples,) or (n_classes, n_samples), or None, default=None
         Warm start: the dual variables to start from, in the order of the
         rows of X (the order of ``dual_coef_``; for a store, its row order),
@@ -662,11 +698,25 @@ def _problems_and_start(method, problems, dual_init, y_checked, loss_obj, classe
         check_supported(method, loss_name=loss_obj.name, on_cluster=False, n_partitions=n_partitions,
                         multi_class=not _fits_one_problem(method))
         if dual_init is not None:
-            dual_init = _check_dual_init_ovr(dual_init, y_checked, loss_obj, classes, sample_weight, problems)
+            dual_init = _check_dual_init_classes(method, dual_init, y_checked, loss_obj, classes, sample_weight,
+                                                 problems)
         return _run_method(method, problems), dual_init
     if dual_init is not None:
         dual_init = _check_dual_init(dual_init, y_checked, loss_obj, classes, sample_weight)
     return method, dual_init
+
+
+def _check_dual_init_classes(method, dual_init, class_index, loss_obj, classes, weight, problems):
+    """``dual_init`` of a fit of ``K > 2`` classes, checked: the ``K`` duals of every row of the one multinomial
+    problem (:func:`daskdca.methods.multinomial.check_dual_init`, row ``i`` weighted by ``weight`` times its
+    class's weight), else a row of duals per one-vs-rest problem."""
+    if not isinstance(method, MultinomialSDCA):
+        return _check_dual_init_ovr(dual_init, class_index, loss_obj, classes, weight, problems)
+    index = np.asarray(class_index).astype(np.intp)
+    factor = np.asarray(problems.positive_weights, dtype=np.float64)[index]
+    if weight is not None or np.any(factor != 1.0):
+        weight = (1.0 if weight is None else np.asarray(weight, dtype=np.float64)) * factor
+    return _check_dual_init_multinomial(dual_init, index, classes, weight)
 
 
 def _fits_one_problem(method):
@@ -840,7 +890,8 @@ def _fit_arrays_on_cluster(job, X, y, client, fit_args, *, dual_init, sample_wei
         sample_weight = check_sample_weight(sample_weight, n)
     sample_weight, job.problems = _weights_and_problems(class_weight, y, job.array_classes, sample_weight)
     if dual_init is not None and job.problems is not None:
-        dual_init = _check_dual_init_ovr(dual_init, y, job.loss_obj, job.array_classes, sample_weight, job.problems)
+        dual_init = _check_dual_init_classes(job.method, dual_init, y, job.loss_obj, job.array_classes, sample_weight,
+                                             job.problems)
     elif dual_init is not None:
         dual_init = _check_dual_init(dual_init, y, job.loss_obj, job.array_classes, sample_weight)
     route = job.route(n=n, nnz=X.nnz, d=d, warm_start=dual_init is not None,
@@ -854,7 +905,7 @@ def _fit_arrays_on_cluster(job, X, y, client, fit_args, *, dual_init, sample_wei
         [part], _ = in_process_partitions(X, y, 1, job.seed, sample_weight, job.problems)
         info = DataInfo(n=n, d=d, partition_sizes=(n,), loss=_driver_loss(job.method, job.problems, job.loss_obj),
                         lam=job.lam,
-                        max_column_nnz=max_column_nnz(X))
+                        max_column_nnz=max_column_nnz(X), nnz=int(X.nnz))
         result = engine.fit_on_one_worker(part, info, client=client, method=method_run, dual_init=dual_init,
                                           ship=True, **fit_args)
         _show_records(result, job.verbose, fit_args["tol"])
@@ -917,7 +968,7 @@ def _fit_held_arrays(job, X, y, sample_weight, parts, route, client, fit_args):
         partitions.append(part if job.problems is None else OneVsRestPartition(part, job.problems))
     fit_loss = _driver_loss(method, job.problems, job.loss_obj)
     info = DataInfo(n=n, d=d, partition_sizes=tuple(p.n_rows for p in partitions), loss=fit_loss, lam=job.lam,
-                    max_column_nnz=max_column_nnz(X))
+                    max_column_nnz=max_column_nnz(X), nnz=int(X.nnz))
     result = engine.fit_partitions_on_cluster(partitions, info, client=client, method=_run_method(method, job.problems),
                                               verbose=job.verbose, callback=job.callback, dual_init=job.dual_init,
                                               checkpoint_every=job.checkpoint_every, **fit_args)
@@ -960,7 +1011,8 @@ def _fit_store_on_cluster(job, store, client, fit_args, *, verbose, callback, in
             problems = _problems(class_weights(class_weight, classes[class_index], classes, weight),
                                  classes.shape[0], labels=stored)
             if dual_init is not None:
-                dual_init = _check_dual_init_ovr(dual_init, class_index, job.loss_obj, classes, weight, problems)
+                dual_init = _check_dual_init_classes(job.method, dual_init, class_index, job.loss_obj, classes,
+                                                     weight, problems)
         else:
             if class_weight is not None:
                 raise ValueError(
@@ -989,7 +1041,7 @@ def _fit_store_on_cluster(job, store, client, fit_args, *, verbose, callback, in
         if problems is not None:
             source = OneVsRestPartition(source, problems)
         info = DataInfo(n=store.n, d=store.d, partition_sizes=(store.n,), loss=fit_loss, lam=job.lam,
-                        max_column_nnz=int(store.column_nnz.max(initial=0)))
+                        max_column_nnz=int(store.column_nnz.max(initial=0)), nnz=int(store.nnz))
         result = engine.fit_on_one_worker(source, info, client=client, method=method_run, dual_init=dual_init,
                                           **fit_args)
         _show_records(result, verbose, fit_args["tol"])

@@ -431,6 +431,8 @@ class _SDCAMixin:
             self._warm_duals = (X.shape, None if classes is None else np.array(classes, copy=True), duals)
         elif hasattr(self, "_warm_duals"):
             del self._warm_duals
+        if hasattr(self, "_warm_multinomial"):
+            del self._warm_multinomial  # a multinomial fit's duals, no start for these problems
 
     def _dca_fit(self, X, y, loss, lam, seed, *, client, dual_init, sample_weight, class_weight=None, solver=None,
                  n_partitions=None):
@@ -509,7 +511,7 @@ class _SDCAMixin:
 
         Returns
         -------
-        score : float
+        float
             ``accuracy_score`` for :class:`SDCAClassifier`, ``r2_score`` for
             :class:`SDCARegressor`.
         """
@@ -635,15 +637,18 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         one softmax problem (above), as scikit-learn's ``LogisticRegression``
         fits them, run by :class:`~daskdca.methods.MultinomialSDCA` (serial
         SDCA for ``solver`` ``"auto"`` or ``"sdca"``, CoCoA+ rounds for
-        ``"cocoa+"``, or a ``MultinomialSDCA`` object as given); its fits
-        start cold whatever ``warm_start``.  Two classes are the binary
+        ``"cocoa+"``, or a ``MultinomialSDCA`` object as given); with
+        ``warm_start=True`` a refit starts from the previous multinomial
+        fit's duals (each row's distribution ``beta_i`` kept, as ``alpha_i =
+        s_i (e_{y_i} - beta_i)`` for the current labels and row weights;
+        :func:`daskdca.fit`'s ``dual_init`` of shape ``(K, n)``).  Two classes are the binary
         problem either way (the softmax problem of two classes at ``2 lam``
         is the binary logistic one at ``lam``, and ``LogisticRegression``
         fits that one too).  ``"crammer_singer"`` (``loss="hinge"`` only,
         ``penalty="l2"``), one Crammer-Singer problem (above), as
         ``LinearSVC(multi_class="crammer_singer")`` fits them, run by
         :class:`~daskdca.methods.CrammerSingerSVM` (the same solvers, or a
-        ``CrammerSingerSVM`` object); it starts cold too.  Its two classes
+        ``CrammerSingerSVM`` object); it starts cold whatever ``warm_start``.  Its two classes
         are, as in ``LinearSVC``, the Crammer-Singer problem of two classes
         at ``C``, which is the binary hinge problem at ``2 C`` (with
         ``coef_`` the difference ``w_1 - w_0``): that binary problem is
@@ -691,9 +696,9 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
 
     See Also
     --------
-    daskdca.fit : the function every fit goes through.
+    daskdca.fit : The function every fit goes through.
     sklearn.svm.LinearSVC, sklearn.linear_model.LogisticRegression :
-        the LIBLINEAR models with the same objectives; :meth:`to_sklearn`
+        The LIBLINEAR models with the same objectives; :meth:`to_sklearn`
         returns one.
 
     References
@@ -770,8 +775,8 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
 
         Returns
         -------
-        self : SDCAClassifier
-            The fitted estimator.
+        SDCAClassifier
+            The fitted estimator (``self``).
         """
         joint = self._multinomial_solver()
         X, y, classes = self._validate_classification(X, y)
@@ -825,7 +830,8 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         n = X.shape[0]
         lam = _lam_of(self.C, n)
         X = self._with_bias(_canonical(X))
-        model = self._dca_fit(X, y, self.loss, lam, _seed(self.random_state), client=self.client, dual_init=None,
+        start, index, weight = self._multinomial_start(X, y, classes, sample_weight)
+        model = self._dca_fit(X, y, self.loss, lam, _seed(self.random_state), client=self.client, dual_init=start,
                               sample_weight=sample_weight, class_weight=self.class_weight, solver=method,
                               n_partitions=n_partitions)
         self.classes_ = classes
@@ -846,10 +852,56 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         elif hasattr(self, "dual_coef_"):
             del self.dual_coef_  # from an earlier fit with keep_dual=True
         if hasattr(self, "_warm_duals"):
-            del self._warm_duals  # a multinomial fit starts cold (multi_class); no one-vs-rest duals to reuse
+            del self._warm_duals  # the one-vs-rest duals are no start for the multinomial problem
+        if self.warm_start and self.multi_class == "multinomial":
+            self._warm_multinomial = (X.shape, np.array(classes, copy=True), index, weight,
+                                      np.asarray(model.dual_coef_, dtype=np.float64))
+        elif hasattr(self, "_warm_multinomial"):
+            del self._warm_multinomial
         self._multinomial = self.multi_class == "multinomial"  # softmax probabilities
         self._warn_unconverged([f"the {self.multi_class} problem"], stacklevel=5)
         return self
+
+    def _multinomial_start(self, X, y, classes, sample_weight):
+        """``(dual_init, class_index, row_weight)`` of a multinomial fit: the previous multinomial fit's duals
+        when ``warm_start`` and X's shape (the synthetic intercept feature counted) and the classes are
+        unchanged, else None (a cold start; always for ``multi_class="crammer_singer"``).
+
+        The previous duals are mapped onto the current labels and row
+        weights ``s_i`` (``sample_weight`` times the class weight) through
+        each row's distribution ``beta_i = e_{y_i} - alpha_i / s_i``, which
+        stays: ``alpha_i = s_i (e_{y_i} - beta_i)`` with the current
+        ``y_i`` and ``s_i`` (a row of old weight 0 starts cold, at
+        ``alpha_i = 0``).  On the same labels and weights the duals are
+        reused as they are.
+        """
+        index = np.searchsorted(classes, y).astype(np.intp)
+        per_class = class_weights(self.class_weight, y, classes, sample_weight)
+        weight = sample_weight
+        if per_class is not None:
+            weight = (1.0 if sample_weight is None else sample_weight) * per_class[index]
+        weight = None if weight is None else np.asarray(weight, dtype=np.float64)
+        previous = getattr(self, "_warm_multinomial", None)
+        if not self.warm_start or self.multi_class != "multinomial" or previous is None:
+            return None, index, weight
+        shape, old_classes, old_index, old_weight, alpha = previous
+        if shape != X.shape or classes.shape != old_classes.shape or not np.array_equal(classes, old_classes):
+            return None, index, weight
+        same_weight = (weight is None) == (old_weight is None) and (weight is None or np.array_equal(weight,
+                                                                                                     old_weight))
+        if same_weight and np.array_equal(index, old_index):
+            return alpha, index, weight
+        n, K = X.shape[0], classes.shape[0]
+        s_old = np.ones(n) if old_weight is None else old_weight
+        rows = np.arange(n)
+        beta = -alpha / np.where(s_old > 0, s_old, 1.0)
+        beta[old_index, rows] += 1.0
+        beta = np.clip(beta, 0.0, 1.0)
+        beta[:, s_old == 0] = np.eye(K)[:, index[s_old == 0]]  # no distribution kept: alpha_i = 0
+        beta /= beta.sum(axis=0)
+        start = -beta
+        start[index, rows] += 1.0
+        return start * (1.0 if weight is None else weight), index, weight
 
     def _validate_classification(self, X, y):
         _refuse_store(self, X)
@@ -943,8 +995,8 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
 
         Returns
         -------
-        scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
-            For two classes, positive scores mean ``classes_[1]``.
+        ndarray of shape (n_samples,) or (n_samples, n_classes)
+            The scores; for two classes, positive scores mean ``classes_[1]``.
         """
         return prediction_output(self._predictor(), X, "decision")
 
@@ -965,7 +1017,8 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
 
         Returns
         -------
-        y_pred : ndarray of shape (n_samples,)
+        ndarray of shape (n_samples,)
+            The predictions.
         """
         return prediction_output(self._predictor(), X, "predict")
 
@@ -993,7 +1046,8 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
 
         Returns
         -------
-        proba : ndarray of shape (n_samples, n_classes)
+        ndarray of shape (n_samples, n_classes)
+            The probability of each class, in the order of ``classes_``.
         """
         return prediction_output(self._predictor(), X, "proba")
 
@@ -1008,7 +1062,8 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
 
         Returns
         -------
-        log_proba : ndarray of shape (n_samples, n_classes)
+        ndarray of shape (n_samples, n_classes)
+            The logarithms of the probabilities.
         """
         return np.log(self.predict_proba(X))  # lazy for a dask array too
 
@@ -1029,7 +1084,8 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
 
         Returns
         -------
-        estimator : LinearSVC, LogisticRegression or OneVsRestClassifier
+        LinearSVC, LogisticRegression or OneVsRestClassifier
+            The fitted scikit-learn estimator.
 
         Raises
         ------
@@ -1229,9 +1285,9 @@ class SDCAClassifierCV(SDCAClassifier):
 
     See Also
     --------
-    daskdca.path : the warm-started path each fold runs.
-    SDCAClassifier : the same model at one given ``C`` (the refit's).
-    sklearn.linear_model.LogisticRegressionCV : the same idea for logistic regression, one ``C`` per class.
+    daskdca.path : The warm-started path each fold runs.
+    SDCAClassifier : The same model at one given ``C`` (the refit's).
+    sklearn.linear_model.LogisticRegressionCV : The same idea for logistic regression, one ``C`` per class.
 
     Examples
     --------
@@ -1298,8 +1354,8 @@ class SDCAClassifierCV(SDCAClassifier):
 
         Returns
         -------
-        self : SDCAClassifierCV
-            The fitted estimator.
+        SDCAClassifierCV
+            The fitted estimator (``self``).
         """
         X, y, classes = self._validate_classification(X, y)
         if sample_weight is not None:
@@ -1460,7 +1516,10 @@ default="squared"
 
     See Also
     --------
-    daskdca.fit, sklearn.linear_model.Ridge, sklearn.svm.LinearSVR, sklearn.linear_model.SGDRegressor
+    daskdca.fit : The function every fit goes through.
+    sklearn.linear_model.Ridge, sklearn.svm.LinearSVR, sklearn.linear_model.SGDRegressor :
+        The scikit-learn regressors of the same objectives (:meth:`to_sklearn`
+        returns a ``Ridge`` or a ``LinearSVR``).
 
     Examples
     --------
@@ -1536,8 +1595,8 @@ default="squared"
 
         Returns
         -------
-        self : SDCARegressor
-            The fitted estimator.
+        SDCARegressor
+            The fitted estimator (``self``).
         """
         _refuse_store(self, X)
         if y is None and (_is_pandas_frame(X) or _is_dask_frame(X)):
@@ -1585,14 +1644,16 @@ default="squared"
 
         Returns
         -------
-        y_pred : ndarray of shape (n_samples,)
+        ndarray of shape (n_samples,)
+            The predictions.
         """
         return prediction_output(self._predictor(), X, "predict")
 
     def to_sklearn(self):
-        """The equivalent fitted :class:`~sklearn.linear_model.Ridge` (``alpha = 1 / C``), or
-        :class:`~sklearn.svm.LinearSVR` for the epsilon-insensitive losses.
+        """The equivalent fitted scikit-learn estimator: ``Ridge``, or ``LinearSVR``.
 
+        :class:`~sklearn.linear_model.Ridge` (``alpha = 1 / C``), or
+        :class:`~sklearn.svm.LinearSVR` for the epsilon-insensitive losses.
         ``fit_intercept`` is copied.  Without an intercept, refitting the
         returned ``Ridge`` solves the same problem.  With one, ``Ridge`` has no
         ``intercept_scaling``: its own fit would leave the intercept
@@ -1605,7 +1666,8 @@ default="squared"
 
         Returns
         -------
-        estimator : Ridge or LinearSVR
+        Ridge or LinearSVR
+            The fitted scikit-learn estimator.
             With ``coef_`` and ``intercept_`` copied, so predictions are identical.
         """
         from sklearn.linear_model import Ridge

@@ -287,7 +287,210 @@ def test_estimator_refuses_what_multinomial_cannot_fit(params, match):
         SDCAClassifier(multi_class="multinomial", **params).fit(X, y)
 
 
-def test_warm_starts_are_refused_by_name():
+# -- warm starts -------------------------------------------------------------------------------------
+
+def test_the_warm_start_is_the_given_duals_and_their_W_on_permuted_partitions():
+    """InProcess.init puts a (K, n) dual_init (caller's order) into 3 permuted partitions and starts at
+    W(alpha) = alpha X / (lam n)."""
+    from daskdca.driver import InProcess
+
+    X, y = _heart3()
+    n, d = X.shape
+    lam = 1e-2
+    rng = np.random.default_rng(0)
+    beta = rng.dirichlet(np.ones(3), n).T  # any distributions: a feasible point
+    s = rng.uniform(0.5, 2.0, n)
+    alpha = s * (np.eye(3)[y].T - beta)
+    problems = OneVsRest((0.0, 1.0, 2.0), (1.0, 1.0, 1.0))
+    parts, order = in_process_partitions(X, y.astype(np.float64), 3, 5, s, problems=problems)
+    assert order is not None and not np.array_equal(order, np.arange(n))
+    info = DataInfo(n=n, d=d, partition_sizes=tuple(p.n_rows for p in parts), loss=Softmax(3), lam=lam,
+                    max_column_nnz=max_column_nnz(X))
+    ex = InProcess(parts, info, 5, order, dual_init=alpha)
+    plan = ex.setup(MultinomialSDCA())
+    G, Ls = ex.init(plan)
+    assert_allclose(plan.model(G), np.asarray((X.T @ alpha.T).T) / (lam * n), rtol=1e-12, atol=1e-15)
+    assert_array_equal(ex.dual_points(plan, G, Ls), alpha)
+    # its certificate is the reference's P and D of that point
+    _, _, primal, dual = ex.certify(plan, G, Ls)
+    p_ref, d_ref, _ = ref.objectives(X, y, s, alpha, plan.model(G), lam)
+    assert primal == pytest.approx(p_ref, rel=1e-12) and dual == pytest.approx(d_ref, rel=1e-12)
+
+
+@pytest.mark.parametrize("n_partitions", [1, 3])
+def test_warm_start_at_the_optimum_certifies_in_one_round(n_partitions):
+    X, y = _digits()
+    lam = 1e-3
+    cold = daskdca.fit(X, y, loss="logistic", lam=lam, solver="multinomial", tol=1e-10)
+    assert cold.converged_ and cold.n_rounds_ > 10
+    warm = daskdca.fit(X, y, loss="logistic", lam=lam, solver="multinomial", tol=1e-8, dual_init=cold.dual_coef_,
+                       n_partitions=n_partitions)
+    assert warm.converged_ and warm.n_rounds_ == 1 and len(warm.history_) == 1
+    assert abs(warm.primal_ - cold.primal_) <= max(warm.gap_, cold.gap_) + 1e-15 * cold.primal_
+    assert_allclose(warm.dual_coef_, cold.dual_coef_, atol=1e-4)  # back in X's row order
+
+
+def test_warm_start_from_C_to_10C_reaches_the_cold_objective_in_fewer_rounds():
+    """heart in three classes, C = 1 -> 10: the duals at one lam are feasible at any (the simplex does not depend
+    on lam).  (The rounds saved depend on the data: on the first 600 digits the warm fit takes about as many as
+    the cold one.)"""
+    X, y = _heart3()
+    n = X.shape[0]
+    lam_from, lam_to = 1.0 / n, 0.1 / n
+    start = daskdca.fit(X, y, loss="logistic", lam=lam_from, solver="multinomial", tol=1e-10)
+    cold = daskdca.fit(X, y, loss="logistic", lam=lam_to, solver="multinomial", tol=1e-10)
+    warm = daskdca.fit(X, y, loss="logistic", lam=lam_to, solver="multinomial", tol=1e-10, dual_init=start.dual_coef_)
+    assert start.converged_ and cold.converged_ and warm.converged_
+    assert warm.primal_ == pytest.approx(cold.primal_, rel=1e-9)
+    assert warm.n_rounds_ < cold.n_rounds_
+    assert warm.history_[0].gap < cold.history_[0].gap
+    primal, dual, _ = ref.objectives(X, y, None, warm.dual_coef_, warm.coef_, lam_to)
+    assert warm.primal_ == pytest.approx(primal, rel=1e-12) and warm.dual_ == pytest.approx(dual, rel=1e-12)
+
+
+def test_weighted_warm_start_from_another_C():
+    """sample and class weights: a weighted fit's duals (K duals of row i in s_i times the box) start a fit of the
+    same weights at another C."""
+    X, y = _heart3()
+    n = X.shape[0]
+    sample_weight = np.random.default_rng(4).uniform(0.5, 2.0, n)
+    sample_weight[[5, 9]] = 0.0
+    kwargs = dict(loss="logistic", solver="multinomial", tol=1e-10, sample_weight=sample_weight,
+                  class_weight={0: 1.0, 1: 3.0, 2: 0.5})
+    start = daskdca.fit(X, y, lam=1.0 / n, **kwargs)
+    cold = daskdca.fit(X, y, lam=0.3 / n, **kwargs)
+    warm = daskdca.fit(X, y, lam=0.3 / n, dual_init=start.dual_coef_, **kwargs)
+    assert warm.converged_ and warm.primal_ == pytest.approx(cold.primal_, rel=1e-9)
+    assert np.all(warm.dual_coef_[:, [5, 9]] == 0.0)
+
+
+def test_warm_start_takes_duals_on_the_simplex_boundary():
+    """alpha = 0 (every beta_i = e_{y_i}, a vertex) is the cold start, bit for bit; 0 log 0 = 0."""
+    X, y = _heart3()
+    kwargs = dict(loss="logistic", lam=1e-2, solver="multinomial", tol=0.0, max_rounds=3, n_partitions=2)
+    cold = daskdca.fit(X, y, **kwargs)
+    warm = daskdca.fit(X, y, dual_init=np.zeros((3, X.shape[0])), **kwargs)
+    assert_array_equal(warm.dual_coef_, cold.dual_coef_)
+    assert_array_equal(warm.coef_, cold.coef_)
+
+
+@pytest.mark.parametrize("case, match", [
+    ("shape", r"dual_init has shape \(10, 199\); a multinomial fit of 10 classes .* shape \(10, 200\)"),
+    ("nan", r"non-finite value \(nan\) at row 7 \(dual_init\[3, 7\]\)"),
+    ("negative", r"infeasible for the multinomial \(softmax\) problem at row 4 \(label 4, class index 4, row "
+                 r"weight s_i = 1.0\).* but beta_i\[2\] = -0.25 \(2 rows are infeasible\)\. Equivalently "
+                 r"dual_init\[:, 4\] sums to 0.*Pass the dual_coef_ of a multinomial fit"),
+    ("sum", r"at row 11 .* but sum\(beta_i\) = 1.5\b"),
+    ("above one", r"at row 6 .* but beta_i\[6\] = 1.5"),
+])
+def test_an_infeasible_dual_init_is_refused_with_the_row_and_the_fix(case, match):
     X, y = _digits(200)
-    with pytest.raises(ValueError, match="solver='multinomial' cannot start from given dual variables"):
-        daskdca.fit(X, y, loss="logistic", lam=1e-2, solver="multinomial", dual_init=np.zeros((10, 200)))
+    alpha = np.zeros((10, 200))  # every beta_i = e_{y_i}: feasible
+    if case == "shape":
+        alpha = np.zeros((10, 199))
+    elif case == "nan":
+        alpha[3, 7] = np.nan
+    elif case == "negative":  # beta moved beyond 0 in class 2 (row 4 is class 4)
+        alpha[2, [4, 13]] = 0.25
+        alpha[y[[4, 13]], [4, 13]] = -0.25
+    elif case == "sum":  # the column no longer sums to 0
+        alpha[(y[11] + 1) % 10, 11] = -0.5
+    else:  # row 6 is class 6: alpha_{y_i} < 0 puts beta_{y_i} above 1
+        alpha[6, 6] = -0.5
+    assert case != "above one" or y[6] == 6
+    assert case != "negative" or y[4] == 4
+    with pytest.raises(ValueError, match=match):
+        daskdca.fit(X, y, loss="logistic", lam=1e-2, solver="multinomial", dual_init=alpha)
+
+
+def test_a_zero_weight_row_needs_zero_duals_and_rounding_is_tolerated():
+    X, y = _digits(200)
+    weight = np.ones(200)
+    weight[9] = 0.0
+    alpha = np.zeros((10, 200))
+    alpha[y[9], 9], alpha[(y[9] + 1) % 10, 9] = 0.5, -0.5
+    with pytest.raises(ValueError, match=r"infeasible at row 9: its weight is 0, so its duals dual_init\[:, 9\] "
+                                         r"must be 0"):
+        daskdca.fit(X, y, loss="logistic", lam=1e-2, solver="multinomial", dual_init=alpha, sample_weight=weight)
+    # a few ulps outside the simplex (rounding) starts a fit
+    alpha = np.zeros((10, 200))
+    alpha[y, np.arange(200)] = 0.5
+    alpha[(y + 1) % 10, np.arange(200)] = -0.5 - 1e-15
+    m = daskdca.fit(X, y, loss="logistic", lam=1e-2, solver="multinomial", dual_init=alpha, tol=1e-8)
+    assert m.converged_
+
+
+# -- warm starts out of core and on a cluster ---------------------------------------------------------
+
+def test_warm_start_out_of_core_and_on_a_cluster_gives_the_in_process_bits(tmp_path):
+    """A warm start from a fit at another lam: arrays with a client have the in-process bits; a store's fit (its
+    duals in the store's row order; one block per partition) has the same bits in memory and out of core."""
+    distributed = pytest.importorskip("distributed")
+    from daskdca.store import write_store
+
+    X, y = _digits(600)
+    kwargs = dict(loss="logistic", lam=1e-3, tol=0.0, max_rounds=3, n_partitions=2, solver="multinomial")
+    start = daskdca.fit(X, y, **{**kwargs, "lam": 1e-2, "max_rounds": 20})
+    in_process = daskdca.fit(X, y, dual_init=start.dual_coef_, **kwargs)
+    assert not np.array_equal(in_process.dual_coef_, daskdca.fit(X, y, **kwargs).dual_coef_)  # not the cold fit
+    store = write_store(tmp_path / "digits.zarr", X, y, block_rows=300, seed=2)  # a block per partition
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None,
+                                  silence_logs=40) as cluster, distributed.Client(cluster) as client:
+        on_cluster = daskdca.fit(X, y, client=client, dual_init=start.dual_coef_, **kwargs)
+        assert on_cluster.route_.name == "rounds"
+        assert_array_equal(on_cluster.coef_, in_process.coef_)
+        assert_array_equal(on_cluster.dual_coef_, in_process.dual_coef_)
+        assert on_cluster.primal_ == in_process.primal_ and on_cluster.dual_ == in_process.dual_
+        store_start = daskdca.fit(store, client=client, **{**kwargs, "lam": 1e-2, "max_rounds": 20})
+        in_memory, out_of_core = (daskdca.fit(store, client=client, in_memory=flag, dual_init=store_start.dual_coef_,
+                                              **kwargs) for flag in (True, False))
+        with pytest.raises(ValueError, match="infeasible for the multinomial"):
+            daskdca.fit(store, client=client, dual_init=-store_start.dual_coef_, **kwargs)
+    assert_array_equal(in_memory.dual_coef_, out_of_core.dual_coef_)
+    assert_array_equal(in_memory.coef_, out_of_core.coef_)
+    assert in_memory.primal_ == out_of_core.primal_ and in_memory.dual_ == out_of_core.dual_
+    X_stored = sp.vstack([store.read_block(k)[0] for k in range(store.n_blocks)])
+    labels = np.asarray(store.group["y"][:]).astype(np.int64)
+    p0, d0, _ = ref.objectives(X_stored, labels, None, store_start.dual_coef_,
+                               np.asarray((X_stored.T @ store_start.dual_coef_.T).T) / (1e-3 * 600), 1e-3)
+    assert out_of_core.history_[0].dual > d0  # the first round started at the given duals and rose from there
+    primal, dual, W_alpha = ref.objectives(X_stored, labels, None, out_of_core.dual_coef_, out_of_core.coef_, 1e-3)
+    assert_allclose(out_of_core.coef_, W_alpha, rtol=1e-12, atol=1e-14)
+    assert out_of_core.primal_ == pytest.approx(primal, rel=1e-12) and out_of_core.dual_ == pytest.approx(dual,
+                                                                                                           rel=1e-12)
+
+
+# -- the estimator's warm start ---------------------------------------------------------------------
+
+def test_estimator_warm_start_refit_across_C():
+    """Iris (3 classes, multinomial) with the synthetic intercept feature: the refit at C' starts from the
+    multinomial duals at C and reaches the cold fit's objective; at the same C it certifies at once."""
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    params = dict(loss="logistic", multi_class="multinomial", fit_intercept=True, tol=1e-9, max_iter=5000,
+                  solver="sdca")  # warm against cold: "auto" could run Newton on a cold one-vs-rest fit
+    cold = SDCAClassifier(C=1.0, **params).fit(X, y)
+    clf = SDCAClassifier(C=0.1, warm_start=True, **params).fit(X, y)
+    assert not hasattr(clf, "dual_coef_") and clf._warm_multinomial[4].shape == (3, 150)  # kept privately
+    assert not hasattr(clf, "_warm_duals")
+    clf.set_params(C=1.0).fit(X, y)
+    assert clf.primal_[0] == pytest.approx(cold.primal_[0], rel=1e-9)
+    assert clf.n_iter_[0] < cold.n_iter_[0]
+    clf.fit(X, y)  # same C: starts at its own optimum
+    assert clf.n_iter_[0] == 1 and clf.converged_.all()
+    # other row weights: each row's distribution beta_i is kept, its duals rescaled onto the new weights
+    sample_weight = np.random.default_rng(0).uniform(0.5, 2.0, 150)
+    clf.fit(X, y, sample_weight=sample_weight)
+    weighted = SDCAClassifier(C=1.0, **params).fit(X, y, sample_weight=sample_weight)
+    assert clf.primal_[0] == pytest.approx(weighted.primal_[0], rel=1e-9)
+    assert clf.n_iter_[0] < weighted.n_iter_[0]
+    # one-vs-rest neither starts from nor keeps the multinomial duals, and warm_start=False drops them
+    ovr_cold = SDCAClassifier(C=1.0, **{**params, "multi_class": "ovr"}).fit(X, y)
+    clf.set_params(multi_class="ovr").fit(X, y)
+    assert_array_equal(clf.n_iter_, ovr_cold.n_iter_)
+    assert not hasattr(clf, "_warm_multinomial") and clf._warm_duals[2].shape == (3, 150)
+    clf.set_params(multi_class="multinomial", warm_start=False).fit(X, y)
+    assert_array_equal(clf.n_iter_, cold.n_iter_)
+    assert not hasattr(clf, "_warm_multinomial") and not hasattr(clf, "_warm_duals")
+

@@ -16,6 +16,19 @@ by maximising its dual ([SSZ13]; [SSZ16] eq. (1) with vector losses; docs/refere
 probability simplex (so each column of ``alpha`` sums to 0).  At the optimum
 ``beta_i = softmax(W x_i)``, the model's predicted distribution of row ``i``.
 
+Warm starts (``daskdca.fit(..., dual_init=alpha0)``, ``alpha0`` of shape
+``(K, n)``, e.g. a previous multinomial fit's ``dual_coef_``): every
+``beta_i`` of ``alpha0`` must lie in the simplex (:func:`check_dual_init`),
+a set that does not depend on ``lam``, so the duals of a fit at one ``lam``
+start a fit at any other (as LIBLINEAR's warm start across ``C``).  The fit
+starts at ``W = alpha0 X / (lam n)``, computed by the drivers' certificate
+reduction, and each partition at its columns of ``alpha0``
+(:meth:`~daskdca.methods.base.PlanBase.init_global_from`,
+:meth:`~daskdca.methods.base.PlanBase.init_local_from`), in process, out of
+core and on a cluster alike.  An entry of ``beta_i`` at 0 is allowed: the
+certificate takes ``0 log 0 = 0`` and the row step's maximiser lies strictly
+inside the simplex whatever its start.
+
 A round is CoCoA+ with the adding aggregation ([MSJ+15], ``sigma' = K_p``
 for ``K_p`` partitions, as :class:`~daskdca.methods.cocoa.CoCoAPlus`): each
 partition runs ``local_iters * n_k`` exact row steps
@@ -61,7 +74,93 @@ from daskdca.methods.cocoa import CoCoAPlus
 from daskdca.methods.dual import DualLocal, _block_stream
 from daskdca.partitions import softmax_rows
 
-__all__ = ["MultinomialGlobal", "MultinomialPlan", "MultinomialSDCA"]
+__all__ = ["MultinomialGlobal", "MultinomialPlan", "MultinomialSDCA", "check_dual_init"]
+
+#: How far a warm start's ``beta_i`` may leave the simplex (an entry below 0 or above 1, a sum away from 1):
+#: rounding only.  A fit's own ``dual_coef_`` gives ``beta_i`` back within a few ulps, and the kernels clip
+#: an entry below 0 to 0 (:func:`~daskdca.kernels.multinomial.multinomial_objective_sums`).
+DUAL_INIT_TOL = 1e-9
+
+
+def check_dual_init(dual_init, class_index, classes, weight=None):
+    """A multinomial warm start as float64 of shape ``(K, n)``, finite and feasible; else a ValueError that names
+    the first bad row and the fix.
+
+    Feasible: a row of weight ``s_i = 0`` has ``dual_init[:, i] = 0``; every
+    other row's ``beta_i = e_{y_i} - dual_init[:, i] / s_i`` lies in the
+    probability simplex (entries in ``[0, 1]``, summing to 1) up to
+    :data:`DUAL_INIT_TOL`.  The set does not depend on ``lam``.
+
+    Parameters
+    ----------
+    dual_init : array-like of shape (n_classes, n_samples)
+        The duals, in the rows' order (a multinomial fit's ``dual_coef_``).
+    class_index : ndarray of shape (n_samples,)
+        Every row's class index ``y_i`` in ``0 .. K-1``.
+    classes : ndarray of shape (n_classes,)
+        The labels, for the messages.
+    weight : ndarray of shape (n_samples,) or None
+        The row weights ``s_i`` (``sample_weight`` times the row's class
+        weight); None when all are 1.
+
+    Returns
+    -------
+    ndarray of float64 of shape (n_classes, n_samples)
+        ``dual_init``, unchanged.
+
+    Raises
+    ------
+    ValueError
+        The wrong shape, a non-finite value, or an infeasible row (the
+        first is named, with the fix).
+    """
+    n, K = class_index.shape[0], classes.shape[0]
+    try:
+        alpha = np.asarray(dual_init, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"dual_init must be an array of shape ({K}, {n}) of real numbers, got "
+                         f"{type(dual_init).__name__}.") from None
+    if alpha.shape != (K, n):
+        raise ValueError(f"dual_init has shape {alpha.shape}; a multinomial fit of {K} classes starts from the K "
+                         f"duals of every row, shape ({K}, {n}) (a previous multinomial fit's dual_coef_ on the "
+                         "same rows).")
+    finite = np.isfinite(alpha).all(axis=0)
+    if not finite.all():
+        i = int(np.flatnonzero(~finite)[0])
+        k = int(np.flatnonzero(~np.isfinite(alpha[:, i]))[0])
+        raise ValueError(f"dual_init contains a non-finite value ({float(alpha[k, i])!r}) at row {i} "
+                         f"(dual_init[{k}, {i}]); dual variables must be finite.")
+    cls = np.asarray(class_index, dtype=np.intp)
+    s = np.ones(n) if weight is None else np.asarray(weight, dtype=np.float64)
+    pinned = np.flatnonzero((s == 0) & np.any(alpha != 0, axis=0))
+    if pinned.size:
+        i = int(pinned[0])
+        raise ValueError(f"dual_init is infeasible at row {i}: its weight is 0, so its duals dual_init[:, {i}] "
+                         f"must be 0, got {alpha[:, i].tolist()!r}. Pass the dual_coef_ of a multinomial fit with "
+                         "the same weights.")
+    active = s > 0
+    beta = -alpha / np.where(active, s, 1.0)
+    beta[cls, np.arange(n)] += 1.0
+    tol = DUAL_INIT_TOL
+    bad = active & ((beta.min(axis=0) < -tol) | (beta.max(axis=0) > 1.0 + tol)
+                    | (np.abs(beta.sum(axis=0) - 1.0) > tol))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        b = beta[:, i]
+        k = int(np.argmin(b)) if b.min() < -tol else int(np.argmax(b))
+        what = (f"beta_i[{k}] = {float(b[k])!r}" if b.min() < -tol or b.max() > 1.0 + tol
+                else f"sum(beta_i) = {float(b.sum())!r}")
+        more = f" ({int(bad.sum())} rows are infeasible)" if bad.sum() > 1 else ""
+        raise ValueError(
+            f"dual_init is infeasible for the multinomial (softmax) problem at row {i} (label "
+            f"{np.asarray(classes[cls[i]]).item()!r}, "
+            f"class index {int(cls[i])}, row weight s_i = {float(s[i])!r}): beta_i = e_(y_i) - dual_init[:, {i}] "
+            f"/ s_i must lie in the probability simplex (entries in [0, 1] summing to 1, up to {tol:g}), but "
+            f"{what}{more}. Equivalently dual_init[:, {i}] sums to 0, its entry {int(cls[i])} lies in "
+            f"[0, s_i] and the others in [-s_i, 0]. Pass the dual_coef_ of a multinomial fit with the same "
+            "labels, weights and rows (the simplex does not depend on lam), or project each beta_i onto the "
+            "simplex.")
+    return alpha
 
 
 class MultinomialGlobal(NamedTuple):
@@ -171,7 +270,9 @@ class MultinomialSDCA:
     logistic problem (the same problem; module docstring).  ``multi_class`` in
     its capabilities is False: it fits the one multinomial problem, never the
     ``K`` one-vs-rest problems, which :func:`daskdca.fit` then does not wrap
-    around it.
+    around it.  It warm-starts (``dual_init`` of shape ``(K, n)``, a previous
+    multinomial fit's ``dual_coef_`` at any ``lam``; :func:`check_dual_init`)
+    in process, out of core and on a cluster.
 
     Parameters
     ----------
@@ -190,7 +291,7 @@ class MultinomialSDCA:
     local_iters: float = 1.0
     name = "multinomial"
     capabilities = Capabilities(losses=("logistic",), many_partitions=True, cluster=True, shrinking=False,
-                                warm_start=False, sample_weight=True, multi_class=False)
+                                warm_start=True, sample_weight=True, multi_class=False)
     #: the vector loss of the one problem of ``K > 2`` classes (``daskdca.fit`` certifies it)
     multiclass_loss = Softmax
 
@@ -198,8 +299,25 @@ class MultinomialSDCA:
         check_local_iters(self.local_iters)
 
     def setup(self, info, ops):
-        """The plan: :class:`MultinomialPlan` for the softmax loss of ``K`` classes (``sigma' = K_p``, [MSJ+15]
-        §3, ``gamma = 1``); for two classes (``info.loss`` the binary logistic loss) plain CoCoA+'s plan."""
+        """The plan for this data: multinomial rounds, or plain CoCoA+'s for two classes.
+
+        :class:`MultinomialPlan` for the softmax loss of ``K`` classes
+        (``sigma' = K_p``, [MSJ+15] §3, ``gamma = 1``); for two classes
+        (``info.loss`` the binary logistic loss) plain CoCoA+'s plan.
+
+        Parameters
+        ----------
+        info : DataInfo
+            The data's constants (sizes, loss, ``lam``; no rows).
+        ops : Ops
+            The executor's reductions over the partitions
+            (:class:`~daskdca.methods.base.Ops`); only CoCoA+'s plan of two classes may use them.
+
+        Returns
+        -------
+        object
+            ``MultinomialPlan``, or CoCoA+'s plan.
+        """
         K = info.n_partitions
         if isinstance(info.loss, Softmax):
             return MultinomialPlan(settings=self, n=info.n, d=info.d, lam_n=info.lam_n, n_partitions=K,
