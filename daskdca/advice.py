@@ -41,7 +41,11 @@ PROBE_SECONDS = 5.0
 class Advice(NamedTuple):
     """What :func:`advise` found.
 
-    Attributes
+    A named tuple: each parameter is also the field of that name
+    (``advice.route``); :func:`advise` builds it, and ``print(advice)``
+    gives the plan in three lines.
+
+    Parameters
     ----------
     route : daskdca.routes.Route
         The route and method a ``solver="auto"`` fit takes, and why.
@@ -55,7 +59,7 @@ class Advice(NamedTuple):
         Seconds a Dask round adds (measured on the client), 0 without rounds.
     probe : list of HistoryRecord
         The probe's records (its own fit's history).
-    cluster_seconds : float
+    cluster_seconds : float, default=0.0
         Seconds the cluster adds once (0 in process): a fit's fixed cost there plus moving the data, both
         measured (module docstring).
     """
@@ -153,15 +157,42 @@ def advise(X, y=None, *, loss="hinge", lam=1e-4, tol=1e-6, client=None, n_partit
 
     Parameters
     ----------
-    X, y, loss, lam, tol, client, n_partitions, sample_weight, random_state
+    X : ndarray, scipy sparse matrix, dask array, or store path/URL/handle
+        As :func:`daskdca.fit`; a store or a dask array is read (computed)
+        into this process for the probe.
+    y : array-like, dask array, or None, default=None
+        As :func:`daskdca.fit`; None for a store.
+    loss : str or Loss, default="hinge"
         As :func:`daskdca.fit`.
-    checkpoint, callback
-        Only whether they are given matters: they need rounds (:mod:`daskdca.routes`).
+    lam : float, default=1e-4
+        As :func:`daskdca.fit`.
+    tol : float, default=1e-6
+        As :func:`daskdca.fit`.
+    client : distributed.Client, str or None, default=None
+        As :func:`daskdca.fit`; with a client (or a dask array or a store),
+        the route is chosen for the cluster and its round trip and fixed
+        cost are measured on it.
+    n_partitions : int or None, default=None
+        As :func:`daskdca.fit`.
+    checkpoint : str or None, default=None
+        Only whether it is given matters: a checkpoint needs rounds
+        (:mod:`daskdca.routes`).
+    callback : callable or None, default=None
+        Only whether it is given matters: a callback needs rounds.
+    sample_weight : array-like of shape (n_samples,) or None, default=None
+        As :func:`daskdca.fit`.
+    random_state : int or None, default=0
+        As :func:`daskdca.fit`; the seed of the probe's fits.
 
     Returns
     -------
     Advice
+        The route, the predicted time and the probe's records;
         ``print(advice)`` gives the plan in three lines.
+
+    See Also
+    --------
+    daskdca.fit : The fit this advice is about.
     """
     from daskdca.api import _check_real, _check_X, _check_y, _is_cluster_input, fit
     from daskdca.losses import get_loss

@@ -155,10 +155,61 @@ def make_classification(url, n_rows, n_features, *, nnz_per_row=50.0, zipf_expon
                         progress=False, overwrite=False):
     """Write a binary classification store of ``n_rows x n_features`` block by block.
 
-    Labels are in {-1, +1}; see the module docstring for the generator.
-    The store is published only once complete; ``overwrite=True`` replaces
-    an existing daskdca store at ``url`` (see :func:`daskdca.store.write_store`).
-    Returns the :class:`~daskdca.store.CSRStore`.
+    Labels are in {-1, +1}: ``sign(x . w_true)``, flipped with probability
+    ``label_noise``; see the module docstring for the generator.  The store
+    is published only once complete.
+
+    Parameters
+    ----------
+    url : str or os.PathLike
+        Where to write the store (local path or fsspec URL; see
+        :func:`daskdca.store.write_store` for what may be there).
+    n_rows : int
+        Rows, ``>= 1``.
+    n_features : int
+        Features ``d``, ``>= 1``.
+    nnz_per_row : float, default=50.0
+        Mean features drawn per row: ``1 + Poisson(nnz_per_row - 1)``, at
+        most ``d`` (a feature drawn twice in a row counts once).
+    zipf_exponent : float, default=1.1
+        The feature of popularity rank ``r`` is drawn with probability
+        proportional to ``(r + 1) ** -zipf_exponent``; 0 gives uniform.
+    row_norm_spread : float, default=0.0
+        Each row is scaled to norm ``exp(row_norm_spread * N(0, 1))``; 0:
+        every row has norm 1.
+    correlation : float, default=0.0
+        The probability, in [0, 1], that a row also copies the features of
+        one of ``n_prototypes`` prototype rows.
+    n_prototypes : int, default=16
+        Prototype rows for ``correlation``.
+    label_noise : float, default=0.05
+        The probability, in [0, 1], that a row's label is flipped.
+    binary_values : bool, default=True
+        Values 1.0 before the row scaling, else ``|N(0, 1)|``.
+    seed : int, default=0
+        Seed of every random stream (``w_true``, the features, the values,
+        the labels); the same arguments give the same store.
+    block_rows : int, default=32768
+        Rows per block (each generated from its own stream ``(seed, block)``).
+    compression : {"zstd", "zstd:LEVEL", "none"}, default="zstd"
+        The arrays' codec, as :func:`daskdca.store.write_store` takes it.
+    float32 : bool, default=False
+        Store values as float32.
+    storage_options : dict or None, default=None
+        The fsspec options of ``url``.
+    progress : bool, default=False
+        Show a progress bar of the rows written (tqdm).
+    overwrite : bool, default=False
+        Replace an existing daskdca store at ``url``.
+
+    Returns
+    -------
+    CSRStore
+        The handle of the complete store.
+
+    See Also
+    --------
+    make_regression : The same rows with real targets.
     """
     return _make(url, "classification", n_rows, n_features, nnz_per_row, zipf_exponent, row_norm_spread,
                  correlation, n_prototypes, label_noise, 0.0, binary_values, seed, block_rows, compression,
@@ -171,8 +222,60 @@ def make_regression(url, n_rows, n_features, *, nnz_per_row=50.0, zipf_exponent=
                     progress=False, overwrite=False):
     """Write a regression store: ``y = x.w_true + noise * N(0, 1)``.
 
-    ``overwrite=True`` replaces an existing daskdca store at ``url``.
-    Returns the :class:`~daskdca.store.CSRStore`.
+    The rows are generated as :func:`make_classification`'s (module
+    docstring), block by block; the store is published only once complete.
+
+    Parameters
+    ----------
+    url : str or os.PathLike
+        Where to write the store (local path or fsspec URL; see
+        :func:`daskdca.store.write_store` for what may be there).
+    n_rows : int
+        Rows, ``>= 1``.
+    n_features : int
+        Features ``d``, ``>= 1``.
+    nnz_per_row : float, default=50.0
+        Mean features drawn per row: ``1 + Poisson(nnz_per_row - 1)``, at
+        most ``d`` (a feature drawn twice in a row counts once).
+    zipf_exponent : float, default=1.1
+        The feature of popularity rank ``r`` is drawn with probability
+        proportional to ``(r + 1) ** -zipf_exponent``; 0 gives uniform.
+    row_norm_spread : float, default=0.0
+        Each row is scaled to norm ``exp(row_norm_spread * N(0, 1))``; 0:
+        every row has norm 1.
+    correlation : float, default=0.0
+        The probability, in [0, 1], that a row also copies the features of
+        one of ``n_prototypes`` prototype rows.
+    n_prototypes : int, default=16
+        Prototype rows for ``correlation``.
+    noise : float, default=0.1
+        The standard deviation of the targets' Gaussian noise, ``>= 0``.
+    binary_values : bool, default=True
+        Values 1.0 before the row scaling, else ``|N(0, 1)|``.
+    seed : int, default=0
+        Seed of every random stream (``w_true``, the features, the values,
+        the labels); the same arguments give the same store.
+    block_rows : int, default=32768
+        Rows per block (each generated from its own stream ``(seed, block)``).
+    compression : {"zstd", "zstd:LEVEL", "none"}, default="zstd"
+        The arrays' codec, as :func:`daskdca.store.write_store` takes it.
+    float32 : bool, default=False
+        Store values as float32.
+    storage_options : dict or None, default=None
+        The fsspec options of ``url``.
+    progress : bool, default=False
+        Show a progress bar of the rows written (tqdm).
+    overwrite : bool, default=False
+        Replace an existing daskdca store at ``url``.
+
+    Returns
+    -------
+    CSRStore
+        The handle of the complete store.
+
+    See Also
+    --------
+    make_classification : The same rows with labels in {-1, +1}.
     """
     return _make(url, "regression", n_rows, n_features, nnz_per_row, zipf_exponent, row_norm_spread,
                  correlation, n_prototypes, 0.0, noise, binary_values, seed, block_rows, compression,

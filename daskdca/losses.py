@@ -501,7 +501,20 @@ def sweep_dual_update(kind, param, y, alpha, q, m):
 
 @njit(nogil=True, cache=True)
 def row_weight(weight, i):
-    """``s_i`` of row ``i``; an empty ``weight`` array means an unweighted problem (every ``s_i = 1``)."""
+    """``s_i`` of row ``i``; an empty ``weight`` array means an unweighted problem (every ``s_i = 1``).
+
+    Parameters
+    ----------
+    weight : ndarray of shape (n,) or (0,)
+        The rows' weights, or an empty array.
+    i : int
+        The row.
+
+    Returns
+    -------
+    float
+        ``weight[i]``, or 1.0 for an empty ``weight``.
+    """
     if weight.shape[0] == 0:
         return 1.0
     return weight[i]
@@ -509,7 +522,22 @@ def row_weight(weight, i):
 
 @njit(nogil=True, cache=True)
 def weighted_loss_value(kind, param, y, z, s):
-    """``s phi_i(z)``."""
+    """``s phi_i(z)``.
+
+    Parameters
+    ----------
+    kind, param : int, float
+        The loss tag (:class:`LossKind`) and its parameter.
+    y, z : float
+        The row's label (or target) and margin.
+    s : float
+        The row's weight.
+
+    Returns
+    -------
+    float
+        The weighted loss.
+    """
     if s == 1.0:
         return loss_value(kind, param, y, z)
     return s * loss_value(kind, param, y, z)
@@ -517,7 +545,22 @@ def weighted_loss_value(kind, param, y, z, s):
 
 @njit(nogil=True, cache=True)
 def weighted_conjugate_value(kind, param, y, alpha, s):
-    """``(s phi_i)*(-alpha) = s phi_i*(-alpha / s)``; for ``s = 0``: 0 at ``alpha = 0``, else ``+inf``."""
+    """``(s phi_i)*(-alpha) = s phi_i*(-alpha / s)``; for ``s = 0``: 0 at ``alpha = 0``, else ``+inf``.
+
+    Parameters
+    ----------
+    kind, param : int, float
+        The loss tag (:class:`LossKind`) and its parameter.
+    y, alpha : float
+        The row's label (or target) and dual variable.
+    s : float
+        The row's weight.
+
+    Returns
+    -------
+    float
+        The weighted conjugate value.
+    """
     if s == 1.0:
         return conjugate_value(kind, param, y, alpha)
     if s == 0.0:
@@ -531,6 +574,22 @@ def weighted_dual_update(kind, param, y, alpha, q, m, s):
 
     Rounding is monotone, so ``y alpha / s`` of a value this returns stays
     in the unweighted domain and the conjugate stays finite.
+
+    Parameters
+    ----------
+    kind, param : int, float
+        The loss tag (:class:`LossKind`) and its parameter.
+    y, alpha : float
+        The row's label (or target) and dual variable.
+    q, m : float
+        The curvature and the margin, as :func:`dual_update` takes them.
+    s : float
+        The row's weight.
+
+    Returns
+    -------
+    float
+        The new ``alpha`` (0 for ``s = 0``).
     """
     if s == 1.0:
         return dual_update(kind, param, y, alpha, q, m)
@@ -545,6 +604,22 @@ def weighted_sweep_dual_update(kind, param, y, alpha, q, m, s):
 
     The same scaling as :func:`weighted_dual_update`; ``s = 1`` takes the
     unweighted path, ``s = 0`` pins ``alpha_i`` at 0.
+
+    Parameters
+    ----------
+    kind, param : int, float
+        The loss tag (:class:`LossKind`) and its parameter.
+    y, alpha : float
+        The row's label (or target) and dual variable.
+    q, m : float
+        The curvature and the margin, as :func:`sweep_dual_update` takes them.
+    s : float
+        The row's weight.
+
+    Returns
+    -------
+    float
+        The new ``alpha`` (0 for ``s = 0``).
     """
     if s == 1.0:
         return sweep_dual_update(kind, param, y, alpha, q, m)
@@ -636,22 +711,78 @@ class Loss:
         return 0.0
 
     def value(self, y, z):
-        """``phi_i(z_i)`` for every example."""
+        """``phi_i(z_i)`` for every example.
+
+        Parameters
+        ----------
+        y : array-like of shape (n,)
+            Labels in {-1, +1} (classification losses) or real targets.
+        z : array-like of shape (n,)
+            Margins ``z_i = x_i.w``.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            The losses.
+        """
         y, z = _as_f64(y), _as_f64(z)
         return _map_loss_value(int(self.kind), self.param, y, z)
 
     def derivative(self, y, z):
-        """``phi_i'(z_i)`` (a subgradient where ``phi`` has a kink)."""
+        """``phi_i'(z_i)`` (a subgradient where ``phi`` has a kink).
+
+        Parameters
+        ----------
+        y : array-like of shape (n,)
+            Labels in {-1, +1} (classification losses) or real targets.
+        z : array-like of shape (n,)
+            Margins ``z_i = x_i.w``.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            The derivatives.
+        """
         y, z = _as_f64(y), _as_f64(z)
         return _map_loss_derivative(int(self.kind), self.param, y, z)
 
     def conjugate(self, y, alpha):
-        """``phi_i*(-alpha_i)`` for every example (``inf`` outside the domain)."""
+        """``phi_i*(-alpha_i)`` for every example (``inf`` outside the domain).
+
+        Parameters
+        ----------
+        y : array-like of shape (n,)
+            Labels in {-1, +1} (classification losses) or real targets.
+        alpha : array-like of shape (n,)
+            Dual variables (labels inside, as in ``dual_coef_``).
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            The conjugate values.
+        """
         y, alpha = _as_f64(y), _as_f64(alpha)
         return _map_conjugate(int(self.kind), self.param, y, alpha)
 
     def dual_step(self, y, alpha, q, m):
-        """Maximiser ``delta`` of ``-phi_i*(-(alpha+delta)) - q/2 delta^2 - m delta``."""
+        """Maximiser ``delta`` of ``-phi_i*(-(alpha+delta)) - q/2 delta^2 - m delta``.
+
+        Parameters
+        ----------
+        y : array-like of shape (n,)
+            Labels in {-1, +1} (classification losses) or real targets.
+        alpha : array-like of shape (n,)
+            Dual variables before the step.
+        q : array-like of shape (n,)
+            The curvature of each 1-D problem (SDCA's ``||x_i||^2 / (lam n)``).
+        m : array-like of shape (n,)
+            Its linear coefficient (SDCA's ``x_i.w``).
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            The steps ``delta`` (:func:`dual_update`'s new value less ``alpha``).
+        """
         y, alpha, q, m = (_as_f64(a) for a in (y, alpha, q, m))
         return _map_dual_step(int(self.kind), self.param, y, alpha, q, m, False)
 
@@ -661,6 +792,22 @@ class Loss:
         Equal to :meth:`dual_step` for every loss but logistic, where it is
         an inexact step that raises the same 1-D objective by at least
         ``4 / (4 + q)`` times the row's gap term.
+
+        Parameters
+        ----------
+        y : array-like of shape (n,)
+            Labels in {-1, +1} (classification losses) or real targets.
+        alpha : array-like of shape (n,)
+            Dual variables before the step.
+        q : array-like of shape (n,)
+            The curvature of each 1-D problem (SDCA's ``||x_i||^2 / (lam n)``).
+        m : array-like of shape (n,)
+            Its linear coefficient (SDCA's ``x_i.w``).
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            The steps ``delta``.
         """
         y, alpha, q, m = (_as_f64(a) for a in (y, alpha, q, m))
         return _map_dual_step(int(self.kind), self.param, y, alpha, q, m, True)
@@ -669,6 +816,20 @@ class Loss:
         """Per-example gap ``phi_i(z_i) + phi_i*(-alpha_i) + alpha_i z_i >= 0``.
 
         Their mean is ``P(w) - D(alpha)`` only when ``z = X w(alpha)``.
+
+        Parameters
+        ----------
+        y : array-like of shape (n,)
+            Labels in {-1, +1} (classification losses) or real targets.
+        alpha : array-like of shape (n,)
+            Dual variables.
+        z : array-like of shape (n,)
+            Margins ``z_i = x_i.w``.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            The gap terms.
         """
         return self.value(y, z) + self.conjugate(y, alpha) + _as_f64(alpha) * _as_f64(z)
 
@@ -688,6 +849,12 @@ class SmoothedHinge(Loss):
 
     ``phi(a) = 0`` if ``a >= 1``; ``1 - a - gamma/2`` if ``a <= 1 - gamma``;
     ``(1 - a)^2 / (2 gamma)`` otherwise. Conjugate ``-b + gamma/2 b^2`` on [0, 1].
+
+    Parameters
+    ----------
+    gamma : float, default=1.0
+        The width of the smoothed part; ``phi'`` is ``1/gamma``-Lipschitz.
+        Must be finite and ``> 0``.
     """
 
     gamma: float = 1.0
@@ -826,10 +993,10 @@ class SquaredEpsilonInsensitive(Loss):
 
 @dataclass(frozen=True)
 class Huber(Loss):
-    """Huber's loss with threshold ``delta``: ``phi_i(z) = h(z - y_i)``, ``h(r) = r^2 / 2`` for ``|r| <= delta``
-    and ``delta (|r| - delta / 2)`` beyond.
+    """Huber's loss with threshold ``delta``: ``phi_i(z) = h(z - y_i)`` of the residual.
 
-    The shape of scikit-learn's ``SGDRegressor(loss="huber", epsilon=delta)``;
+    ``h(r) = r^2 / 2`` for ``|r| <= delta`` and ``delta (|r| - delta / 2)``
+    beyond.  The shape of scikit-learn's ``SGDRegressor(loss="huber", epsilon=delta)``;
     ``HuberRegressor`` fits twice this function of residuals divided by a
     scale it estimates, which this loss does not.  Conjugate
     ``phi_i*(-alpha) = alpha^2 / 2 - alpha y_i`` on ``alpha`` in
@@ -869,7 +1036,7 @@ class Huber(Loss):
         return (-float(self.delta), float(self.delta))
 
 
-#: name -> loss class, for every loss :func:`daskdca.fit` accepts by name
+#: Name -> loss class, for every loss :func:`daskdca.fit` accepts by name.
 LOSSES = {cls.name: cls for cls in (Hinge, SmoothedHinge, SquaredHinge, Logistic, Squared, EpsilonInsensitive,
                                     SquaredEpsilonInsensitive, Huber)}
 
@@ -879,8 +1046,25 @@ LOSS_ALIASES = {"log_loss": "logistic", "squared_error": "squared"}
 
 
 def get_loss(loss) -> Loss:
-    """Return the :class:`Loss` for a name (or scikit-learn's name, :data:`LOSS_ALIASES`) or pass a
-    :class:`Loss` instance through."""
+    """Return the :class:`Loss` for a name, or pass a :class:`Loss` instance through.
+
+    Parameters
+    ----------
+    loss : str or Loss
+        A name of :data:`LOSSES` (or scikit-learn's name of the same loss,
+        :data:`LOSS_ALIASES`), which gets the loss with its default
+        parameter, or a :class:`Loss` instance.
+
+    Returns
+    -------
+    Loss
+        The loss.
+
+    Raises
+    ------
+    ValueError
+        For an unknown name or any other value.
+    """
     if isinstance(loss, Loss):
         return loss
     if isinstance(loss, str) and loss in LOSS_ALIASES:
@@ -909,7 +1093,7 @@ class Softmax:
     ``l_y*(-alpha) = sum_k beta_k log beta_k`` with ``beta = e_y - alpha``
     (:mod:`daskdca.kernels.multinomial`).
 
-    Attributes
+    Parameters
     ----------
     n_classes : int
         ``K >= 2``.
@@ -928,15 +1112,41 @@ class Softmax:
             raise ValueError(f"Softmax needs n_classes, an int >= 2, got {self.n_classes!r}.")
 
     def value(self, y, Z):
-        """``l_{y_i}(z_i)`` for every example: ``y`` class indices of shape (n,), ``Z`` margins of shape (n, K)."""
+        """``l_{y_i}(z_i)`` for every example.
+
+        Parameters
+        ----------
+        y : array-like of int, of shape (n,)
+            Class indices in ``0 .. K - 1``.
+        Z : array-like of shape (n, K)
+            Margins, one row per example.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            The losses.
+        """
         Z = np.asarray(Z, dtype=np.float64)
         top = Z.max(axis=1)
         lse = top + np.log(np.exp(Z - top[:, None]).sum(axis=1))
         return lse - Z[np.arange(Z.shape[0]), np.asarray(y, dtype=np.intp)]
 
     def conjugate(self, y, alpha):
-        """``l_{y_i}*(-alpha_i) = sum_k beta_ik log beta_ik``, ``beta_i = e_{y_i} - alpha_i`` (``inf`` where
-        ``beta_i`` leaves the simplex by more than 1e-12); ``alpha`` of shape (K, n), as the fits store it."""
+        """``l_{y_i}*(-alpha_i) = sum_k beta_ik log beta_ik`` with ``beta_i = e_{y_i} - alpha_i``.
+
+        Parameters
+        ----------
+        y : array-like of int, of shape (n,)
+            Class indices in ``0 .. K - 1``.
+        alpha : array-like of shape (K, n)
+            Dual variables, as the fits store them.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            The conjugate values (``inf`` where ``beta_i`` leaves the simplex
+            by more than 1e-12).
+        """
         alpha = np.asarray(alpha, dtype=np.float64)
         y = np.asarray(y, dtype=np.intp)
         beta = -alpha.T.copy()
@@ -963,7 +1173,7 @@ class CrammerSinger:
     N12), so ``l_y*(-alpha) = -alpha_y`` for ``alpha`` with ``e_y - alpha``
     in the simplex (:mod:`daskdca.kernels.crammer_singer`).
 
-    Attributes
+    Parameters
     ----------
     n_classes : int
         ``K >= 2``.
@@ -981,7 +1191,20 @@ class CrammerSinger:
             raise ValueError(f"CrammerSinger needs n_classes, an int >= 2, got {self.n_classes!r}.")
 
     def value(self, y, Z):
-        """``l_{y_i}(z_i)`` for every example: ``y`` class indices of shape (n,), ``Z`` margins of shape (n, K)."""
+        """``l_{y_i}(z_i)`` for every example.
+
+        Parameters
+        ----------
+        y : array-like of int, of shape (n,)
+            Class indices in ``0 .. K - 1``.
+        Z : array-like of shape (n, K)
+            Margins, one row per example.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            The losses.
+        """
         Z = np.asarray(Z, dtype=np.float64)
         y = np.asarray(y, dtype=np.intp)
         rows = np.arange(Z.shape[0])
@@ -990,8 +1213,21 @@ class CrammerSinger:
         return augmented.max(axis=1) - Z[rows, y]
 
     def conjugate(self, y, alpha):
-        """``l_{y_i}*(-alpha_i) = -alpha_{y_i i}`` where ``beta_i = e_{y_i} - alpha_i`` lies in the simplex
-        (``inf`` where it leaves it by more than 1e-12); ``alpha`` of shape (K, n), as the fits store it."""
+        """``l_{y_i}*(-alpha_i) = -alpha_{y_i i}`` where ``beta_i = e_{y_i} - alpha_i`` lies in the simplex.
+
+        Parameters
+        ----------
+        y : array-like of int, of shape (n,)
+            Class indices in ``0 .. K - 1``.
+        alpha : array-like of shape (K, n)
+            Dual variables, as the fits store them.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            The conjugate values (``inf`` where ``beta_i`` leaves the simplex
+            by more than 1e-12).
+        """
         alpha = np.asarray(alpha, dtype=np.float64)
         y = np.asarray(y, dtype=np.intp)
         beta = -alpha.T.copy()

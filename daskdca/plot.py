@@ -70,7 +70,12 @@ def convergence(models, x="seconds", ax=None):
 
     Returns
     -------
-    ax : matplotlib Axes
+    matplotlib Axes
+        The axes drawn on, with a legend of the fits.
+
+    See Also
+    --------
+    history_frame : The same records as a table.
 
     Notes
     -----
@@ -119,11 +124,15 @@ def history_frame(model):
 
     Returns
     -------
-    frame : pandas.DataFrame
+    pandas.DataFrame
         Columns ``round, epochs, seconds, primal, dual, gap, relative_gap``;
         for an :class:`~daskdca.SDCAClassifier` a leading ``class`` column
         names the problem's positive class (``classes_[1]`` for two classes,
         each class for one-vs-rest).
+
+    See Also
+    --------
+    convergence : The relative gap of the same records, drawn.
     """
     try:
         import pandas as pd

@@ -153,6 +153,7 @@ def with_intercept_column(X, intercept_scaling):
     Parameters
     ----------
     X : ndarray or scipy sparse matrix of shape (n, d)
+        The data.
     intercept_scaling : float
         The column's value ``s``.
 

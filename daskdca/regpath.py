@@ -43,7 +43,10 @@ __all__ = ["RegularizationPath", "path", "with_intercept_column"]
 class RegularizationPath(NamedTuple):
     """What :func:`path` returns: one entry per ``C``, in ascending order of ``C``.
 
-    Attributes
+    A named tuple: each parameter is also the field of that name
+    (``result.coef``); :func:`path` builds it.
+
+    Parameters
     ----------
     Cs : ndarray of shape (n_Cs,)
         The grid, sorted ascending (the order the fits ran in).

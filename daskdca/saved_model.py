@@ -101,8 +101,10 @@ class SavedModel:
     Scores are ``X @ coef + intercept``; a classifier predicts ``classes[1]``
     where the score is > 0 and ``classes[0]`` elsewhere, as
     :meth:`daskdca.LinearModel.predict` and :class:`daskdca.SDCAClassifier` do.
+    A frozen dataclass: each parameter is also the attribute of that name;
+    :meth:`from_fit` and :func:`load_model` build it.
 
-    Attributes
+    Parameters
     ----------
     coef : ndarray of float64, shape (n_features,)
         The weights ``w`` of the data's features (without the intercept's).
@@ -180,6 +182,7 @@ class SavedModel:
         Returns
         -------
         SavedModel
+            The saved form, ready for :func:`save_model`.
 
         Raises
         ------
@@ -208,7 +211,7 @@ class SavedModel:
         )
 
     def decision_function(self, X):
-        """Scores ``X @ coef + intercept`` of the rows of X.
+        """Compute the scores ``X @ coef + intercept`` of the rows of X.
 
         Parameters
         ----------
@@ -218,7 +221,8 @@ class SavedModel:
 
         Returns
         -------
-        scores : ndarray of float64, shape (n_rows,)
+        ndarray of float64, shape (n_rows,)
+            The scores.
 
         Raises
         ------
@@ -230,25 +234,79 @@ class SavedModel:
         return decision_scores(X, self.coef[np.newaxis, :d], self.intercept)
 
     def check_n_features(self, d, where="the data"):
-        """Raise ValueError when ``d`` columns exceed the model's ``n_features``."""
+        """Raise ValueError when ``d`` columns exceed the model's ``n_features``.
+
+        Parameters
+        ----------
+        d : int
+            The columns of the data.
+        where : str, default="the data"
+            What the data is, for the message.
+
+        Raises
+        ------
+        ValueError
+            When ``d > n_features``.
+        """
         if d > self.n_features:
             raise ValueError(f"{where} has {d} features but the model was fitted with {self.n_features}; "
                              "predict on data with the training data's features (an svmlight file with "
                              "fewer features is padded with zeros, one with more cannot be scored).")
 
     def predict(self, X):
-        """Labels (``classes[1]`` where the score is > 0), or the predicted targets for regression."""
+        """Predict labels (``classes[1]`` where the score is > 0), or the targets for regression.
+
+        Parameters
+        ----------
+        X : ndarray or scipy sparse matrix of shape (n_rows, d)
+            As :meth:`decision_function` takes it.
+
+        Returns
+        -------
+        ndarray of shape (n_rows,)
+            The labels, or the predicted targets.
+        """
         return self.labels_of(self.decision_function(X))
 
     def labels_of(self, scores):
-        """The labels of given scores (the scores themselves for regression)."""
+        """The labels of given scores (the scores themselves for regression).
+
+        Parameters
+        ----------
+        scores : array-like
+            Scores, as :meth:`decision_function` returns them.
+
+        Returns
+        -------
+        ndarray
+            ``classes[1]`` where the score is > 0 and ``classes[0]``
+            elsewhere; the scores for regression.
+        """
         if self.classes is None:
             return scores
         return labels(np.asarray(scores), self.classes)
 
     def proba_of(self, scores):
-        """``P(classes[1]) = 1 / (1 + exp(-score))`` (logistic loss only), as every daskdca model computes it
-        (:func:`daskdca.prediction.probabilities`)."""
+        """``P(classes[1]) = 1 / (1 + exp(-score))`` (logistic loss only).
+
+        As every daskdca model computes it
+        (:func:`daskdca.prediction.probabilities`).
+
+        Parameters
+        ----------
+        scores : array-like
+            Scores, as :meth:`decision_function` returns them.
+
+        Returns
+        -------
+        ndarray of float64
+            ``P(classes[1])`` of each score, in the shape of ``scores``.
+
+        Raises
+        ------
+        ValueError
+            For a model not fitted with the logistic loss.
+        """
         if self.loss != "logistic":
             raise ValueError(f"probabilities need a model fitted with the logistic loss; this one has "
                              f"loss {self.loss!r}, whose score is not a log-odds. Predict labels or scores.")
@@ -256,7 +314,23 @@ class SavedModel:
         return probabilities(scores.ravel())[:, 1].reshape(scores.shape)
 
     def predict_proba(self, X):
-        """``P(classes[1] | x) = 1 / (1 + exp(-score))`` per row (logistic loss only)."""
+        """``P(classes[1] | x) = 1 / (1 + exp(-score))`` per row (logistic loss only).
+
+        Parameters
+        ----------
+        X : ndarray or scipy sparse matrix of shape (n_rows, d)
+            As :meth:`decision_function` takes it.
+
+        Returns
+        -------
+        ndarray of float64, shape (n_rows,)
+            ``P(classes[1])`` of each row.
+
+        Raises
+        ------
+        ValueError
+            For a model not fitted with the logistic loss.
+        """
         return self.proba_of(self.decision_function(X))
 
 
@@ -588,6 +662,7 @@ def load_model(path):
     Returns
     -------
     SavedModel
+        The model, its fields checked.
 
     Raises
     ------

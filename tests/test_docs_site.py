@@ -148,3 +148,55 @@ def test_the_guides_are_in_the_site():
     for guide in ("user-guide", "performance", "architecture", "reliability", "references", "api"):
         assert re.search(rf"^{guide}$", index, re.M), f"docs/index.md's toctree lacks {guide}"
         assert any((DOCS / f"{guide}{suffix}").exists() for suffix in (".md", ".rst"))
+
+
+# The numpydoc checks docs/conf.py must keep on (numpydoc_validation_checks; with -W each finding fails the
+# build): every parameter documented with a type and a description, no unknown or misordered one, a Returns
+# (Yields) section with a description wherever something is returned, one-line summaries that start with a
+# capital and end with a period, and a sentence for each See Also entry.
+REQUIRED_NUMPYDOC_CHECKS = {
+    "GL01", "GL02", "GL03", "GL05", "GL06", "GL07", "GL09", "GL10",
+    "SS01", "SS02", "SS03", "SS04", "SS05", "SS06",
+    "PR01", "PR02", "PR03", "PR04", "PR05", "PR06", "PR07", "PR08", "PR09", "PR10",
+    "RT01", "RT02", "RT03", "RT04", "RT05", "YD01",
+    "SA02", "SA03", "SA04",
+}
+
+
+@pytest.fixture(scope="module")
+def sphinx_conf():
+    """docs/conf.py's settings, run as Sphinx runs it (from docs/, so that its ``..`` is the repository)."""
+    import os
+    import runpy
+    import sys
+
+    here, path = os.getcwd(), list(sys.path)
+    os.chdir(DOCS)
+    try:
+        return runpy.run_path(str(DOCS / "conf.py"))
+    finally:
+        os.chdir(here)
+        sys.path[:] = path
+
+
+def test_numpydoc_validation_stays_on(sphinx_conf):
+    from numpydoc.validate import get_validation_checks
+
+    assert "numpydoc" in sphinx_conf["extensions"]
+    enabled = get_validation_checks(set(sphinx_conf["numpydoc_validation_checks"]))
+    missing = REQUIRED_NUMPYDOC_CHECKS - enabled
+    assert not missing, f"docs/conf.py no longer enables the numpydoc checks {sorted(missing)}"
+
+
+def test_numpydoc_exclusions_are_constants_only(sphinx_conf):
+    """``numpydoc_validation_exclude`` skips every check of what it matches: only the module constants of
+    the reference may be left out (numpydoc checks the docstring of their value's type), never a class or a
+    function."""
+    names, _ = documented_names(_api_text())
+    for pattern in sphinx_conf.get("numpydoc_validation_exclude", ()):
+        matched = [name for name in names if re.search(pattern, name)]
+        assert matched, f"numpydoc_validation_exclude entry {pattern!r} matches no name of docs/api.rst"
+        for name in matched:
+            obj = _resolve(name)
+            assert not callable(obj) and not isinstance(obj, type(daskdca)), \
+                f"numpydoc_validation_exclude entry {pattern!r} skips {name}, which is not a constant"

@@ -79,11 +79,28 @@ def close_embedded():
 def cluster_client(client):
     """The client a cluster fit runs on.
 
-    ``client`` is a :class:`distributed.Client` (used as it is), a scheduler
-    address such as ``"tcp://10.0.0.5:8786"`` (connected for the fit and
-    closed after), or None: the default client (e.g. ``Client()`` in a
-    notebook), else the process's own LocalCluster (:func:`embedded_client`),
-    started once and reused.
+    A context manager: ``with cluster_client(client) as active: ...``.
+
+    Parameters
+    ----------
+    client : distributed.Client, str, os.PathLike or None
+        A :class:`distributed.Client` (used as it is), a scheduler address
+        such as ``"tcp://10.0.0.5:8786"`` (connected for the fit and closed
+        after), or None: the default client (e.g. ``Client()`` in a
+        notebook), else the process's own LocalCluster
+        (:func:`embedded_client`), started once and reused.
+
+    Yields
+    ------
+    distributed.Client
+        The client to run on, for the duration of the ``with`` block.
+
+    Raises
+    ------
+    ValueError
+        When no scheduler answers at an address.
+    TypeError
+        When ``client`` is neither a client, an address nor None.
     """
     from distributed import Client, default_client
 
@@ -116,9 +133,23 @@ def cluster_client(client):
 def local_client(n_workers, *, scratch=None):
     """A client on a LocalCluster of ``n_workers`` processes (1 thread each) on 127.0.0.1, no dashboard.
 
-    ``scratch``: a folder for the scheduler's and the workers' scratch space
-    (Dask's ``temporary-directory`` and the workers' ``local_directory``),
-    so nothing is left in the system's temporary folder.
+    A context manager: the cluster and the client are closed when the
+    ``with`` block ends.
+
+    Parameters
+    ----------
+    n_workers : int
+        Worker processes to start.
+    scratch : str, os.PathLike or None, default=None
+        A folder for the scheduler's and the workers' scratch space (Dask's
+        ``temporary-directory`` and the workers' ``local_directory``), so
+        nothing is left in the system's temporary folder; None keeps Dask's
+        defaults.
+
+    Yields
+    ------
+    distributed.Client
+        A client connected to the new cluster.
     """
     from distributed import Client, LocalCluster
 
@@ -166,7 +197,20 @@ class _WarmUp(WorkerPlugin):
 
 
 def worker_resources(client):
-    """``(nthreads, memory_limits)`` of the workers now, sorted by address (memory limits in bytes, 0: none)."""
+    """``(nthreads, memory_limits)`` of the workers now, sorted by address.
+
+    Parameters
+    ----------
+    client : distributed.Client
+        The client whose scheduler is asked.
+
+    Returns
+    -------
+    nthreads : tuple of int
+        Each worker's threads (1 where the scheduler reports none).
+    memory_limits : tuple of int
+        Each worker's memory limit in bytes (0: none).
+    """
     workers = client.scheduler_info().get("workers", {})
     return (tuple(int(workers[a].get("nthreads") or 1) for a in sorted(workers)),
             tuple(int(workers[a].get("memory_limit") or 0) for a in sorted(workers)))

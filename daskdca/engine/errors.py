@@ -24,6 +24,19 @@ DEFAULT_NO_WORKERS_TIMEOUT = "10 minutes"
 class ClusterLostError(RuntimeError):
     """A cluster fit stopped because its cluster went away; the base of the two cases below.
 
+    The fit raises it; a caller catches it and reads its attributes.
+
+    Parameters
+    ----------
+    message : str
+        The error's text: what happened and the fix.
+    scheduler_address : str or None, default=None
+        Kept as the attribute of the same name.
+    checkpoint : str or None, default=None
+        Kept as the attribute of the same name.
+    checkpoint_round : int or None, default=None
+        Kept as the attribute of the same name.
+
     Attributes
     ----------
     scheduler_address : str or None
@@ -45,10 +58,22 @@ class ClusterLostError(RuntimeError):
 class NoWorkersError(ClusterLostError):
     """The cluster had no worker for longer than ``daskdca.no-workers-timeout`` while the fit waited on it.
 
+    Parameters
+    ----------
+    message : str
+        The error's text: what happened and the fix.
+    timeout : float
+        Kept as the attribute of the same name.
+    **kwargs
+        ``scheduler_address``, ``checkpoint`` and ``checkpoint_round``, as
+        :class:`ClusterLostError` takes them.
+
     Attributes
     ----------
     timeout : float
         The seconds waited without a worker.
+    scheduler_address, checkpoint, checkpoint_round
+        As :class:`ClusterLostError`.
     """
 
     def __init__(self, message, *, timeout, **kwargs):
@@ -57,7 +82,24 @@ class NoWorkersError(ClusterLostError):
 
 
 class SchedulerLostError(ClusterLostError):
-    """The client lost its connection to the scheduler (or was closed) during the fit."""
+    """The client lost its connection to the scheduler (or was closed) during the fit.
+
+    Parameters
+    ----------
+    message : str
+        The error's text: what happened and the fix.
+    scheduler_address : str or None, default=None
+        Kept as the attribute of the same name.
+    checkpoint : str or None, default=None
+        Kept as the attribute of the same name.
+    checkpoint_round : int or None, default=None
+        Kept as the attribute of the same name.
+
+    Attributes
+    ----------
+    scheduler_address, checkpoint, checkpoint_round
+        As :class:`ClusterLostError`.
+    """
 
 
 def configured_no_workers_timeout():

@@ -98,8 +98,40 @@ _FROM_CONFIG = object()
 class DaskExecutor:
     """Runs a method's phases on a Dask cluster (see the module docstring).
 
-    ``no_workers_timeout``: seconds to wait for a worker while the cluster
-    has none (None: forever); by default :func:`configured_no_workers_timeout`.
+    The executor of :func:`daskdca.driver.run_rounds` that submits each
+    stretch of rounds as one graph of tasks (``daskdca.rounds = "tasks"``);
+    :func:`fit_on_cluster` builds it.
+
+    Parameters
+    ----------
+    client : distributed.Client
+        The cluster.
+    parts : list
+        One entry per partition, in order: a partition source that the
+        tasks read (:class:`~daskdca.partitions.StorePartition`, or a
+        one-vs-rest one), or a future of a partition held on a worker.
+    info : DataInfo
+        The data constants of the partitions.
+    random_state : int
+        The seed of every random stream ``(random_state, round, partition)``.
+    placement : _Placement
+        Which worker thread each partition's tasks run on.
+    run_id : str
+        A fresh name for this fit's task keys.
+    checkpoint : str or None
+        The checkpoint folder or URL; None: the states are copied through
+        this process instead.
+    checkpoint_every : int
+        Rounds between checkpoints (or copies of the states).
+    signature : dict
+        What identifies the fit (data, loss, lam, solver, seed,
+        partitions), written with a checkpoint and checked on resume.
+    dual_init : ndarray or None, default=None
+        A warm start's dual point, in the partitions' row order; None: the
+        method's own start.
+    no_workers_timeout : float or None, optional
+        Seconds to wait for a worker while the cluster has none (None:
+        forever); by default :func:`configured_no_workers_timeout`.
     """
 
     # rounds are futures: the driver submits the next stretch before it reads a report, so the workers
@@ -225,12 +257,36 @@ class DaskExecutor:
             logger.info("daskdca: %d tasks soft-pinned to a lost worker rescheduled on the workers alive", moved)
 
     def homes(self, what):
-        """The placement's worker of each partition now (after checking that the scheduler is still there)."""
+        """The placement's worker of each partition now (after checking that the scheduler is still there).
+
+        Parameters
+        ----------
+        what : str
+            What the fit waits on, for the message of a lost scheduler.
+
+        Returns
+        -------
+        list
+            One worker address per partition (None while no worker is
+            alive).
+        """
         self._check_scheduler(what)
         return self.placement.homes(self.client)
 
     def group_homes(self, what):
-        """The placement's worker of each group of partitions now."""
+        """The placement's worker of each group of partitions now.
+
+        Parameters
+        ----------
+        what : str
+            What the fit waits on, for the message of a lost scheduler.
+
+        Returns
+        -------
+        list
+            One worker address per group (the worker of its first
+            partition).
+        """
         homes = self.homes(what)
         return [homes[ks[0]] for ks in self.placement.members]
 
@@ -310,8 +366,21 @@ class DaskExecutor:
         return method.setup(self.info, _DaskOps(self))
 
     def init(self, plan):
-        """``(G, Ls)``: the global state's future and one future per group of partitions (``Ls`` stays opaque
-        to the round loop: each holds the states of its group's partitions, in order)."""
+        """Start the method's states on the cluster (from ``dual_init`` for a warm start).
+
+        Parameters
+        ----------
+        plan : object
+            The method's plan for the data.
+
+        Returns
+        -------
+        G : distributed.Future
+            The global state's future.
+        Ls : list of distributed.Future
+            One future per group of partitions (opaque to the round loop:
+            each holds the states of its group's partitions, in order).
+        """
         if self.dual_init is not None:
             return self._warm_init(plan, self.homes("the initial states"))
         homes = self.group_homes("the initial states")
@@ -359,14 +428,35 @@ class DaskExecutor:
         return have[root]
 
     def run(self, plan, G, Ls, r, n):
-        """Submit ``n`` rounds as one graph; returns futures of the new state pairs and of the merged report.
+        """Submit ``n`` rounds as one graph.
 
-        ``G`` is a future of a ``(state, payload)`` pair and ``Ls`` one of
-        ``(states, payload)`` per group of partitions (module docstring); a
-        round's last combine output carries its report.  A round is one local
+        A round's last combine output carries its report.  A round is one local
         task per group (its partitions' local steps and the part of the
         reduction tree they decide), one task per group that passes those nodes
         on, the tree nodes that span groups, and the combine.
+
+        Parameters
+        ----------
+        plan : object
+            The method's plan for the data.
+        G : distributed.Future
+            A future of the global ``(state, payload)`` pair.
+        Ls : list of distributed.Future
+            One future of ``(states, payload)`` per group of partitions
+            (module docstring).
+        r : int
+            The first round's index.
+        n : int
+            Rounds to submit.
+
+        Returns
+        -------
+        G : distributed.Future
+            The new global pair's future.
+        Ls : list of distributed.Future
+            The new pairs of the groups.
+        report : distributed.Future
+            The future of the rounds' merged report.
         """
         n_groups = len(self.placement.members)
         ends = []
@@ -394,7 +484,18 @@ class DaskExecutor:
         return [RoundReport(*rep) for rep in self.gather(handles, "the rounds' reports")] if handles else []
 
     def fetch(self, value):
-        """The state of an output pair (a future on the cluster)."""
+        """The state of an output pair (a future on the cluster).
+
+        Parameters
+        ----------
+        value : distributed.Future or tuple
+            An output pair ``(state, payload)``, or a future of one.
+
+        Returns
+        -------
+        object
+            The pair's state, gathered into this process.
+        """
         return (self.gather([value], "a state")[0] if hasattr(value, "result") else value)[0]
 
     def _per_partition(self, Ls, name):
@@ -413,7 +514,28 @@ class DaskExecutor:
                               axis=-1)
 
     def certify(self, plan, G, Ls):
-        """``(w, alpha, P, D)``: ``w(alpha)`` rebuilt from the dual point on the cluster, then one more pass."""
+        """Certify the states: ``w(alpha)`` rebuilt from the dual point on the cluster, then one more pass.
+
+        Parameters
+        ----------
+        plan : object
+            The method's plan for the data.
+        G : distributed.Future
+            The global pair's future.
+        Ls : list of distributed.Future
+            The groups' pairs.
+
+        Returns
+        -------
+        w : ndarray
+            The model (for the dual methods ``w(alpha)``).
+        alpha : ndarray
+            The dual point, in the partitions' row order.
+        P : float or ndarray
+            The primal objective ``P(w)``.
+        D : float or ndarray
+            The dual objective ``D(alpha)``.
+        """
         info, K = self.info, len(self.parts)
         name = f"daskdca-certify-{self.run_id}-{uuid.uuid4().hex[:6]}"
         alphas = self._dual_points(plan, G, Ls, name)
@@ -507,7 +629,26 @@ class DaskExecutor:
                                    **_pinned(homes[g])) for g, ks in enumerate(self.placement.members)]
 
     def resume(self, plan):
-        """``(G, Ls, round, n_epochs, history)`` from the last complete checkpoint, checked against ``plan``."""
+        """Load the last complete checkpoint onto the workers, checked against ``plan``.
+
+        Parameters
+        ----------
+        plan : object
+            The method's plan for the data.
+
+        Returns
+        -------
+        G : distributed.Future
+            The global pair's future.
+        Ls : list of distributed.Future
+            The groups' pairs.
+        round : int
+            The checkpoint's round.
+        n_epochs : float
+            Passes over the data up to it.
+        history : list of HistoryRecord
+            The records of the fit up to it.
+        """
         url = self.checkpoint
         meta = _resumable_meta(url, self.signature)
         name = f"daskdca-checkpoint-{self.run_id}-resume"

@@ -55,8 +55,18 @@ def fit_on_one_worker(source, info, *, client, method, random_state, tol, max_ro
         The data constants, ``partition_sizes == (info.n,)``.
     client : distributed.Client
         The cluster.
-    method, random_state, tol, max_rounds, max_epochs, dual_init
-        As :func:`daskdca.driver.run_rounds` and :func:`daskdca.fit` (``dual_init`` in the rows' order).
+    method : method object
+        The method's settings (e.g. :class:`~daskdca.SDCA`).
+    random_state : int
+        The seed of every random stream.
+    tol : float
+        As :func:`daskdca.fit`.
+    max_rounds : int or None
+        As :func:`daskdca.fit`.
+    max_epochs : float or None
+        As :func:`daskdca.fit`.
+    dual_init : ndarray or None, default=None
+        As :func:`daskdca.fit`, in the rows' order.
     ship : bool, default=False
         The rows are read here (if not already in memory) and sent to the worker: for data only this
         process can see.

@@ -70,7 +70,7 @@ logger = logging.getLogger("daskdca")
 
 __all__ = ["ROUNDS_KEY", "ResidentExecutor", "configured_rounds"]
 
-#: Dask config key that picks how rounds run on a cluster (module docstring)
+#: The Dask config key that picks how rounds run on a cluster (module docstring).
 ROUNDS_KEY = "daskdca.rounds"
 ROUND_MECHANISMS = ("resident", "tasks")
 
@@ -245,9 +245,41 @@ class _ResidentOps(Ops):
 class ResidentExecutor(DaskExecutor):
     """Runs a method's phases on a Dask cluster with one resident actor per worker (module docstring).
 
-    ``sources`` are the partitions' sources (:class:`~daskdca.partitions.StorePartition`
-    or one-vs-rest ones), ``mode`` how the actors hold them (:class:`_Resident`).
-    The other parameters are those of :class:`DaskExecutor`.
+    The executor of :func:`daskdca.driver.run_rounds` for
+    ``daskdca.rounds = "resident"`` (the default); :func:`fit_on_cluster`
+    builds it, and its actors start on the workers when it is built.
+
+    Parameters
+    ----------
+    client : distributed.Client
+        The cluster.
+    sources : list
+        The partitions' sources, in order
+        (:class:`~daskdca.partitions.StorePartition` or one-vs-rest ones),
+        or the partitions themselves (``mode="held"``).
+    info : DataInfo
+        The data constants of the partitions.
+    random_state : int
+        The seed of every random stream ``(random_state, round, partition)``.
+    mode : {"load", "held", "stream"}
+        How the actors hold the partitions: ``"load"`` reads each source on
+        its worker once, ``"held"`` takes them as loaded partitions,
+        ``"stream"`` keeps the sources (out of core: a local step reads its
+        blocks).
+    run_id : str
+        As :class:`DaskExecutor`.
+    checkpoint : str or None
+        As :class:`DaskExecutor`.
+    checkpoint_every : int
+        Rounds between copies of the local states into this process (and
+        checkpoints, with ``checkpoint``).
+    signature : dict
+        As :class:`DaskExecutor`.
+    dual_init : ndarray or None, default=None
+        As :class:`DaskExecutor`.
+    no_workers_timeout : float or None, default=None
+        Seconds to wait for a worker while the cluster has none (None:
+        forever).
     """
 
     # the global state lives here, so the next round cannot start before this process has combined
@@ -460,7 +492,31 @@ class ResidentExecutor(DaskExecutor):
         return G, 0
 
     def run(self, plan, G, Ls, r, n):
-        """Rounds ``r .. r + n - 1`` from version ``Ls`` (= ``r``); returns ``(G', r + n, report)``."""
+        """Run rounds ``r .. r + n - 1`` from version ``Ls`` (= ``r``).
+
+        Parameters
+        ----------
+        plan : object
+            The method's plan for the data.
+        G : object
+            The global state (it lives in this process).
+        Ls : int
+            The version of the local states the actors hold (the round
+            ``r``).
+        r : int
+            The first round's index.
+        n : int
+            Rounds to run.
+
+        Returns
+        -------
+        G : object
+            The new global state.
+        Ls : int
+            The new version, ``r + n``.
+        report : RoundReport
+            The first round's report with the steps of all ``n``.
+        """
         self.live = {r: G}
 
         def stretch():
@@ -487,7 +543,28 @@ class ResidentExecutor(DaskExecutor):
         return np.concatenate([a for alphas in per_group for a in alphas], axis=-1)
 
     def certify(self, plan, G, Ls):
-        """``(w, alpha, P, D)``: ``w(alpha)`` rebuilt from the dual point, then one more pass (as the task executor)."""
+        """Certify the states: ``w(alpha)`` rebuilt from the dual point, then one more pass (as the task executor).
+
+        Parameters
+        ----------
+        plan : object
+            The method's plan for the data.
+        G : object
+            The global state.
+        Ls : int
+            The version of the local states.
+
+        Returns
+        -------
+        w : ndarray
+            The model (for the dual methods ``w(alpha)``).
+        alpha : ndarray
+            The dual point, in the partitions' row order.
+        P : float or ndarray
+            The primal objective ``P(w)``.
+        D : float or ndarray
+            The dual objective ``D(alpha)``.
+        """
         info = self.info
 
         def sums():
@@ -542,7 +619,27 @@ class ResidentExecutor(DaskExecutor):
                        local_class=classes[0][0], global_class=global_class, history=history)
 
     def resume(self, plan):
-        """``(G, version, round, n_epochs, history)`` from the last complete checkpoint, checked against ``plan``."""
+        """Load the last complete checkpoint into the actors, checked against ``plan``.
+
+        Parameters
+        ----------
+        plan : object
+            The method's plan for the data.
+
+        Returns
+        -------
+        G : object
+            The global state.
+        version : int
+            The version of the local states the actors now hold (the
+            round).
+        round : int
+            The checkpoint's round.
+        n_epochs : float
+            Passes over the data up to it.
+        history : list of HistoryRecord
+            The records of the fit up to it.
+        """
         url = self.checkpoint
         meta = _resumable_meta(url, self.signature)
         r, slot = int(meta["round"]), meta["slot"]

@@ -46,14 +46,15 @@ __all__ = [
     "check_supported",
 ]
 
-#: name -> settings class, for every method a user can ask for by name
+#: Name -> settings class, for every method a user can ask for by name.
 REGISTRY = {cls.name: cls for cls in (SDCA, CoCoAPlus, MinibatchSDCA, SDNA, DualFreeSDCA, AdaptiveDualFreeSDCA,
                                       AdaptiveDualFreeSDCAPlus, SPDC, MinibatchPegasos, Newton,
                                       MultinomialSDCA, CrammerSingerSVM)}
+#: The same dict as :data:`REGISTRY`.
 SOLVERS = REGISTRY
 
-#: settings other than a method's defaults that change its algorithm; the
-#: contract tests run each of them beside the REGISTRY defaults
+#: Settings other than a method's defaults that change its algorithm; the
+#: contract tests run each of them beside the REGISTRY defaults.
 VARIANTS = {
     "cocoa+(line_search)": lambda: CoCoAPlus(aggregation="line_search"),
     "cocoa+(plain)": lambda: CoCoAPlus(acceleration=None),
@@ -66,7 +67,19 @@ VARIANTS = {
 
 
 def capability_table():
-    """One line per method: what it supports (used in error messages and the README)."""
+    """One line per method: what it supports (used in error messages and the README).
+
+    Returns
+    -------
+    str
+        A line per method of :data:`REGISTRY`, sorted by name: its losses,
+        partitions, cluster, shrinking, sample weights, one-vs-rest in one
+        pass and how its gap falls.
+
+    See Also
+    --------
+    Capabilities : What each line reads.
+    """
     lines = []
     for name, cls in sorted(REGISTRY.items()):
         c = cls.capabilities
@@ -84,7 +97,36 @@ def _supporting(predicate):
 
 
 def check_supported(method, *, loss_name, n_partitions, on_cluster, sample_weight=False, multi_class=False):
-    """Raise a ValueError that lists the alternatives when ``method`` cannot run this fit."""
+    """Raise a ValueError that lists the alternatives when ``method`` cannot run this fit.
+
+    Parameters
+    ----------
+    method : method object
+        The method's settings; its ``capabilities`` are checked.
+    loss_name : str
+        The loss's name.
+    n_partitions : int or None
+        The partitions of the fit (anything but 1 needs
+        ``many_partitions``).
+    on_cluster : bool
+        Whether the fit runs on a Dask cluster.
+    sample_weight : bool, default=False
+        Whether the fit has row weights (``sample_weight`` or
+        ``class_weight``).
+    multi_class : bool, default=False
+        Whether the fit runs the one-vs-rest problems of more than two
+        classes together.
+
+    Raises
+    ------
+    ValueError
+        When the method does not support the fit, naming the solvers that
+        do.
+
+    See Also
+    --------
+    capability_table : What each method supports.
+    """
     c = method.capabilities
     if multi_class and not c.multi_class:
         raise ValueError(

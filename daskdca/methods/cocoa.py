@@ -338,6 +338,19 @@ class CoCoAPlus:
         ``local_solver="sdna"`` is :class:`~daskdca.methods.sdna.SDNA`'s plan
         for the same settings, ``"spdc"`` :class:`~daskdca.methods.spdc.LocalSPDCPlan`
         (the builders of :data:`LOCAL_SOLVERS`).
+
+        Parameters
+        ----------
+        info : DataInfo
+            The data's constants (sizes, loss, ``lam``; no rows).
+        ops : Ops
+            The executor's reductions over the partitions
+            (:class:`~daskdca.methods.base.Ops`).
+
+        Returns
+        -------
+        object
+            The plan of the local solver and acceleration the settings name.
         """
         K = info.n_partitions
         smallest = int(min(info.partition_sizes))
@@ -364,6 +377,38 @@ class SDCA(CoCoAPlus):
     round takes ``local_iters * n`` coordinate steps.  The parameters are
     those of :class:`CoCoAPlus`; with one partition the two are the same
     method (``sigma' = 1``).
+
+    Parameters
+    ----------
+    local_iters : float, default=1.0
+        Passes over the rows per round.
+    sampling : {"permutation", "iid"} or None, default=None
+        A fresh random permutation for every pass (None means this), or rows
+        drawn with replacement.
+    shrinking : bool or None, default=None
+        LIBLINEAR's shrinking, as :class:`CoCoAPlus` (None means True).
+    aggregation : {"adding", "line_search"}, default="adding"
+        As :class:`CoCoAPlus`.
+    local_solver : {"sdca"}, default="sdca"
+        Only ``"sdca"``: use ``solver="sdna"`` or ``"spdc"`` (or
+        ``CoCoAPlus(local_solver=...)``) for another solver.
+    local_batch_size : None, default=None
+        Only None: serial SDCA takes one row per step.
+    acceleration : {"auto", None, "catalyst"}, default="auto"
+        As :class:`CoCoAPlus`; ``"auto"`` is None on one partition, and
+        ``"catalyst"`` runs serial SDCA inside Catalyst's loop.
+    kappa : float or None, default=None
+        As :class:`CoCoAPlus`.
+    l1_ratio : float, default=0.0
+        As :class:`CoCoAPlus`: ``rho`` in ``[0, 1)`` of the elastic net.
+    threads : int, default=1
+        As :class:`CoCoAPlus`.
+    inner_rounds : int, default=1
+        As :class:`CoCoAPlus`.
+
+    See Also
+    --------
+    CoCoAPlus : The same method on several partitions.
     """
 
     name = "sdca"

@@ -139,8 +139,25 @@ class CrammerSingerSVM:
         check_local_iters(self.local_iters)
 
     def setup(self, info, ops):
-        """The plan: :class:`CrammerSingerPlan` for the Crammer-Singer loss of ``K`` classes (``sigma' = K_p``,
-        [MSJ+15] §3, ``gamma = 1``); for two classes (``info.loss`` the binary hinge loss) plain CoCoA+'s plan."""
+        """The plan for this data: Crammer-Singer rounds, or plain CoCoA+'s for two classes.
+
+        :class:`CrammerSingerPlan` for the Crammer-Singer loss of ``K``
+        classes (``sigma' = K_p``, [MSJ+15] §3, ``gamma = 1``); for two
+        classes (``info.loss`` the binary hinge loss) plain CoCoA+'s plan.
+
+        Parameters
+        ----------
+        info : DataInfo
+            The data's constants (sizes, loss, ``lam``; no rows).
+        ops : Ops
+            The executor's reductions over the partitions
+            (:class:`~daskdca.methods.base.Ops`); only CoCoA+'s plan of two classes may use them.
+
+        Returns
+        -------
+        object
+            ``CrammerSingerPlan``, or CoCoA+'s plan.
+        """
         K = info.n_partitions
         if isinstance(info.loss, CrammerSinger):
             return CrammerSingerPlan(settings=self, n=info.n, d=info.d, lam_n=info.lam_n, n_partitions=K,

@@ -173,7 +173,27 @@ class DualFreeSDCA:
                              f"use one of {list(_SAMPLINGS)} (or solver='adfsdca' for adaptive probabilities).")
 
     def setup(self, info, ops):
-        """The plan: ``sigma' = K`` (module docstring) and the loss's smoothness ``L~``."""
+        """The plan: ``sigma' = K`` (module docstring) and the loss's smoothness ``L~``.
+
+        Parameters
+        ----------
+        info : DataInfo
+            The data's constants (sizes, loss, ``lam``; no rows).
+        ops : Ops
+            The executor's reductions over the partitions
+            (:class:`~daskdca.methods.base.Ops`); unused: the plan needs no
+            sum over the rows.
+
+        Returns
+        -------
+        DualFreePlan
+            The plan of the rounds.
+
+        Raises
+        ------
+        ValueError
+            When the loss is not smooth.
+        """
         return _plan(self, info)
 
 
@@ -251,7 +271,28 @@ class AdaptiveDualFreeSDCA:
             raise ValueError(f"refreshes must be a positive int, got {r!r}.")
 
     def setup(self, info, ops):
-        """The plan: ``sigma' = K`` (module docstring), ``L~`` and the ESO factor ``min(b, max_j |J_j|)``."""
+        """The plan: ``sigma' = K`` (module docstring), ``L~`` and the ESO factor ``min(b, max_j |J_j|)``.
+
+        Parameters
+        ----------
+        info : DataInfo
+            The data's constants (sizes, loss, ``lam``; no rows).
+        ops : Ops
+            The executor's reductions over the partitions
+            (:class:`~daskdca.methods.base.Ops`); unused: the plan needs no
+            sum over the rows.
+
+        Returns
+        -------
+        DualFreePlan
+            The plan of the rounds.
+
+        Raises
+        ------
+        ValueError
+            When ``batch_size`` is more than the smallest partition's rows, or the
+            loss is not smooth.
+        """
         if self.batch_size is not None and self.batch_size > min(info.partition_sizes):
             raise ValueError(f"batch_size={self.batch_size} is more than the {min(info.partition_sizes)} rows of "
                              f"the smallest partition; use batch_size <= {min(info.partition_sizes)}.")
@@ -303,7 +344,27 @@ class AdaptiveDualFreeSDCAPlus:
             raise ValueError(f"floor must be a number in [0, 1), got {self.floor!r}.")
 
     def setup(self, info, ops):
-        """The plan: ``sigma' = K`` (module docstring) and the loss's smoothness ``L~``."""
+        """The plan: ``sigma' = K`` (module docstring) and the loss's smoothness ``L~``.
+
+        Parameters
+        ----------
+        info : DataInfo
+            The data's constants (sizes, loss, ``lam``; no rows).
+        ops : Ops
+            The executor's reductions over the partitions
+            (:class:`~daskdca.methods.base.Ops`); unused: the plan needs no
+            sum over the rows.
+
+        Returns
+        -------
+        DualFreePlan
+            The plan of the rounds.
+
+        Raises
+        ------
+        ValueError
+            When the loss is not smooth.
+        """
         return _plan(self, info)
 
 

@@ -152,7 +152,27 @@ class Newton:
             raise ValueError(f"newton_max_features must be a positive int, got {value!r}.")
 
     def setup(self, info, ops):
-        """Check the loss and ``d``; nothing else depends on the data."""
+        """Check the loss and ``d``; nothing else depends on the data.
+
+        Parameters
+        ----------
+        info : DataInfo
+            The data's constants (sizes, loss, ``lam``; no rows).
+        ops : Ops
+            The executor's reductions over the partitions
+            (:class:`~daskdca.methods.base.Ops`); unused here.
+
+        Returns
+        -------
+        NewtonPlan
+            The plan of the rounds.
+
+        Raises
+        ------
+        ValueError
+            When the loss is not twice differentiable, or ``d`` is more than
+            ``newton_max_features``.
+        """
         if info.loss.name not in NEWTON_LOSSES:
             raise ValueError(f"solver='newton' needs a twice differentiable loss (one of {list(NEWTON_LOSSES)}), "
                              f"got loss={info.loss.name!r}; use solver='sdca' for it.")

@@ -86,12 +86,12 @@ class MinibatchPegasos:
         The model returned: the decaying average ``0.9 w_bar + 0.1 w`` of
         Takáč et al. 2013 [TBRS13] Fig. 2, Theorem 1's suffix average over the iterates
         ``floor(T/2)+1 .. T`` (needs ``horizon``), or the last iterate.
-    horizon : int or None, default=None
-        ``T`` of the suffix average (run the fit with ``max_rounds=T``);
-        only with ``averaging="suffix"``.
     eval_every : int or None, default=None
         Rounds between gap evaluations (each a pass over the data).  None:
         ``ceil(n / b)``, once per epoch of drawn rows.
+    horizon : int or None, default=None
+        ``T`` of the suffix average (run the fit with ``max_rounds=T``);
+        only with ``averaging="suffix"``.
     """
 
     batch_size: int | None = None
@@ -117,7 +117,26 @@ class MinibatchPegasos:
                 raise ValueError(f"{field} must be a positive int or None, got {value!r}.")
 
     def setup(self, info, ops):
-        """``sigma^2`` (power iteration through ``ops``), ``beta_b`` ([TBRS13] eq. (11)) and ``tau_c``."""
+        """Compute ``sigma^2`` (power iteration through ``ops``), ``beta_b`` ([TBRS13] eq. (11)) and ``tau_c``.
+
+        Parameters
+        ----------
+        info : DataInfo
+            The data's constants (sizes, loss, ``lam``; no rows).
+        ops : Ops
+            The executor's reductions over the partitions
+            (:class:`~daskdca.methods.base.Ops`).
+
+        Returns
+        -------
+        PegasosPlan
+            The plan of the rounds.
+
+        Raises
+        ------
+        ValueError
+            When the loss is not Lipschitz.
+        """
         if info.loss.name not in LIPSCHITZ_LOSSES:
             raise ValueError(f"solver='pegasos' needs a Lipschitz loss (one of {list(LIPSCHITZ_LOSSES)}), "
                              f"got loss={info.loss.name!r}.")

@@ -88,7 +88,26 @@ class SDNA:
         check_local_iters(self.local_iters)
 
     def setup(self, info, ops):
-        """``tau`` checked against the partitions; ``sigma' = K`` (Ma et al. 2015 §3, gamma = 1)."""
+        """Check ``tau`` against the partitions; ``sigma' = K`` (Ma et al. 2015 §3, gamma = 1).
+
+        Parameters
+        ----------
+        info : DataInfo
+            The data's constants (sizes, loss, ``lam``; no rows).
+        ops : Ops
+            The executor's reductions over the partitions
+            (:class:`~daskdca.methods.base.Ops`); unused here.
+
+        Returns
+        -------
+        SDNAPlan
+            The plan of the rounds.
+
+        Raises
+        ------
+        ValueError
+            When ``batch_size`` is more than the smallest partition's rows.
+        """
         smallest = int(min(info.partition_sizes))
         if self.batch_size is not None and self.batch_size > smallest:
             raise ValueError(

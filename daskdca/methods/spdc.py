@@ -211,7 +211,27 @@ class SPDC:
         return self.sampling == "weighted"
 
     def setup(self, info, ops):
-        """Check ``m`` and the options; the step parameters wait for the setup round (module docstring)."""
+        """Check ``m`` and the options; the step parameters wait for the setup round (module docstring).
+
+        Parameters
+        ----------
+        info : DataInfo
+            The data's constants (sizes, loss, ``lam``; no rows).
+        ops : Ops
+            The executor's reductions over the partitions
+            (:class:`~daskdca.methods.base.Ops`); unused here.
+
+        Returns
+        -------
+        SPDCPlan
+            The plan of the rounds.
+
+        Raises
+        ------
+        ValueError
+            When ``batch_size`` is more than the rows, or the loss is neither
+            smooth nor hinge.
+        """
         n = info.n
         m = info.n_partitions if self.batch_size is None else int(self.batch_size)
         if self.weighted_sampling:

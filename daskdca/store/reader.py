@@ -40,6 +40,19 @@ class _Meta:
 class CSRStore:
     """Read handle of a complete store; pickles as ``(url, storage_options)``.
 
+    Open one with :func:`open_store`, which checks the store and reads
+    ``meta``; the constructor checks nothing.
+
+    Parameters
+    ----------
+    url : str
+        The store's path or URL.
+    storage_options : dict or None
+        The fsspec options of ``url``.
+    meta : object
+        The store's metadata as :func:`open_store` read and checked it
+        (shape, block offsets, block checksums, attributes).
+
     Attributes
     ----------
     n, d, nnz : int
@@ -110,34 +123,58 @@ class CSRStore:
 
     @property
     def label_values(self):
-        """Sorted distinct labels as stored in ``y`` (None when there are more than 64: regression targets);
-        the codes ``0 .. K-1`` when the labels are names (:attr:`label_names`)."""
+        """Sorted distinct labels as stored in ``y``.
+
+        None when there are more than 64 (regression targets); the codes
+        ``0 .. K-1`` when the labels are names (:attr:`label_names`).
+        """
         values = self.attrs.get("label_values")
         return None if values is None else np.asarray(values)
 
     @property
     def label_names(self):
-        """The labels of a store written from labels that are not numbers (strings or bools), sorted:
-        stored label ``k`` is ``label_names[k]``; None when ``y`` holds the labels themselves."""
+        """The labels of a store written from labels that are not numbers (strings or bools), sorted.
+
+        Stored label ``k`` is ``label_names[k]``; None when ``y`` holds the
+        labels themselves.
+        """
         names = self.attrs.get("label_names")
         return None if names is None else np.asarray(names, dtype=object if isinstance(names[0], str) else bool)
 
     @property
     def classes(self):
-        """The distinct labels as they were given: :attr:`label_names` when recorded, else
-        :attr:`label_values` (None for more than 64 values)."""
+        """The distinct labels as they were given.
+
+        :attr:`label_names` when recorded, else :attr:`label_values` (None
+        for more than 64 values).
+        """
         names = self.label_names
         return self.label_values if names is None else names
 
     def labels_of(self, y):
-        """Stored labels ``y`` (a block's, or the whole ``y`` array) as the labels that were given."""
+        """Stored labels ``y`` (a block's, or the whole ``y`` array) as the labels that were given.
+
+        Parameters
+        ----------
+        y : array-like
+            Labels as the store holds them.
+
+        Returns
+        -------
+        ndarray
+            ``y`` itself when the labels are numbers, else the names of
+            the codes (:attr:`label_names`).
+        """
         names = self.label_names
         return np.asarray(y) if names is None else names[np.asarray(y).astype(np.intp)]
 
     @property
     def feature_names(self):
-        """The column names of the frame the store was written from (in the source's feature order, as
-        ``coef_``), as an object array; None when it was written from arrays or a file."""
+        """The column names of the frame the store was written from, as an object array.
+
+        In the source's feature order, as ``coef_``; None when the store
+        was written from arrays or a file.
+        """
         names = self.attrs.get("feature_names")
         return None if names is None else np.asarray(names, dtype=object)
 
@@ -168,15 +205,18 @@ class CSRStore:
 
     @property
     def shuffled(self):
-        """Whether the rows are in a seeded uniform random order (the default of every write; generated
-        stores draw their rows i.i.d.)."""
+        """Whether the rows are in a seeded uniform random order.
+
+        The default of every write; generated stores draw their rows i.i.d.
+        """
         return bool(self.attrs.get("shuffled", self.attrs.get("shuffle_seed") is not None))
 
     @property
     def row_permutation(self):
-        """``perm`` with stored row ``p`` = row ``perm[p]`` of the rows given to the write that shuffled
-        them (``write_store``'s X, ``convert_svmlight``'s file), or None when unknown or unshuffled.
+        """``perm`` with stored row ``p`` = row ``perm[p]`` of the rows given to the write, or None.
 
+        The rows given to the write that shuffled them (``write_store``'s
+        X, ``convert_svmlight``'s file); None when unknown or unshuffled.
         ``fit`` on a store returns ``dual_coef_`` in stored row order; ``dual_coef_[np.argsort(perm)]``
         is in the order of the original rows.
         """
@@ -184,7 +224,19 @@ class CSRStore:
         return None if seed is None else np.random.default_rng(int(seed)).permutation(self.n)
 
     def to_source_features(self, w):
-        """A weight vector in stored column order, returned in the source's feature order."""
+        """A weight vector in stored column order, returned in the source's feature order.
+
+        Parameters
+        ----------
+        w : array-like of shape (d,)
+            Weights in the stored column order.
+
+        Returns
+        -------
+        ndarray of shape (d,)
+            The same weights in the source's feature order (``w`` itself
+            when the features were not renumbered).
+        """
         perm = self.feature_permutation
         if perm is None:
             return np.asarray(w)
@@ -205,7 +257,22 @@ class CSRStore:
                 self._array("y")[start:stop], self._array("row_sqnorm")[start:stop], weight)
 
     def read_rows(self, start, stop):
-        """Rows ``[start, stop)`` as ``(csr_matrix, y)``, NOT verified (use :meth:`read_block`)."""
+        """Read rows ``[start, stop)``, NOT verified (use :meth:`read_block`).
+
+        Parameters
+        ----------
+        start : int
+            The first row.
+        stop : int
+            One past the last row.
+
+        Returns
+        -------
+        X : scipy.sparse.csr_matrix
+            The rows, of shape (stop - start, d).
+        y : ndarray
+            Their labels, as stored.
+        """
         indptr, indices, data, y, _, _ = self._read_raw(start, stop)
         return sp.csr_matrix((data, indices, indptr), shape=(stop - start, self.d)), y
 
@@ -236,7 +303,9 @@ class CSRStore:
         Returns
         -------
         X : scipy.sparse.csr_matrix
+            The block's rows.
         y : ndarray of float64
+            Their labels, as stored.
         row_sqnorm : ndarray of float64
             Only with ``with_sqnorm=True``.
         weight : ndarray of float64 or None
@@ -274,12 +343,28 @@ class CSRStore:
         return (X, y) + ((sqnorm,) if with_sqnorm else ()) + ((weight,) if with_weight else ())
 
     def iter_blocks(self):
-        """Yield ``(X, y)`` of every block in order (each verified)."""
+        """Yield ``(X, y)`` of every block in order (each verified).
+
+        Yields
+        ------
+        X : scipy.sparse.csr_matrix
+            A block's rows.
+        y : ndarray
+            Their labels, as stored.
+        """
         for k in range(self.n_blocks):
             yield self.read_block(k)
 
     def read_all(self):
-        """The whole store in memory as ``(csr_matrix, y)`` (every block verified)."""
+        """Read the whole store into memory (every block verified).
+
+        Returns
+        -------
+        X : scipy.sparse.csr_matrix
+            All rows, in the stored order.
+        y : ndarray
+            Their labels, as stored.
+        """
         blocks = [self.read_block(k) for k in range(self.n_blocks)]
         return sp.vstack([b[0] for b in blocks], format="csr"), np.concatenate([b[1] for b in blocks])
 
@@ -442,11 +527,13 @@ def open_store(url, storage_options=None):
     url : str or path
         Local path or fsspec URL of the store.
     storage_options : dict, optional
-        fsspec options for a URL.
+        The fsspec options of a URL.
 
     Returns
     -------
     CSRStore
+        The read handle, checked (the blocks are verified as they are
+        read).
 
     Raises
     ------
@@ -454,6 +541,11 @@ def open_store(url, storage_options=None):
         If there is no store at ``url``, it is damaged, incomplete (an
         interrupted write on an object store), of another format version, or
         its attributes and arrays disagree.
+
+    See Also
+    --------
+    write_store : Write a store from in-memory or dask arrays.
+    convert_svmlight : Write a store from a LIBSVM file.
     """
     url = _check_url(url)
     storage_options = _check_storage_options(storage_options)

@@ -81,11 +81,16 @@ def rewrite_store(store, url, *, shuffle=False, seed=0, renumber_features=False,
     shuffle : bool, default False
         Permute the rows (seeded, uniform); without it the rows keep the
         source's order and its record of how they were shuffled.
-    seed : int
-    renumber_features : bool
-    block_rows : int
-    compression : {"zstd", "zstd:LEVEL", "none"}
+    seed : int, default=0
+        Seed of the permutation (``shuffle`` only).
+    renumber_features : bool, default=False
+        Renumber the columns by decreasing frequency (above).
+    block_rows : int, default=32768
+        Rows per block of the new store.
+    compression : {"zstd", "zstd:LEVEL", "none"}, default="zstd"
+        The arrays' codec, as :func:`write_store` takes it.
     storage_options : dict, optional
+        The fsspec options of ``url`` (the source store keeps its own).
     source_name : str, optional
         Recorded as the source (default: the source store's).
     overwrite : bool, default False
@@ -94,6 +99,7 @@ def rewrite_store(store, url, *, shuffle=False, seed=0, renumber_features=False,
     Returns
     -------
     CSRStore
+        The handle of the new, complete store.
     """
     if not isinstance(store, CSRStore):
         raise TypeError(f"rewrite_store needs a CSRStore (from open_store), got {type(store).__name__}.")

@@ -161,20 +161,31 @@ def convert_svmlight(path, url, *, n_features=None, zero_based="auto", block_row
         The store to write (see :func:`write_store` for what may be there).
     n_features : int, optional
         Number of features (default: the largest index in the file).
-    zero_based : {"auto", True, False}
-    block_rows : int
+    zero_based : {"auto", True, False}, default="auto"
+        Whether the file's feature indices start at 0 (``"auto"``: one-based
+        unless an index 0 occurs).
+    block_rows : int, default=32768
         Rows per block.
-    chunk_bytes : int
+    chunk_bytes : int, default=33554432
         Text parsed per parser call.
-    compression : {"zstd", "zstd:LEVEL", "none"}
-    float32 : bool
+    compression : {"zstd", "zstd:LEVEL", "none"}, default="zstd"
+        The arrays' codec, as :func:`write_store` takes it.
+    float32 : bool, default=False
+        Store values as float32.
     shuffle : bool, default True
         Store the rows in a seeded uniform random order (:func:`write_store`).
-    seed : int
-    renumber_features : bool
+    seed : int, default=0
+        Seed of the permutation.
+    renumber_features : bool, default=False
+        Renumber columns by decreasing frequency and store the permutation
+        (:func:`rewrite_store`).
     storage_options : dict, optional
+        The fsspec options of ``url``.
     client : distributed.Client, optional
+        Parse byte ranges of a plain-text file on this client's workers,
+        which must be able to read ``path`` (a compressed file raises).
     progress : bool, optional
+        Show a progress bar of the text parsed (tqdm).
     overwrite : bool, default False
         Replace an existing daskdca store at ``url``; the old store stays
         intact until the new one is complete (local file systems).
@@ -182,6 +193,7 @@ def convert_svmlight(path, url, *, n_features=None, zero_based="auto", block_row
     Returns
     -------
     CSRStore
+        The handle of the complete store.
     """
     if zero_based not in (True, False, "auto") or isinstance(zero_based, (int, float)) and \
             not isinstance(zero_based, bool):

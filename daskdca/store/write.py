@@ -81,10 +81,12 @@ def write_store(url, X, y, *, block_rows=DEFAULT_BLOCK_ROWS, compression="zstd",
         (scikit-learn's order: with two, the second is the positive class),
         recorded as the store's ``label_names`` (at most 64; a dask ``y``
         costs one more pass over the labels to find them).
-    block_rows : int
+    block_rows : int, default=32768
         Rows per block (partition).
-    compression : {"zstd", "zstd:LEVEL", "none"}
-    float32 : bool
+    compression : {"zstd", "zstd:LEVEL", "none"}, default="zstd"
+        The arrays' codec: zstd at level 3, zstd at a level of 1 to 22, or
+        none.
+    float32 : bool, default=False
         Store values as float32.
     shuffle : bool, default True
         Store the rows in a seeded uniform random order, so that every run of
@@ -94,12 +96,12 @@ def write_store(url, X, y, *, block_rows=DEFAULT_BLOCK_ROWS, compression="zstd",
         a temporary store and the out-of-core bucket shuffle of
         :func:`rewrite_store`.  ``shuffle=False`` keeps the given order.
         :attr:`CSRStore.row_permutation` maps stored rows back.
-    seed : int
+    seed : int, default=0
         Seed of the permutation.
-    renumber_features : bool
+    renumber_features : bool, default=False
         Renumber columns by decreasing frequency and store the permutation.
     storage_options : dict, optional
-        fsspec options for a URL (the output's, and a Parquet input's).
+        The fsspec options of a URL (the output's, and a Parquet input's).
     source : str, default "arrays"
         The name of the data, recorded in the attributes (anything but a str
         raises TypeError before anything is written); for a Parquet X the
@@ -118,6 +120,7 @@ def write_store(url, X, y, *, block_rows=DEFAULT_BLOCK_ROWS, compression="zstd",
     Returns
     -------
     CSRStore
+        The handle of the complete store (:func:`open_store`'s).
 
     Raises
     ------
