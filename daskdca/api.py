@@ -511,8 +511,11 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
         and in [-delta, delta] for Huber.  The fit starts at
         ``w = X^T dual_init / (lam n)``.  The box does not depend on ``lam``,
         so the ``dual_coef_`` of a fit at one ``lam`` (or ``C``) starts a fit
-        at any other: see :func:`daskdca.path`.  Supported by the solvers
-        whose ``capabilities.warm_start`` is True; None starts at
+        at any other: see :func:`daskdca.path`.  A multinomial fit
+        (``solver="multinomial"``) takes shape ``(n_classes, n_samples)``
+        with each row's ``beta_i = e_{y_i} - dual_init[:, i] / s_i`` in the
+        simplex (a multinomial fit's ``dual_coef_``).  Supported by the
+        solvers whose ``capabilities.warm_start`` is True; None starts at
         ``alpha = 0`` (``w = 0``).
     sample_weight : array-like of shape (n_samples,), float or None, default=None
         Row weights ``s_i >= 0`` (a float: the same for every row): the fit

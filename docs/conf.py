@@ -53,7 +53,8 @@ numpydoc_xref_ignore = {"of", "or", "and", "shape", "optional", "default", "the"
 # numpydoc's default aliases point these at intersphinx labels and glossary terms (python:, numpy:);
 # with no intersphinx (the build is offline) they would be broken references, so they are plain objects
 numpydoc_xref_aliases = {name: name for name in ("bool", "boolean", "iterable", "sequence", "generator",
-                                                 "array-like", "array_like", "scalar")}
+                                                 "array-like", "array_like", "scalar", "int", "float", "str",
+                                                 "None", "list", "dict", "tuple", "callable", "object")}
 # numpydoc's validation, at build time, of every documented object (the public API of api.rst, its
 # classes' documented members included); with -W each finding fails the build.  Codes:
 # https://numpydoc.readthedocs.io/en/latest/validation.html#built-in-validation-checks
