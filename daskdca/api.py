@@ -18,13 +18,13 @@ from sklearn.utils.metaestimators import available_if
 
 from daskdca.driver import fit_in_process
 from daskdca.losses import get_loss
-from daskdca.methods import REGISTRY, check_supported
+from daskdca.methods import check_supported
 from daskdca.methods.multiclass import OneVsRestMethod
 from daskdca.methods.multinomial import MultinomialSDCA
 from daskdca.methods.multinomial import check_dual_init as _check_dual_init_multinomial
 from daskdca.partitions import random_row_order, store_partition_ranges
 from daskdca.problem import check_sample_weight, relative_gap
-from daskdca.routes import Workers, choose_route, data_bytes, explicit_route
+from daskdca.routes import Workers, _resolve_solver, _sdca_options, choose_route, data_bytes, explicit_route
 from daskdca.prediction import Predictor, check_frame_columns, proba_kind, proba_refusal
 from daskdca.prediction import output as prediction_output
 from daskdca.prediction import score as prediction_score
@@ -266,53 +266,6 @@ class LinearModel:
 
         return (f"LinearModel(loss={self.loss.name!r}, lam={self.lam!r}, solver={self.solver.name!r}, "
                 f"primal={shown(self.primal_, '.6g')}, gap={shown(self.gap_, '.3g')}, converged={self.converged_})")
-
-
-def _resolve_solver(solver, *, batch_size, local_iters, on_cluster, loss_name=None, options=None):
-    """The method object for ``solver`` (a registered name or a method object).
-
-    On a cluster ``"spdc"`` for a smooth loss means SPDC as CoCoA+'s local
-    solver, which reached a relative gap of 1e-4 where SPDC's global
-    mini-batch rounds (one Dask round per mini-batch) did not finish an epoch
-    in the same time (``benchmarks/RESULTS.md``, SPDC section).  The object
-    ``SPDC(...)`` always runs the global rounds.
-    """
-    if isinstance(solver, tuple(REGISTRY.values())):
-        if batch_size is not None or local_iters != 1.0:
-            raise ValueError(
-                "batch_size and local_iters configure a solver given by name; with a solver "
-                f"object ({solver!r}) set them on the object instead."
-            )
-        return solver
-    if not (isinstance(solver, str) and solver in REGISTRY):
-        raise ValueError(f"Unknown solver {solver!r}; use one of {sorted(REGISTRY)}.")
-    cls = REGISTRY[solver]
-    if batch_size is not None and "batch_size" not in cls.__dataclass_fields__:
-        takers = sorted(name for name, c in REGISTRY.items() if "batch_size" in c.__dataclass_fields__)
-        raise ValueError(
-            f"batch_size applies to solver={takers} only, got solver={solver!r} "
-            f"with batch_size={batch_size!r}; drop batch_size or change the solver."
-        )
-    if local_iters != 1.0 and "local_iters" not in cls.__dataclass_fields__:
-        raise ValueError(
-            f"local_iters does not apply to solver={solver!r} (a round is one mini-batch); drop it.")
-    options = dict(options or {})
-    if "batch_size" in cls.__dataclass_fields__:
-        # on a cluster a round costs milliseconds: the batch a round is worth (MinibatchSDCA's "round")
-        options["batch_size"] = "round" if batch_size is None and on_cluster and solver == "minibatch_sdca" \
-            else batch_size
-    if "local_iters" in cls.__dataclass_fields__:
-        options["local_iters"] = local_iters
-    if on_cluster and "eso" in cls.__dataclass_fields__:
-        options["eso"] = "spectral"
-    if on_cluster and solver == "spdc" and loss_name != "hinge":
-        return REGISTRY["cocoa+"](local_solver="spdc", local_batch_size=batch_size)
-    return cls(**options)
-
-
-def _sdca_options(local_iters):
-    """The options given that only the dual methods take, which ask ``solver="auto"`` for SDCA or CoCoA+."""
-    return ("local_iters",) if local_iters != 1.0 else ()
 
 
 def _default_partitions(method, on_cluster):

@@ -31,10 +31,10 @@ from daskdca.api import (
     _check_X,
     _is_cluster_input,
     _resolve_random_state,
-    _resolve_solver,
     fit,
 )
 from daskdca.problem import with_intercept_column
+from daskdca.routes import _resolve_solver
 from daskdca.store import CSRStore, open_store
 
 __all__ = ["RegularizationPath", "path", "with_intercept_column"]

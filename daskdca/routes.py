@@ -32,12 +32,16 @@ accelerated proximal-point loop (Lin, Mairal & Harchaoui, "Catalyst
 acceleration for first-order convex optimization", JMLR 2018, Algorithm 1)
 when ``lam n < CATALYST_LAM_N``, and rounds are CoCoA+'s.  An explicit
 ``solver=`` is always obeyed; the route then only says where it runs.
+
+:func:`_resolve_solver` makes the method object of a route's (or a user's)
+solver name, with the settings a cluster needs.
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
+from daskdca.methods import REGISTRY
 from daskdca.methods.newton import NEWTON_LOSSES  # the losses the Newton method takes
 
 __all__ = ["CATALYST_LAM_N", "NEWTON_LAM_N", "NEWTON_LOSSES", "NEWTON_MAX_FEATURES", "NEWTON_ROUNDS_MIN_NNZ", "ONE_WORKER_MEMORY_FRACTION", "Route",
@@ -247,3 +251,50 @@ def explicit_route(solver_name, *, on_cluster, n_partitions):
                      "in this process")
     return Route("rounds", solver_name, {}, n_partitions, f"solver={solver_name!r} given: run as asked, in rounds "
                  "on the cluster")
+
+
+def _resolve_solver(solver, *, batch_size, local_iters, on_cluster, loss_name=None, options=None):
+    """The method object for ``solver`` (a registered name or a method object).
+
+    On a cluster ``"spdc"`` for a smooth loss means SPDC as CoCoA+'s local
+    solver, which reached a relative gap of 1e-4 where SPDC's global
+    mini-batch rounds (one Dask round per mini-batch) did not finish an epoch
+    in the same time (``benchmarks/RESULTS.md``, SPDC section).  The object
+    ``SPDC(...)`` always runs the global rounds.
+    """
+    if isinstance(solver, tuple(REGISTRY.values())):
+        if batch_size is not None or local_iters != 1.0:
+            raise ValueError(
+                "batch_size and local_iters configure a solver given by name; with a solver "
+                f"object ({solver!r}) set them on the object instead."
+            )
+        return solver
+    if not (isinstance(solver, str) and solver in REGISTRY):
+        raise ValueError(f"Unknown solver {solver!r}; use one of {sorted(REGISTRY)}.")
+    cls = REGISTRY[solver]
+    if batch_size is not None and "batch_size" not in cls.__dataclass_fields__:
+        takers = sorted(name for name, c in REGISTRY.items() if "batch_size" in c.__dataclass_fields__)
+        raise ValueError(
+            f"batch_size applies to solver={takers} only, got solver={solver!r} "
+            f"with batch_size={batch_size!r}; drop batch_size or change the solver."
+        )
+    if local_iters != 1.0 and "local_iters" not in cls.__dataclass_fields__:
+        raise ValueError(
+            f"local_iters does not apply to solver={solver!r} (a round is one mini-batch); drop it.")
+    options = dict(options or {})
+    if "batch_size" in cls.__dataclass_fields__:
+        # on a cluster a round costs milliseconds: the batch a round is worth (MinibatchSDCA's "round")
+        options["batch_size"] = "round" if batch_size is None and on_cluster and solver == "minibatch_sdca" \
+            else batch_size
+    if "local_iters" in cls.__dataclass_fields__:
+        options["local_iters"] = local_iters
+    if on_cluster and "eso" in cls.__dataclass_fields__:
+        options["eso"] = "spectral"
+    if on_cluster and solver == "spdc" and loss_name != "hinge":
+        return REGISTRY["cocoa+"](local_solver="spdc", local_batch_size=batch_size)
+    return cls(**options)
+
+
+def _sdca_options(local_iters):
+    """The options given that only the dual methods take, which ask ``solver="auto"`` for SDCA or CoCoA+."""
+    return ("local_iters",) if local_iters != 1.0 else ()

@@ -218,7 +218,7 @@ def test_spdc_by_name_on_a_cluster_is_the_measured_faster_form():
     """On a cluster ``solver="spdc"`` with a smooth loss is CoCoA+ with the SPDC local solver (RESULTS.md, SPDC
     section: it reached 1e-4 where global mini-batch rounds did not finish an epoch); hinge keeps SPDC's global
     rounds (their smoothing is what runs hinge), and so do SPDC objects and in-memory fits."""
-    from daskdca.api import _resolve_solver
+    from daskdca.routes import _resolve_solver
     from daskdca.methods import SPDC
 
     def resolve(loss_name, on_cluster, solver="spdc", batch_size=None):
