@@ -1077,6 +1077,12 @@ def get_loss(loss) -> Loss:
     )
 
 
+def _check_n_classes(owner, n_classes):
+    """Refuse a multi-class loss's ``n_classes`` unless it is an int >= 2 (a ValueError naming ``owner``)."""
+    if isinstance(n_classes, bool) or not isinstance(n_classes, (int, np.integer)) or n_classes < 2:
+        raise ValueError(f"{owner} needs n_classes, an int >= 2, got {n_classes!r}.")
+
+
 @dataclass(frozen=True)
 class Softmax:
     """The softmax (multinomial logistic) loss of ``K`` classes, ``l_y(z) = log sum_k exp(z_k) - z_y``, ``z in R^K``.
@@ -1107,9 +1113,7 @@ class Softmax:
     smoothness = 1.0  # the softmax's Hessian diag(p) - p p^T has norm <= 1 (its conjugate is 1-strongly convex)
 
     def __post_init__(self):
-        if isinstance(self.n_classes, bool) or not isinstance(self.n_classes, (int, np.integer)) \
-                or self.n_classes < 2:
-            raise ValueError(f"Softmax needs n_classes, an int >= 2, got {self.n_classes!r}.")
+        _check_n_classes("Softmax", self.n_classes)
 
     def value(self, y, Z):
         """``l_{y_i}(z_i)`` for every example.
@@ -1186,9 +1190,7 @@ class CrammerSinger:
     smoothness = math.inf
 
     def __post_init__(self):
-        if isinstance(self.n_classes, bool) or not isinstance(self.n_classes, (int, np.integer)) \
-                or self.n_classes < 2:
-            raise ValueError(f"CrammerSinger needs n_classes, an int >= 2, got {self.n_classes!r}.")
+        _check_n_classes("CrammerSinger", self.n_classes)
 
     def value(self, y, Z):
         """``l_{y_i}(z_i)`` for every example.
