@@ -194,9 +194,10 @@ def advise(X, y=None, *, loss="hinge", lam=1e-4, tol=1e-6, client=None, n_partit
     --------
     daskdca.fit : The fit this advice is about.
     """
-    from daskdca.api import _check_real, _check_X, _check_y, _is_cluster_input, fit
+    from daskdca.api import _is_cluster_input, fit
     from daskdca.losses import get_loss
     from daskdca.routes import Workers, choose_route, data_bytes
+    from daskdca.validation import _check_real, _check_X, _check_y
     from daskdca.store import CSRStore, open_store
 
     loss_obj = get_loss(loss)

@@ -33,15 +33,12 @@ from daskdca.store.frames import _is_dask_frame, _is_pandas_frame, _refuse_label
 from daskdca.validation import (
     _check_dual_init,
     _check_dual_init_ovr,
+    _check_fit_options,
     _check_int,
-    _check_local_iters,
-    _check_real,
-    _check_verbose,
     _check_warm_start_supported,
     _check_X,
     _check_y,
     _problems,
-    _resolve_random_state,
     _store_labels,
     _weights_and_problems,
     class_weights,
@@ -525,24 +522,11 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
     """
     started = time.perf_counter()  # the summary's fit time: the whole call, setup and certificate included
     loss_obj = get_loss(loss)
-    lam = _check_real("lam", lam, low=0.0, low_inclusive=False, hint="LIBLINEAR's C corresponds to lam = 1/(C n)")
-    tol = _check_real("tol", tol, low=0.0, low_inclusive=True, hint="use e.g. tol=1e-6 (relative duality gap)")
-    if max_rounds is not None:
-        max_rounds = _check_int("max_rounds", max_rounds, low=1, hint="use e.g. max_rounds=1000 or None")
-    if max_epochs is not None:
-        max_epochs = _check_real("max_epochs", max_epochs, low=0.0, low_inclusive=False,
-                                 hint="use e.g. max_epochs=100 (passes over the data) or None")
-    verbose = _check_verbose(verbose)
-    local_iters = _check_local_iters(local_iters)
-    if n_partitions is not None:
-        n_partitions = _check_int("n_partitions", n_partitions, low=1, hint="use None or a positive int")
-    if callback is not None and not callable(callback):
-        raise TypeError(f"callback must be callable or None, got {type(callback).__name__}.")
-    if in_memory is not None and not isinstance(in_memory, bool):
-        raise ValueError(f"in_memory must be True, False or None, got {in_memory!r}.")
-    if not isinstance(overwrite, bool):
-        raise ValueError(f"overwrite must be True or False, got {overwrite!r}.")
-    seed = _resolve_random_state(random_state)
+    options = _check_fit_options(lam=lam, tol=tol, max_rounds=max_rounds, max_epochs=max_epochs, verbose=verbose,
+                                 local_iters=local_iters, n_partitions=n_partitions, callback=callback,
+                                 in_memory=in_memory, overwrite=overwrite, random_state=random_state)
+    lam, tol, max_rounds, max_epochs = options.lam, options.tol, options.max_rounds, options.max_epochs
+    verbose, local_iters, n_partitions, seed = options.verbose, options.local_iters, options.n_partitions, options.seed
     if isinstance(X, (str, os.PathLike)) and is_parquet_path(X):
         # Parquet: read lazily as a dask DataFrame (y names its label column), then fitted as one
         from daskdca.store.from_dask import _read_parquet

@@ -26,16 +26,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from daskdca.api import (
-    _check_warm_start_supported,
-    _check_X,
-    _is_cluster_input,
-    _resolve_random_state,
-    fit,
-)
+from daskdca.api import _is_cluster_input, fit
 from daskdca.problem import with_intercept_column
 from daskdca.routes import _resolve_solver
 from daskdca.store import CSRStore, open_store
+from daskdca.validation import _check_warm_start_supported, _check_X, _resolve_random_state
 
 __all__ = ["RegularizationPath", "path", "with_intercept_column"]
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -172,6 +173,47 @@ def _resolve_random_state(random_state):
     if not 0 <= random_state < 2**63:
         raise ValueError(f"random_state must be in [0, 2**63), got {random_state!r}.")
     return int(random_state)
+
+
+class _FitOptions(NamedTuple):
+    """The options of ``daskdca.fit`` that :func:`_check_fit_options` checks, in the form the drivers take."""
+
+    lam: float
+    tol: float
+    max_rounds: int | None
+    max_epochs: float | None
+    verbose: int
+    local_iters: int | float
+    n_partitions: int | None
+    seed: int
+
+
+def _check_fit_options(*, lam, tol, max_rounds, max_epochs, verbose, local_iters, n_partitions, callback,
+                       in_memory, overwrite, random_state):
+    """``daskdca.fit``'s numbers, flags and seed, checked in this order (the first bad one raises): ``lam > 0``,
+    ``tol >= 0``, ``max_rounds`` an int >= 1 or None, ``max_epochs > 0`` or None, ``verbose``, ``local_iters``,
+    ``n_partitions`` an int >= 1 or None, ``callback`` callable or None, ``in_memory`` a bool or None,
+    ``overwrite`` a bool, ``random_state`` (None draws a seed).  ``callback``, ``in_memory`` and ``overwrite``
+    are only checked (the caller keeps them as given); the others come back as a :class:`_FitOptions`."""
+    lam = _check_real("lam", lam, low=0.0, low_inclusive=False, hint="LIBLINEAR's C corresponds to lam = 1/(C n)")
+    tol = _check_real("tol", tol, low=0.0, low_inclusive=True, hint="use e.g. tol=1e-6 (relative duality gap)")
+    if max_rounds is not None:
+        max_rounds = _check_int("max_rounds", max_rounds, low=1, hint="use e.g. max_rounds=1000 or None")
+    if max_epochs is not None:
+        max_epochs = _check_real("max_epochs", max_epochs, low=0.0, low_inclusive=False,
+                                 hint="use e.g. max_epochs=100 (passes over the data) or None")
+    verbose = _check_verbose(verbose)
+    local_iters = _check_local_iters(local_iters)
+    if n_partitions is not None:
+        n_partitions = _check_int("n_partitions", n_partitions, low=1, hint="use None or a positive int")
+    if callback is not None and not callable(callback):
+        raise TypeError(f"callback must be callable or None, got {type(callback).__name__}.")
+    if in_memory is not None and not isinstance(in_memory, bool):
+        raise ValueError(f"in_memory must be True, False or None, got {in_memory!r}.")
+    if not isinstance(overwrite, bool):
+        raise ValueError(f"overwrite must be True or False, got {overwrite!r}.")
+    seed = _resolve_random_state(random_state)
+    return _FitOptions(lam, tol, max_rounds, max_epochs, verbose, local_iters, n_partitions, seed)
 
 
 def _check_warm_start_supported(method, resume):

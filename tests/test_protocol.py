@@ -20,8 +20,10 @@ import daskdca
 from daskdca.driver import InProcess, in_process_partitions, max_column_nnz
 from daskdca.losses import get_loss
 from daskdca.methods import REGISTRY, VARIANTS, CoCoAPlus, DataInfo
-from daskdca.methods.multiclass import OneVsRestMethod
+from daskdca.methods.base import PlanBase
+from daskdca.methods.multiclass import OneVsRestMethod, OneVsRestPlan
 from daskdca.methods.protocol import Executor, Method, Plan, WarmStartPlan
+from daskdca.methods.spdc import SPDCPlan
 
 SOURCE = Path(daskdca.__file__).parent
 MAKERS = {
@@ -85,6 +87,32 @@ def test_the_plans_cover_every_kind_of_plan():
     kinds = {type(plan).__name__ for *_, plan in PLANS}
     assert kinds >= {"LocalSDCAPlan", "LineSearchPlan", "CatalystPlan", "SDNAPlan", "LocalSPDCPlan", "SPDCPlan",
                      "MinibatchPlan", "AggressivePlan", "DualFreePlan", "PegasosPlan", "OneVsRestPlan"}
+
+
+def test_every_plan_subclasses_plan_base():
+    for name, K, _, _, plan in PLANS:
+        assert isinstance(plan, PlanBase), f"{name} (K={K}): {type(plan).__name__} is not a PlanBase"
+
+
+def test_plan_base_leaves_spdc_and_one_vs_rest_as_they_were():
+    """SPDCPlan and OneVsRestPlan subclass PlanBase without a change in what the drivers read from them."""
+    spdc = next(plan for *_, plan in PLANS if type(plan) is SPDCPlan)
+    assert spdc.fused_rounds.__func__ is SPDCPlan.fused_rounds  # its own fused rounds, not PlanBase's None
+    assert spdc.l1_ratio == 0.0 and spdc.name == "spdc" and [p.name for p in spdc.phases()] == ["round"]
+    assert [spdc.measures(r) for r in range(4)] == [r % spdc.eval_every == 0 for r in range(4)]
+    ovr = next(plan for *_, plan in PLANS if type(plan) is OneVsRestPlan)
+    assert ovr.fused_rounds is None and ovr.l1_ratio == 0.0 and ovr.name == ovr.base.name
+    # one-vs-rest keeps its own warm start: the base plan's, problem by problem
+    assert OneVsRestPlan.init_global_from is not PlanBase.init_global_from
+    assert OneVsRestPlan.init_local_from is not PlanBase.init_local_from
+    w = np.arange(3.0 * ovr.d).reshape(3, ovr.d)
+    np.testing.assert_array_equal(ovr.init_global_from(w).w, w)
+    # SPDC still cannot start from given duals: daskdca.fit refuses before any plan is built
+    assert not REGISTRY["spdc"].capabilities.warm_start
+    rng = np.random.default_rng(1)
+    X, y = rng.standard_normal((20, 3)), np.where(rng.standard_normal(20) > 0, 1, -1)
+    with pytest.raises(ValueError, match="solver='spdc' cannot start from given dual variables"):
+        daskdca.fit(X, y, loss="logistic", lam=0.1, solver="spdc", dual_init=np.zeros(20))
 
 
 def _driver_sources():

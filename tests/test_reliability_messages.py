@@ -19,7 +19,7 @@ from sklearn.metrics import accuracy_score
 
 import daskdca
 from daskdca import SDCAClassifier, SDCAClassifierCV, SDCARegressor
-from daskdca.api import _check_int, _check_local_iters
+from daskdca.validation import _check_int, _check_local_iters
 from daskdca.store import open_store, write_store
 
 N, D = 120, 5

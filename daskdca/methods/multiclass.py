@@ -31,7 +31,7 @@ from functools import partial
 
 import numpy as np
 
-from daskdca.methods.base import Contribution, Phase, RoundReport, SparseDelta, compress, dense
+from daskdca.methods.base import Contribution, Phase, PlanBase, RoundReport, SparseDelta, compress, dense
 
 __all__ = ["OneVsRestMethod", "OneVsRestPlan", "stack_states", "unstack_state"]
 
@@ -96,15 +96,16 @@ class OneVsRestMethod:
 
 
 @dataclass(frozen=True)
-class OneVsRestPlan:
-    """The plan of :class:`OneVsRestMethod`: ``base`` (one problem's plan) on every problem, states stacked."""
+class OneVsRestPlan(PlanBase):
+    """The plan of :class:`OneVsRestMethod`: ``base`` (one problem's plan) on every problem, states stacked.
+
+    It overrides every member of ``PlanBase`` but its optional hooks, whose defaults it keeps whatever the base
+    plan's: no fused rounds (``fused_rounds`` None) and no L1 (``l1_ratio`` 0.0).
+    """
 
     base: object
     n_classes: int
     d: int
-    # the drivers' defaults for these optional hooks (daskdca.methods.protocol.Plan): no fused rounds, no L1
-    fused_rounds = None
-    l1_ratio = 0.0
 
     # -- what the drivers read, as the base plan has it
     @property

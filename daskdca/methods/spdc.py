@@ -58,7 +58,7 @@ from daskdca.kernels import spdc as kern
 from daskdca.kernels.sdca import objective_sums
 from daskdca.kernels.sdna import sdna_batches
 from daskdca.losses import HINGE, LOSSES, SMOOTHED_HINGE
-from daskdca.methods.base import Capabilities, Contribution, Phase, RoundReport, compress, dense
+from daskdca.methods.base import Capabilities, Contribution, PlanBase, RoundReport, compress, dense
 from daskdca.methods.dual import DualLocal, sweep_blocks
 from daskdca.methods.sdca import LocalSDCAPlan
 from daskdca.partitions import row_view
@@ -261,8 +261,11 @@ class SPDC:
 
 
 @dataclass(frozen=True)
-class SPDCPlan:
-    """:class:`SPDC` resolved for one data set (``m``, ``gamma``, the dual step's loss)."""
+class SPDCPlan(PlanBase):
+    """:class:`SPDC` resolved for one data set (``m``, ``gamma``, the dual step's loss); ``PlanBase``'s name,
+    measuring every ``eval_every`` rounds and one "round" phase.  Its states hold no ``w`` or ``alpha``, so
+    ``PlanBase``'s warm-start defaults do not apply: ``capabilities.warm_start`` is False, and ``daskdca.fit``
+    refuses ``dual_init`` before any plan is built."""
 
     settings: SPDC
     loss: object
@@ -282,15 +285,8 @@ class SPDCPlan:
     primal_from_dual = False
 
     @property
-    def name(self):
-        return self.settings.name
-
-    @property
     def n_partitions(self):
         return len(self.offsets) - 1
-
-    def measures(self, round_index):
-        return round_index % self.eval_every == 0
 
     # --- states ---------------------------------------------------------------
 
@@ -304,9 +300,6 @@ class SPDCPlan:
         norms = np.sqrt(np.concatenate([rows.sqnorm[lo:hi] for rows, lo, hi, _ in part.pieces()]))
         max_norm = np.asarray(float(norms.max(initial=0.0)))
         return SPDCLocal(np.zeros(part.n_rows), np.cumsum(norms), max_norm)
-
-    def phases(self):
-        return (Phase("round", self.local, self.combine),)
 
     def _lazy(self, state):
         """``(tau, lam1, lam2, log1p(lam2 tau))`` for the kernels."""
