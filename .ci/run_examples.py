@@ -7,9 +7,11 @@ Each notebook runs top to bottom in a fresh kernel of this Python (nbclient),
 from the examples/ folder, with a time limit per cell; any error fails it.
 Figures use matplotlib's Agg backend.  The committed notebooks must carry no
 outputs (they are run here, not stored in git): one that does fails too.
-The SLURM script cannot run without a batch system: it is checked to import
-without side effects, to answer --help, and to stop with a clear message when
-no `sbatch` is on PATH.  Prints the seconds each item took and closes with
+The SLURM script is checked here to import without side effects, to answer
+--help, and to stop with a clear message when no `sbatch` is on PATH.  Its real
+run, batch jobs and a fit, is tests/test_slurm.py's (on the single-node SLURM
+that .ci/run starts with .ci/slurm_up.sh before the tests), so it is not
+repeated here even where `sbatch` is on PATH.  Prints the seconds each item took and closes with
 'examples: N passed, M failed'; exits 1 when any failed.
 """
 

@@ -39,6 +39,8 @@ def main():
     p.add_argument("--cores", type=int, default=4, help="cores per job")
     p.add_argument("--memory", default="16GB", help="memory per job")
     p.add_argument("--walltime", default="01:00:00")
+    p.add_argument("--numba-cache-dir", default="$TMPDIR/numba-cache",
+                   help="writable folder on the nodes for numba's compiled kernels (default: %(default)s)")
     p.add_argument("--loss", default="logistic")
     p.add_argument("--lam", type=float, default=1e-6)
     p.add_argument("--solver", default="cocoa+", choices=("cocoa+", "minibatch_sdca"))
@@ -57,7 +59,7 @@ def main():
         cluster = make_local_cluster(args.jobs, dashboard_address=args.dashboard_address)
     else:
         cluster = make_cluster(args.system, cores=args.cores, memory=args.memory, walltime=args.walltime,
-                               dashboard_address=args.dashboard_address,
+                               numba_cache_dir=args.numba_cache_dir, dashboard_address=args.dashboard_address,
                                shared_temp_directory=args.shared_temp_directory)
         cluster.scale(jobs=args.jobs)
     with cluster, Client(cluster) as client:

@@ -122,10 +122,29 @@ def _secure_class(base):
             if finalizer is not None:
                 finalizer()
 
-    cls = type(base.__name__, (base,), {"__init__": __init__, "_close": _close, "__module__": __name__,
-                                        "__doc__": base.__doc__})
+    cls = type(base.__name__, (base,), {"__init__": __init__, "_close": _close, "job_cls": _job_class(base.job_cls),
+                                        "__module__": __name__, "__doc__": base.__doc__})
     _CLASSES[base] = cls
     return cls
+
+
+def _job_class(base):
+    """``base`` (SLURMJob, PBSJob) whose ``close`` also marks the job closed.
+
+    dask-jobqueue's ``Job.close`` runs the cancel command (``scancel``, ``qdel``) but leaves the job's status
+    ``running``, and ``SpecCluster.close`` in current ``distributed`` asserts that each job it closed says
+    closed: on a real SLURM, closing a cluster whose jobs had run raised ``AssertionError: Status.running``
+    (dask-jobqueue 0.9, distributed 2026.8), after cancelling them.
+    """
+    from distributed.deploy.spec import ProcessInterface
+
+    async def close(self):
+        await base.close(self)
+        # the status closed and ``finished()`` answered, as ProcessInterface.close does; harmless if a
+        # later dask-jobqueue calls it too
+        await ProcessInterface.close(self)
+
+    return type(base.__name__, (base,), {"close": close, "__module__": __name__, "__doc__": base.__doc__})
 
 
 def _handles(cluster):
