@@ -20,7 +20,7 @@ from numba import njit
 from daskdca.losses import (row_weight, weighted_conjugate_value, weighted_dual_update, weighted_loss_value,
                             weighted_sweep_dual_update)
 
-__all__ = ["line_conjugate_sums", "local_sdca", "minibatch_sdca", "minibatch_sdca_rounds", "minibatch_trial_step",
+__all__ = ["gather_rows", "line_conjugate_sums", "local_sdca", "minibatch_sdca", "minibatch_sdca_rounds", "minibatch_trial_step",
            "movable_rows", "objective_sums", "objective_sums_movable", "sub_block_bounds", "threaded_local_sdca"]
 
 
@@ -77,6 +77,25 @@ def local_sdca(indptr, indices, data, y, weight, sqnorm, alpha, u, delta_w, orde
                 for p in range(start, end):
                     delta_w[indices[p]] += c * data[p]
     return order.shape[0]
+
+
+@njit(nogil=True, cache=True)
+def gather_rows(indptr, indices, data, rows, out_indptr, out_indices, out_data, first_row):
+    """Copy the CSR rows ``rows`` (in that order) into ``out_*`` from output row ``first_row`` on.
+
+    ``out_indptr[first_row]`` must already hold the output offset where the
+    first copied row starts; ``out_indptr[first_row + 1 + t]`` is set for
+    each copied row ``t``.  Returns the output offset after the last row.
+    """
+    q = out_indptr[first_row]
+    for t in range(rows.shape[0]):
+        i = rows[t]
+        for p in range(indptr[i], indptr[i + 1]):
+            out_indices[q] = indices[p]
+            out_data[q] = data[p]
+            q += 1
+        out_indptr[first_row + 1 + t] = q
+    return q
 
 
 def sub_block_bounds(lo, hi, threads):

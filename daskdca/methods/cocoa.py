@@ -22,7 +22,14 @@ from daskdca.methods.sdca import LineSearchPlan, LocalSDCAPlan, ProxSDCAPlan
 from daskdca.methods.sdna import SDNA, SDNA_LOSSES
 from daskdca.methods.spdc import LocalSPDCPlan
 
-__all__ = ["LOCAL_SOLVERS", "SDCA", "CoCoAPlus"]
+__all__ = ["LOCAL_SOLVERS", "SDCA", "WINDOW_BLOCKS", "CoCoAPlus"]
+
+#: Store blocks an out-of-core SDCA sweep holds at once by default (``CoCoAPlus(window_blocks=None)``): with 8,
+#: serial SDCA needed the passes of one permutation of all rows on a generated 200,000-row store of 13 blocks
+#: (logistic at lam n = 0.2, squared hinge and hinge at lam n = 2; 2 and 4 blocks took up to 1.4x and 1.1x
+#: those passes, block after block more than 5x: benchmarks/RESULTS.md, "Out of core: a sliding window of
+#: blocks").
+WINDOW_BLOCKS = 8
 
 _SAMPLINGS = ("permutation", "iid")
 _AGGREGATIONS = ("adding", "line_search")
@@ -203,6 +210,19 @@ class CoCoAPlus:
         ``inner_rounds`` consecutive pieces; after each piece the
         sub-blocks' ``delta_w`` are added to the partition's copy of ``w``
         (shared memory, no communication) before the next piece.
+    window_blocks : int or None, default=None
+        Out of core, how many store blocks a partition's sweep holds at once
+        (:func:`daskdca.methods.dual.sweep_window`): each block's visits are
+        cut into ``window_blocks`` chunks, and the chunks of neighbouring
+        blocks run interleaved in one random order, so that a sweep needs
+        about the passes of one permutation of the whole partition instead of
+        the many more of block after block (benchmarks/RESULTS.md, "Out of
+        core: a sliding window of blocks").  Memory: at most this many blocks
+        and one gathered segment.  1: block after block, each with its own
+        permutation.  None: :data:`WINDOW_BLOCKS` for the one-thread SDCA
+        local solver without an L1 part, else 1; values above 1 need those.
+        A partition held in memory, or of one block, is swept whole either
+        way (the same bits).
     """
 
     local_iters: float = 1.0
@@ -216,6 +236,7 @@ class CoCoAPlus:
     l1_ratio: float = 0.0
     threads: int = 1
     inner_rounds: int = 1
+    window_blocks: int | None = None
     name = "cocoa+"
     capabilities = Capabilities(losses=tuple(LOSSES), many_partitions=True, cluster=True, shrinking=True,
                                 warm_start=True, sample_weight=True, multi_class=True)
@@ -263,6 +284,29 @@ class CoCoAPlus:
         self._check_acceleration()
         self._check_l1_ratio()
         self._check_threads()
+        self._check_window_blocks()
+
+    @property
+    def resolved_window_blocks(self):
+        """``window_blocks``, with None resolved (:data:`WINDOW_BLOCKS` or 1; see the class docstring)."""
+        if self.window_blocks is not None:
+            return self.window_blocks
+        return WINDOW_BLOCKS if self._window_applies() else 1
+
+    def _window_applies(self):
+        return self.local_solver == "sdca" and self.threads == 1 and self.l1_ratio == 0
+
+    def _check_window_blocks(self):
+        value = self.window_blocks
+        if value is None:
+            return
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+            raise ValueError(f"window_blocks must be a positive int or None, got {value!r}.")
+        if value > 1 and not self._window_applies():
+            raise ValueError(
+                f"window_blocks={value!r} interleaves the rows of several store blocks in the one-thread SDCA local "
+                f"sweep without an L1 part; got local_solver={self.local_solver!r}, threads={self.threads!r}, "
+                f"l1_ratio={self.l1_ratio!r}. Use window_blocks=1 (or None) with these.")
 
     def _check_threads(self):
         for field in ("threads", "inner_rounds"):
@@ -405,6 +449,9 @@ class SDCA(CoCoAPlus):
         As :class:`CoCoAPlus`.
     inner_rounds : int, default=1
         As :class:`CoCoAPlus`.
+    window_blocks : int or None, default=None
+        As :class:`CoCoAPlus`: out of core, the store blocks a sweep holds
+        at once, their rows interleaved.
 
     See Also
     --------

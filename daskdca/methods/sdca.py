@@ -42,7 +42,7 @@ from daskdca.kernels.sdca import (
     threaded_local_sdca,
 )
 from daskdca.methods.base import Contribution, RoundReport, apply_vector, compress, dense
-from daskdca.methods.dual import DualLocal, DualPlan, sweep_blocks, sweep_blocks_problems
+from daskdca.methods.dual import DualLocal, DualPlan, sweep_blocks, sweep_blocks_problems, sweep_window
 from daskdca.partitions import binary_rows
 
 __all__ = ["LINE_SEARCH_STEPS", "LineSearchGlobal", "LineSearchPlan", "LocalSDCAPlan", "PendingLocal", "ProxGlobal",
@@ -111,7 +111,13 @@ class LocalSDCAPlan(DualPlan):
         problems = [(partial(binary_rows, label=view.label, positive_weight=view.positive_weight), alpha, state.w,
                      self._block_step(u, delta_w, ctx, track))
                     for view, alpha, state, (u, delta_w) in zip(views, alphas, states, vectors)]
-        sums = sweep_blocks_problems(views[0].part, problems, ctx, self.loss)
+        window = self._window()
+        if window > 1 and len(views[0].part.block_starts) > 2:
+            problems = [(rows_of, alpha, w, self._block_visits(u, ctx), self._segment_steps(u, delta_w, track))
+                        for (rows_of, alpha, w, _), (u, delta_w) in zip(problems, vectors)]
+            sums = sweep_window(views[0].part, problems, ctx, self.loss, window)
+        else:
+            sums = sweep_blocks_problems(views[0].part, problems, ctx, self.loss)
         return [(DualLocal(alpha), self._contribution(*total, u, delta_w))
                 for alpha, total, (u, delta_w) in zip(alphas, sums, vectors)]
 
@@ -119,6 +125,38 @@ class LocalSDCAPlan(DualPlan):
     def _start_vectors(w, track):
         """``u = w`` and ``delta_w = 0`` (empty when not tracked) at the start of a sweep."""
         return w.copy(), (np.zeros_like(w) if track else np.empty(0))
+
+    def _window(self):
+        """Blocks an out-of-core sweep holds at once (:func:`~daskdca.methods.dual.sweep_window`); 1: block
+        after block.  The settings' ``window_blocks`` (None: :data:`~daskdca.methods.cocoa.WINDOW_BLOCKS` for
+        the one-thread SDCA local solver, else 1)."""
+        return getattr(self.settings, "resolved_window_blocks", 1)
+
+    def _block_visits(self, u, ctx):
+        """``plan_block`` of :func:`~daskdca.methods.dual.sweep_window`: a block's movable rows at ``u`` when
+        it is read (shrinking), in the order :meth:`_order` draws from the block's stream."""
+        loss = self.loss
+        kind, param = int(loss.kind), loss.param
+        shrink = self.settings.shrinking and loss.has_active_bounds
+
+        def plan_block(blk, lo, hi, a, stream):
+            visit = (movable_rows(blk.indptr, blk.indices, blk.data, blk.y, blk.weight, blk.sqnorm, a, u, lo, hi, kind,
+                                  param, self.lam_n, self.sigma_prime) if shrink else None)
+            order = self._order(hi - lo, visit, ctx, stream)
+            return order + lo if visit is None else order
+
+        return plan_block
+
+    def _segment_steps(self, u, delta_w, track):
+        """``run`` of :func:`~daskdca.methods.dual.sweep_window`: the local steps on a gathered segment,
+        carrying ``u`` and ``delta_w`` from segment to segment."""
+        kind, param = int(self.loss.kind), self.loss.param
+
+        def run(seg, a_seg, seq):
+            local_sdca(seg.indptr, seg.indices, seg.data, seg.y, seg.weight, seg.sqnorm, a_seg, u, delta_w, seq,
+                       kind, param, self.lam_n, self.sigma_prime, track)
+
+        return run
 
     def _block_step(self, u, delta_w, ctx, track):
         """The out-of-core step of :func:`sweep_blocks`: the block's movable rows (shrinking), one
@@ -175,10 +213,14 @@ class LocalSDCAPlan(DualPlan):
                        kind, param, self.lam_n, self.sigma_prime, track)
             return loss_sum, conj_sum, order.shape[0], u, delta_w
         # Out of core a block is read when its turn comes.  Sweeping block
-        # after block converges more slowly than one permutation of the
-        # whole partition (a9a, logistic, lam 1e-3, one partition of 2
-        # blocks: relative gap 5e-4 after 6 epochs against 2e-8;
-        # benchmarks/RESULTS.md, engine section).
+        # after block converges far more slowly than one permutation of the
+        # whole partition; a sliding window of blocks whose rows are
+        # interleaved (sweep_window) restores the whole sweep's passes.
+        window = self._window()
+        if window > 1 and len(part.block_starts) > 2:
+            problem = (None, alpha, w, self._block_visits(u, ctx), self._segment_steps(u, delta_w, track))
+            loss_sum, conj_sum, n_steps = sweep_window(part, [problem], ctx, loss, window)[0]
+            return loss_sum, conj_sum, n_steps, u, delta_w
         loss_sum, conj_sum, n_steps = sweep_blocks(part, alpha, w, ctx, loss, self._block_step(u, delta_w, ctx, track))
         return loss_sum, conj_sum, n_steps, u, delta_w
 
