@@ -25,6 +25,7 @@ This module knows no Dask and no method.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 import numpy as np
@@ -176,10 +177,28 @@ class StorePartition(NamedTuple):
         return None
 
     def pieces(self, order=None):
+        """The blocks in ``order`` (None: store order), each read and verified in its turn.
+
+        The next block is read in a background thread while the caller works
+        on the one just yielded (reading, decompressing and verifying a block
+        release the interpreter while the numba sweeps do not need it), so at
+        most two blocks beyond the caller's are in flight.  A block that fails
+        its checks raises when its turn comes, as without the read-ahead.
+        """
         starts = self.block_starts
-        for j in range(len(starts) - 1) if order is None else order:
-            rows = load_block_rows(self.store, self.first + int(j), self.positive_label)
-            yield rows, 0, rows.n_rows, int(starts[j])
+        order = [int(j) for j in (range(len(starts) - 1) if order is None else order)]
+        if len(order) < 2:
+            for j in order:
+                rows = load_block_rows(self.store, self.first + j, self.positive_label)
+                yield rows, 0, rows.n_rows, int(starts[j])
+            return
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="daskdca-read-ahead") as pool:
+            ahead = pool.submit(load_block_rows, self.store, self.first + order[0], self.positive_label)
+            for t, j in enumerate(order):
+                rows = ahead.result()
+                if t + 1 < len(order):
+                    ahead = pool.submit(load_block_rows, self.store, self.first + order[t + 1], self.positive_label)
+                yield rows, 0, rows.n_rows, int(starts[j])
 
     def load(self) -> MemoryPartition:
         """All blocks read into one :class:`MemoryPartition` (the task that keeps a partition in memory)."""
