@@ -66,7 +66,7 @@ _SHARED_PARAMETERS = {
     between); ``log(1 + exp(-a))``.""",
     "l1_ratio": """l1_ratio : float in [0, 1) or None, default=None
     The L1 share of the penalty with ``penalty="elasticnet"`` (required
-    then); must be None otherwise.""",
+    then); must be None otherwise (``penalty="l1"`` included).""",
     "solver": """solver : {"auto", "sdca", "minibatch_sdca", "cocoa+"}, method object or None, default="auto"
     Passed to :func:`daskdca.fit`: ``"auto"`` (or None) picks the route
     and the method and says why in ``route_``: in this process, serial
@@ -99,10 +99,17 @@ _SHARED_PARAMETERS = {
     one partition; CoCoA+ rounds with ``"cocoa+"``, and with ``"auto"``
     given a client or ``n_partitions`` > 1; any
     other solver raises (give a ``daskdca.SDCA`` or ``daskdca.CoCoAPlus``
-    object its own ``l1_ratio`` instead, with ``penalty="l2"``).  ``"l1"``
-    (no L2 part) raises: the dual methods
-    certify a gap only with an L2 part; use ``"elasticnet"`` with
-    ``l1_ratio`` < 1, e.g. 0.99.""",
+    object its own ``l1_ratio`` instead, with ``penalty="l2"``).  ``"l1"``:
+    ``lam ||w||_1`` alone, ``LogisticRegression(penalty="l1",
+    solver="liblinear")`` and ``LinearSVC(penalty="l1", dual=False)``, solved
+    by :class:`daskdca.methods.l1.L1SDCA` (proximal SDCA on ``lam ||w||_1 + mu/2
+    ||w - z||^2``, the centre ``z`` moved to the model as it converges) and
+    certified as the L1 problem itself: ``primal_``, ``dual_`` and ``gap_``
+    are ``P1(w)``, the L1 dual at the rescaled dual point and their
+    difference (:mod:`daskdca.l1`), and ``coef_`` holds exact zeros.  In
+    this process only (no ``client``, one partition), with ``solver``
+    ``"auto"``, ``"sdca"`` or an ``L1SDCA`` object; ``l1_ratio`` must be
+    None.""",
     "max_iter": """max_iter : int, default=1000
     The most passes over the data for each problem, whatever the solver
     (:func:`daskdca.fit`'s ``max_epochs``, as scikit-learn's SAG and SAGA
@@ -339,7 +346,8 @@ class _SDCAMixin:
     def _solver_for_penalty(self):
         """The solver :func:`daskdca.fit` runs: ``solver`` for ``penalty="l2"``; for ``"elasticnet"``, serial
         SDCA or CoCoA+ with ``l1_ratio`` (Prox-SDCA, Shalev-Shwartz & Zhang 2016): with ``solver="auto"``,
-        CoCoA+ where there is a client or more than one partition, serial SDCA otherwise."""
+        CoCoA+ where there is a client or more than one partition, serial SDCA otherwise; for ``"l1"``,
+        :class:`daskdca.methods.l1.L1SDCA` (in this process, one partition)."""
         from daskdca.methods.cocoa import SDCA, CoCoAPlus
 
         if self.penalty == "l2":
@@ -348,9 +356,24 @@ class _SDCAMixin:
                                  "penalty='elasticnet' or leave l1_ratio=None.")
             return self.solver
         if self.penalty == "l1":
-            raise ValueError("penalty='l1' (no L2 part) is not supported: the dual methods certify a gap only "
-                             "with an L2 part. Use penalty='elasticnet' with l1_ratio < 1 (e.g. 0.99), which is "
-                             "solved and certified as that elastic net.")
+            # the pure L1 problem: daskdca.methods.l1.L1SDCA, certified by the rescaled dual point, in this process only
+            from daskdca.methods.l1 import L1SDCA
+
+            if self.l1_ratio is not None:
+                raise ValueError(f"penalty='l1' is the pure L1 penalty lam ||w||_1 and takes no l1_ratio, got "
+                                 f"l1_ratio={self.l1_ratio!r}; leave l1_ratio=None, or use penalty='elasticnet' "
+                                 "with l1_ratio in [0, 1).")
+            if self.client is not None or (self.n_partitions or 1) > 1:
+                where = "a client" if self.client is not None else f"n_partitions={self.n_partitions!r}"
+                raise ValueError(f"penalty='l1' is fitted in this process on one partition, got {where}. Drop it, "
+                                 "or use penalty='elasticnet' with l1_ratio < 1 (e.g. 0.99), which runs CoCoA+ "
+                                 "rounds on a client or on several partitions.")
+            if isinstance(self.solver, L1SDCA):
+                return self.solver
+            if (self.solver is None or isinstance(self.solver, str)) and _solver_name(self.solver) in ("auto", "sdca"):
+                return L1SDCA()
+            raise ValueError(f"penalty='l1' is solved by solver='auto' or 'sdca' (daskdca.methods.l1.L1SDCA) or an L1SDCA "
+                             f"object, not solver={self.solver!r}.")
         if self.l1_ratio is None:
             raise ValueError("penalty='elasticnet' needs l1_ratio in [0, 1), the L1 share of the penalty "
                              "(e.g. l1_ratio=0.5).")
@@ -577,14 +600,16 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
     bounds ``P(coef_, intercept_) - min P``.
 
     With two classes, ``classes_[1]`` is the positive class (+1).  With
-    ``K > 2`` classes it fits ``K`` one-vs-rest problems (class ``k`` against
-    the rest, each with the same ``C``, exactly as ``LinearSVC`` does).  The
-    ``K`` problems are fitted together, by one :func:`daskdca.fit` call,
-    when the solver can (``"auto"``, ``"sdca"`` and ``"cocoa+"`` with
-    ``penalty="l2"``: ``capabilities.multi_class``), else one after
-    another, each by its own call.
+    ``K > 2`` classes and ``multi_class="ovr"`` (and by default for the
+    losses other than logistic) it fits ``K`` one-vs-rest problems (class
+    ``k`` against the rest, each with the same ``C``, exactly as
+    ``LinearSVC`` does).  The ``K`` problems are fitted together, by one
+    :func:`daskdca.fit` call, when the solver can (``"auto"``, ``"sdca"``
+    and ``"cocoa+"`` with ``penalty="l2"``: ``capabilities.multi_class``),
+    else one after another, each by its own call.
 
-    With ``loss="logistic"`` and ``multi_class="multinomial"``, ``K > 2``
+    With ``loss="logistic"`` and ``multi_class="multinomial"`` (or the
+    default ``"auto"`` where it can: see ``multi_class``), ``K > 2``
     classes are one multinomial (softmax) problem instead, scikit-learn's
     default multi-class ``LogisticRegression``: with ``W`` of shape
     ``(K, d + 1)`` (the synthetic intercept column last, ``s = intercept_scaling``),
@@ -631,8 +656,19 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         row's loss by its class's weight (as ``LogisticRegression`` and
         ``LinearSVC(multi_class="crammer_singer")``).  The objectives above then read ``1/n sum_i s_i
         phi(...)`` with ``s_i`` the row's weight (times ``sample_weight``).
-    multi_class : {"ovr", "multinomial", "crammer_singer"}, default="ovr"
-        How ``K > 2`` classes are fitted: ``"ovr"``, ``K`` one-vs-rest binary
+    multi_class : {"auto", "ovr", "multinomial", "crammer_singer"}, default="auto"
+        How ``K > 2`` classes are fitted.  ``"auto"``: ``"multinomial"`` for
+        ``loss="logistic"`` (or ``"log_loss"``) with ``penalty="l2"`` (and
+        ``l1_ratio=None``) and a solver that runs it (``"auto"``, ``"sdca"``,
+        ``"cocoa+"`` or a :class:`~daskdca.methods.MultinomialSDCA` object),
+        as scikit-learn's ``LogisticRegression`` does by default; ``"ovr"``
+        otherwise: the other losses, the elastic net, and an explicit solver
+        that cannot run the multinomial problem (``"minibatch_sdca"``, another
+        method object).  ``fit`` records what it resolved to in
+        ``multi_class_``.  The multinomial method runs no Newton or
+        Catalyst route, so for small ``lam n`` it can take far longer than
+        the one-vs-rest fits of ``solver="auto"`` (benchmarks/RESULTS.md,
+        "Multinomial logistic").  ``"ovr"``, ``K`` one-vs-rest binary
         problems; ``"multinomial"`` (``loss="logistic"`` only, ``penalty="l2"``),
         one softmax problem (above), as scikit-learn's ``LogisticRegression``
         fits them, run by :class:`~daskdca.methods.MultinomialSDCA` (serial
@@ -687,6 +723,13 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         Rounds taken per problem.
     route_ : daskdca.routes.Route
         Where the fit ran and why (:mod:`daskdca.routes`); the first problem's with K fits in turn.
+    multi_class_ : {"ovr", "multinomial", "crammer_singer"}
+        The problem the fit solved: ``"multinomial"`` or ``"crammer_singer"``
+        for that one problem of ``K > 2`` classes (``multi_class`` given, or
+        what ``"auto"`` resolved to), ``"ovr"`` for the one-vs-rest problems
+        and for the binary problem of two classes (whatever ``multi_class``,
+        but ``"crammer_singer"``, whose two-class problem is the binary hinge
+        one at ``2 C``: ``"crammer_singer"`` then).
     history_ : list of list of HistoryRecord
         Per problem, one ``(round, epochs, seconds, primal, dual, gap)``
         record per gap evaluation; see :func:`daskdca.plot.convergence`.
@@ -722,13 +765,13 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
     _parameter_constraints: dict = {
         "loss": [StrOptions({"hinge", "squared_hinge", "smoothed_hinge", "logistic", "log_loss"})],
         "class_weight": [dict, StrOptions({"balanced"}), None],
-        "multi_class": [StrOptions({"ovr", "multinomial", "crammer_singer"})],
+        "multi_class": [StrOptions({"auto", "ovr", "multinomial", "crammer_singer"})],
         **_SDCAMixin._common_constraints,
         **_SDCAMixin._penalty_constraints,
     }
 
     def __init__(self, loss="hinge", C=1.0, *, penalty="l2", l1_ratio=None, solver="auto", tol=1e-6, max_iter=1000,
-                 fit_intercept=True, intercept_scaling=1.0, class_weight=None, multi_class="ovr", random_state=0,
+                 fit_intercept=True, intercept_scaling=1.0, class_weight=None, multi_class="auto", random_state=0,
                  warm_start=False, n_partitions=None, client=None, verbose=0, keep_dual=False):
         self.loss = loss
         self.C = C
@@ -750,7 +793,7 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
-        """Fit one binary problem (two classes) or one per class (one-vs-rest).
+        """Fit one binary problem (two classes), one per class (one-vs-rest) or one multi-class problem.
 
         Parameters
         ----------
@@ -778,13 +821,18 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         SDCAClassifier
             The fitted estimator (``self``).
         """
-        joint = self._multinomial_solver()
+        joint = self._multinomial_solver(self.multi_class)  # an explicit value's refusals come before the data's
         X, y, classes = self._validate_classification(X, y)
         if sample_weight is not None:
             sample_weight = check_sample_weight(sample_weight, X.shape[0])
-        self._crammer_singer = self.multi_class == "crammer_singer"
-        if joint is not None and classes.shape[0] > 2:
-            return self._fit_multinomial(X, y, classes, joint, sample_weight=sample_weight)
+        resolved = self._resolve_multi_class(classes.shape[0])
+        self._crammer_singer = resolved == "crammer_singer"
+        # what ran: the joint problem of K > 2 classes, else the binary or one-vs-rest ones (Crammer-Singer's
+        # two classes are the binary hinge problem at 2 C, still that problem)
+        self.multi_class_ = resolved if classes.shape[0] > 2 or self._crammer_singer else "ovr"
+        if self.multi_class_ != "ovr" and classes.shape[0] > 2:
+            return self._fit_multinomial(X, y, classes, joint or self._multinomial_solver(self.multi_class_),
+                                         sample_weight=sample_weight)
         weights = _problem_weights(y, classes, self.class_weight, sample_weight)
         # the Crammer-Singer problem of two classes at C is the binary hinge problem at 2 C
         # (daskdca.methods.crammer_singer), which LinearSVC(multi_class="crammer_singer") fits too
@@ -792,14 +840,31 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         return self._fit_one_vs_rest(X, y, classes, C, client=self.client, weights=weights,
                                      sample_weight=sample_weight)
 
-    def _multinomial_solver(self):
-        """``(method, n_partitions)`` that fits ``multi_class="multinomial"`` or ``"crammer_singer"`` (None for
-        ``"ovr"``); a ValueError names a combination it cannot fit and the fix."""
+    def _resolve_multi_class(self, n_classes):
+        """What ``multi_class`` means for ``n_classes`` classes: the value given, or for ``"auto"``
+        ``"multinomial"`` where the softmax problem applies and the solver runs it (``loss="logistic"``,
+        ``K > 2``, ``penalty="l2"`` without ``l1_ratio``, and ``solver`` ``"auto"``, ``"sdca"``, ``"cocoa+"``
+        or a ``MultinomialSDCA`` object: :meth:`_multinomial_solver`'s), else ``"ovr"``."""
+        from daskdca.methods import MultinomialSDCA
+
+        if self.multi_class != "auto":
+            return self.multi_class
+        runs_it = isinstance(self.solver, MultinomialSDCA) or (
+            (self.solver is None or isinstance(self.solver, str)) and _solver_name(self.solver) in
+            ("auto", "sdca", "cocoa+"))
+        if (n_classes > 2 and _loss_name(self.loss) == "logistic" and self.penalty == "l2"
+                and self.l1_ratio is None and runs_it):
+            return "multinomial"
+        return "ovr"
+
+    def _multinomial_solver(self, kind):
+        """``(method, n_partitions)`` that fits ``multi_class`` ``kind``, ``"multinomial"`` or
+        ``"crammer_singer"`` (None for ``"ovr"`` and ``"auto"``, resolved later); a ValueError names a
+        combination it cannot fit and the fix."""
         from daskdca.methods import CrammerSingerSVM, MultinomialSDCA
 
-        if self.multi_class == "ovr":
+        if kind in ("ovr", "auto"):
             return None
-        kind = self.multi_class
         method_class, loss, what = {
             "multinomial": (MultinomialSDCA, "logistic", "the softmax (multinomial logistic) loss"),
             "crammer_singer": (CrammerSingerSVM, "hinge", "the Crammer-Singer multi-class hinge loss"),
@@ -853,13 +918,13 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
             del self.dual_coef_  # from an earlier fit with keep_dual=True
         if hasattr(self, "_warm_duals"):
             del self._warm_duals  # the one-vs-rest duals are no start for the multinomial problem
-        if self.warm_start and self.multi_class == "multinomial":
+        if self.warm_start and self.multi_class_ == "multinomial":
             self._warm_multinomial = (X.shape, np.array(classes, copy=True), index, weight,
                                       np.asarray(model.dual_coef_, dtype=np.float64))
         elif hasattr(self, "_warm_multinomial"):
             del self._warm_multinomial
-        self._multinomial = self.multi_class == "multinomial"  # softmax probabilities
-        self._warn_unconverged([f"the {self.multi_class} problem"], stacklevel=5)
+        self._multinomial = self.multi_class_ == "multinomial"  # softmax probabilities
+        self._warn_unconverged([f"the {self.multi_class_} problem"], stacklevel=5)
         return self
 
     def _multinomial_start(self, X, y, classes, sample_weight):
@@ -882,7 +947,7 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
             weight = (1.0 if sample_weight is None else sample_weight) * per_class[index]
         weight = None if weight is None else np.asarray(weight, dtype=np.float64)
         previous = getattr(self, "_warm_multinomial", None)
-        if not self.warm_start or self.multi_class != "multinomial" or previous is None:
+        if not self.warm_start or self.multi_class_ != "multinomial" or previous is None:
             return None, index, weight
         shape, old_classes, old_index, old_weight, alpha = previous
         if shape != X.shape or classes.shape != old_classes.shape or not np.array_equal(classes, old_classes):
@@ -1029,8 +1094,9 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         Two classes: ``P(classes_[1]) = 1 / (1 + exp(-score))``.  More: the
         one-vs-rest probabilities of each class, normalised to sum to one per
         row, as scikit-learn's one-vs-rest logistic regression does; after a
-        multinomial fit (``multi_class="multinomial"``), the softmax of the
-        scores, the model's own probabilities.
+        multinomial fit (``multi_class_ == "multinomial"``: the default for
+        more than two classes, or ``multi_class="multinomial"``), the softmax
+        of the scores, the model's own probabilities.
 
         Parameters
         ----------
@@ -1075,12 +1141,18 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         (liblinear) for logistic with two classes, and for more classes a
         ``OneVsRestClassifier`` of binary ``LogisticRegression`` (scikit-learn's
         own multi-class logistic regression is multinomial, a different
-        model); after a multinomial fit (``multi_class="multinomial"``), a
+        model); after a multinomial fit (``multi_class_ == "multinomial"``,
+        the default for more than two classes), a
         multinomial ``LogisticRegression`` (lbfgs; its intercept is not
         penalised, so refitting it changes the intercept a little).  The hyperparameters are those that fit the same objective
         (``C``, and ``fit_intercept`` and ``intercept_scaling`` as here: LIBLINEAR
         fits the same regularised intercept); ``coef_``, ``intercept_`` and
-        ``classes_`` are copied, so predictions are identical.
+        ``classes_`` are copied, so predictions are identical.  With
+        ``penalty="l1"``: ``LinearSVC(penalty="l1", dual=False)`` (squared
+        hinge) or ``LogisticRegression(penalty="l1", solver="liblinear")``;
+        with ``penalty="elasticnet"`` (logistic):
+        ``LogisticRegression(penalty="elasticnet", solver="saga", l1_ratio)``,
+        whose intercept is not penalised.
 
         Returns
         -------
@@ -1090,7 +1162,8 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         Raises
         ------
         ValueError
-            For ``loss="smoothed_hinge"``, which no scikit-learn estimator fits.
+            For ``loss="smoothed_hinge"``, which no scikit-learn estimator fits,
+            and for the L1 hinge or elastic-net SVMs (neither has one).
         """
         from sklearn.linear_model import LogisticRegression
         from sklearn.multiclass import OneVsRestClassifier
@@ -1099,11 +1172,18 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
 
         check_is_fitted(self)
         seed = self.random_state if isinstance(self.random_state, Integral) else None
+        penalty = getattr(self, "penalty", "l2")
         if _loss_name(self.loss) in ("hinge", "squared_hinge"):
+            if penalty == "elasticnet" or (penalty == "l1" and _loss_name(self.loss) == "hinge"):
+                raise ValueError(
+                    f"No scikit-learn estimator fits loss={self.loss!r} with penalty={penalty!r} (LinearSVC's L1 "
+                    "penalty takes loss='squared_hinge' only, and it has no elastic net); use coef_ and "
+                    "intercept_, which predict as X @ coef_.T + intercept_.")
             multi_class = "crammer_singer" if getattr(self, "_crammer_singer", False) else "ovr"
+            l1 = dict(penalty="l1", dual=False) if penalty == "l1" else {}  # LIBLINEAR's primal L1 squared-hinge SVM
             est = LinearSVC(loss=_loss_name(self.loss), C=self._fitted_C(), fit_intercept=self.fit_intercept,
                             intercept_scaling=self.intercept_scaling, tol=self.tol, max_iter=self.max_iter,
-                            random_state=seed, multi_class=multi_class)
+                            random_state=seed, multi_class=multi_class, **l1)
             est.n_iter_ = int(self.n_iter_.max())
             return self._copy_fitted(est, self.classes_, self.coef_, self.intercept_)
         if _loss_name(self.loss) != "logistic":
@@ -1119,7 +1199,11 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
             return self._copy_fitted(est, self.classes_, self.coef_, self.intercept_)
 
         def make_logistic():
-            return LogisticRegression(C=self._fitted_C(), fit_intercept=self.fit_intercept,
+            if penalty == "elasticnet":  # saga: the same elastic net, but its intercept is not penalised
+                return LogisticRegression(C=self._fitted_C(), fit_intercept=self.fit_intercept, penalty="elasticnet",
+                                          l1_ratio=self.l1_ratio, solver="saga", tol=self.tol,
+                                          max_iter=self.max_iter, random_state=seed)
+            return LogisticRegression(C=self._fitted_C(), fit_intercept=self.fit_intercept, penalty=penalty,
                                       intercept_scaling=self.intercept_scaling, solver="liblinear", tol=self.tol,
                                       max_iter=self.max_iter, random_state=seed)
 
@@ -1165,13 +1249,15 @@ class SDCAClassifierCV(SDCAClassifier):
     (by default ``fit_intercept=True``: LIBLINEAR's regularised intercept
     ``b = s w_b``, ``s = intercept_scaling``; ``b = 0`` with
     ``fit_intercept=False``; with ``K > 2`` classes, ``K`` one-vs-rest
-    problems, class ``k`` against the rest), by :func:`daskdca.path`: from
+    problems, class ``k`` against the rest, for every loss: there is no
+    ``multi_class``, and no multinomial path), by :func:`daskdca.path`: from
     the smallest ``C`` up, each fit starting at the previous one's duals
     and stopping on its own certified gap ``P - D <= tol * |P|``.  It
     scores every fold's models on the held-out rows, picks the ``C`` with
     the best mean score (the smallest such ``C`` on ties, as
     ``GridSearchCV`` over an ascending grid does) and refits on all rows
-    with it, as :class:`SDCAClassifier` (``C=C_``) would.  One ``C`` serves
+    with it, as :class:`SDCAClassifier` (``C=C_``, ``multi_class="ovr"``)
+    would.  One ``C`` serves
     every class, unlike :class:`~sklearn.linear_model.LogisticRegressionCV`,
     which picks one per class.  X is in memory; with a ``client`` every fit
     runs on the cluster.
@@ -1604,6 +1690,7 @@ default="squared"
         X, y = validate_data(self, _in_memory(X), labels_in_memory(y), accept_sparse="csr",
                              dtype=[np.float64, np.float32], y_numeric=True)
         lam = _lam_of(self.C, X.shape[0])
+        self._n_fit_rows = X.shape[0]  # lam's n, for to_sklearn's Lasso and ElasticNet (alpha = lam)
         X = self._with_bias(_canonical(X))
         y = np.asarray(y, dtype=np.float64)
         if sample_weight is not None:
@@ -1650,7 +1737,7 @@ default="squared"
         return prediction_output(self._predictor(), X, "predict")
 
     def to_sklearn(self):
-        """The equivalent fitted scikit-learn estimator: ``Ridge``, or ``LinearSVR``.
+        """The equivalent fitted scikit-learn estimator: ``Ridge``, ``Lasso``, ``ElasticNet`` or ``LinearSVR``.
 
         :class:`~sklearn.linear_model.Ridge` (``alpha = 1 / C``), or
         :class:`~sklearn.svm.LinearSVR` for the epsilon-insensitive losses.
@@ -1662,19 +1749,42 @@ default="squared"
         equivalent.  ``LinearSVR(C, epsilon, loss, intercept_scaling,
         dual=True)`` solves this estimator's problem, intercept included (both
         are LIBLINEAR's).  ``loss="huber"`` has no scikit-learn estimator of
-        the same problem and raises.
+        the same problem and raises.  With ``penalty="l1"`` or
+        ``"elasticnet"`` (squared loss): ``Lasso`` or ``ElasticNet`` with
+        ``alpha = lam = 1 / (C n)`` (and ``l1_ratio``), the same objective up
+        to the intercept, which they do not penalise; the other losses raise.
 
         Returns
         -------
-        Ridge or LinearSVR
+        Ridge, Lasso, ElasticNet or LinearSVR
             The fitted scikit-learn estimator.
             With ``coef_`` and ``intercept_`` copied, so predictions are identical.
         """
-        from sklearn.linear_model import Ridge
+        from sklearn.linear_model import ElasticNet, Lasso, Ridge
         from sklearn.svm import LinearSVR
 
         check_is_fitted(self)
         name = _loss_name(self.loss)
+        if self.penalty != "l2":
+            if name != "squared":
+                raise ValueError(
+                    f"No scikit-learn estimator fits loss={self.loss!r} with penalty={self.penalty!r}; use coef_ "
+                    "and intercept_, which predict as X @ coef_ + intercept_.")
+            # 1/n sum (x_i.w - y_i)^2 / 2 + lam (rho ||w||_1 + (1 - rho)/2 ||w||^2): Lasso's and ElasticNet's
+            # objective with alpha = lam = 1 / (C n); their intercept is not penalised
+            alpha = 1.0 / (self.C * self._n_fit_rows)
+            est = (Lasso(alpha=alpha, fit_intercept=self.fit_intercept, tol=self.tol, max_iter=self.max_iter)
+                   if self.penalty == "l1" else
+                   ElasticNet(alpha=alpha, l1_ratio=self.l1_ratio, fit_intercept=self.fit_intercept, tol=self.tol,
+                              max_iter=self.max_iter))
+            est.coef_ = self.coef_.copy()
+            est.intercept_ = self.intercept_
+            est.n_iter_ = int(np.max(self.n_iter_))
+            est.dual_gap_ = 0.0
+            est.n_features_in_ = self.n_features_in_
+            if hasattr(self, "feature_names_in_"):
+                est.feature_names_in_ = self.feature_names_in_.copy()
+            return est
         if name == "huber":
             raise ValueError(
                 "No scikit-learn estimator solves loss='huber' with a fixed threshold and this regularised "

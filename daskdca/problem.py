@@ -22,8 +22,8 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["check_sample_weight", "with_intercept_column", "dual_value", "gap_met", "max_column_nnz", "objectives", "primal_value",
-           "relative_gap"]
+__all__ = ["check_sample_weight", "with_intercept_column", "dual_value", "gap_met", "l1_objectives", "max_column_nnz",
+           "objectives", "primal_value", "relative_gap"]
 
 
 def primal_value(n, lam, loss_sum, w):
@@ -46,7 +46,9 @@ def objectives(info, sums, w, w_alpha, l1_ratio=0.0):
     ``g(w) = lam rho ||w||_1 + lam (1 - rho)/2 ||w||^2`` and
     ``D(alpha) = -conj_sum/n - g*(X^T alpha / n)``,
     ``g*(v) = sum_j (|v_j| - lam rho)_+^2 / (2 lam (1 - rho))``
-    (Zhang & Xiao, SPDC, eq. (1) and its dual); the primal point of
+    (Zhang & Xiao, SPDC, eq. (1) and its dual); ``rho = 1`` is the pure L1
+    problem (:func:`l1_objectives`, ``alpha`` then the rescaled dual point
+    ``beta`` of :mod:`daskdca.l1`); the primal point of
     ``alpha`` is then ``grad g*(X^T alpha / n) = sign(w_alpha) (|w_alpha| - rho)_+ / (1 - rho)``,
     which the elastic-net plans return as their model (``primal_from_dual``
     is False for them).
@@ -66,9 +68,50 @@ def objectives(info, sums, w, w_alpha, l1_ratio=0.0):
         return primal_value(info.n, info.lam, sums[0], w), dual_value(info.n, info.lam, sums[1], w_alpha)
     lam, rho = info.lam, float(l1_ratio)
     w = np.asarray(w, dtype=np.float64)
+    if rho == 1.0:
+        return l1_objectives(info.n, lam, sums, w, w_alpha)
     primal = sums[0] / info.n + lam * rho * float(np.abs(w).sum()) + 0.5 * lam * (1.0 - rho) * float(w @ w)
     excess = np.maximum(np.abs(np.asarray(w_alpha, dtype=np.float64)) - rho, 0.0)  # (|v| - lam rho)_+ / lam
     dual = -sums[1] / info.n - 0.5 * lam * float(excess @ excess) / (1.0 - rho)
+    return primal, dual
+
+
+def l1_objectives(n, lam, sums, w, w_beta):
+    """``(P1(w), D1(beta))`` of the pure L1 problem from the row sums ``[loss_sum, conj_sum]`` at ``(w, beta)``.
+
+    ``P1(w) = loss_sum/n + lam ||w||_1`` and
+    ``D1(beta) = -conj_sum/n`` where ``beta`` is feasible,
+    ``||X^T beta / n||_inf <= lam``, i.e. ``m = ||w_beta||_inf <= 1`` with
+    ``w_beta = X^T beta / (lam n)``.  Where rounding leaves ``m > 1``, the
+    feasible point is ``beta / m``, and since every loss has
+    ``phi_i*(0) = -min phi_i = 0`` (checked by :mod:`daskdca.l1`),
+    convexity of ``phi_i*`` gives ``D1(beta / m) >= D1(beta) / m``: that
+    lower bound is returned, so ``P1(w) - D1`` always bounds
+    ``P1(w) - min P1``.
+
+    Parameters
+    ----------
+    n : int
+        The number of rows.
+    lam : float
+        The L1 weight.
+    sums : array-like of shape (2,)
+        ``sum_i phi_i(x_i.w)`` and ``sum_i phi_i*(-beta_i)``.
+    w : ndarray of shape (d,)
+        The model certified.
+    w_beta : ndarray of shape (d,)
+        ``X^T beta / (lam n)``.
+
+    Returns
+    -------
+    tuple of float
+        ``(P1(w), D1)``.
+    """
+    primal = sums[0] / n + lam * float(np.abs(w).sum())
+    dual = -sums[1] / n
+    m = float(np.max(np.abs(np.asarray(w_beta, dtype=np.float64)), initial=0.0))
+    if m > 1.0:
+        dual = dual / m
     return primal, dual
 
 

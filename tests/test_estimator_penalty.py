@@ -89,7 +89,7 @@ def test_three_classes_fit_one_problem_after_another():
 
 
 @pytest.mark.parametrize("kwargs,match", [
-    (dict(penalty="l1"), "l1_ratio < 1"),
+    (dict(penalty="l1", l1_ratio=0.5), "leave l1_ratio=None"),  # penalty="l1" alone: tests/test_l1.py
     (dict(penalty="elasticnet"), "needs l1_ratio"),
     (dict(penalty="l2", l1_ratio=0.5), "only with penalty='elasticnet'"),
     (dict(penalty="elasticnet", l1_ratio=0.5, solver="minibatch_sdca"), "solver='auto', 'sdca' or 'cocoa\\+'"),

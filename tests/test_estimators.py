@@ -234,7 +234,8 @@ def test_one_vs_rest_is_k_binary_fits_of_daskdca_fit():
     X, y = _digits()
     X, y = X[:600], y[:600]
     C = 0.5
-    clf = SDCAClassifier("logistic", C=C, tol=1e-8, keep_dual=True, fit_intercept=False).fit(X, y)
+    clf = SDCAClassifier("logistic", C=C, tol=1e-8, keep_dual=True, fit_intercept=False, multi_class="ovr").fit(X, y)
+    assert clf.multi_class_ == "ovr"
     assert clf.n_iter_.shape == clf.gap_.shape == clf.converged_.shape == (10,)
     assert len(clf.history_) == 10 and clf.converged_.all()
     assert np.all(clf.n_iter_ == clf.n_iter_[0])  # one fit, one round count
@@ -299,7 +300,7 @@ def test_dual_coef_rebuilds_coef_and_intercept_by_default():
 def test_predict_proba_binary_and_ovr():
     X, y = _digits()
     X, y = X[:500], y[:500]
-    clf = SDCAClassifier("logistic", C=0.1).fit(X, y)
+    clf = SDCAClassifier("logistic", C=0.1, multi_class="ovr").fit(X, y)
     proba = clf.predict_proba(X)
     scores = clf.decision_function(X)
     expected = expit(scores) / expit(scores).sum(axis=1, keepdims=True)  # scikit-learn's OvR normalisation
@@ -339,7 +340,10 @@ def _fit_for_sklearn(kind, fit_intercept=True):
         X, y = _data("heart")
     else:
         X, y = _digits()
-    return SDCAClassifier(loss, C=0.05, tol=1e-10, max_iter=5000, fit_intercept=fit_intercept).fit(X, y), X, y
+    # "multi": one-vs-rest, asked for (logistic's default for K > 2 is multinomial: "softmax")
+    multi_class = "ovr" if classes == "multi" else "auto"
+    return SDCAClassifier(loss, C=0.05, tol=1e-10, max_iter=5000, fit_intercept=fit_intercept,
+                          multi_class=multi_class).fit(X, y), X, y
 
 
 @pytest.mark.parametrize("fit_intercept", [True, False])
@@ -350,6 +354,7 @@ def _fit_for_sklearn(kind, fit_intercept=True):
     ("squared_hinge-multi", LinearSVC),
     ("logistic-binary", LogisticRegression),
     ("logistic-multi", OneVsRestClassifier),
+    ("logistic-softmax", LogisticRegression),
     ("regressor", Ridge),
 ])
 def test_to_sklearn_predicts_identically(kind, cls, fit_intercept):
@@ -447,7 +452,7 @@ def test_clone_get_set_params():
     assert params == {
         "loss": "logistic", "C": 3.0, "penalty": "l2", "l1_ratio": None, "solver": "auto", "tol": 1e-4,
         "max_iter": 50, "fit_intercept": True, "intercept_scaling": 1.0, "class_weight": None, "random_state": 7,
-        "multi_class": "ovr", "warm_start": False, "n_partitions": None, "client": None, "verbose": 0,
+        "multi_class": "auto", "warm_start": False, "n_partitions": None, "client": None, "verbose": 0,
         "keep_dual": True,
     }
     twin = clone(clf)

@@ -259,7 +259,8 @@ def test_estimator_accuracy_on_digits_equals_sklearns():
     assert_allclose(proba, expected / expected.sum(axis=1, keepdims=True), rtol=1e-12)
     assert_array_equal(clf.predict(Xte), clf.classes_[np.argmax(proba, axis=1)])
     assert_allclose(clf.to_sklearn().predict_proba(Xte), proba, rtol=1e-10)
-    ovr = SDCAClassifier(loss="logistic", C=1.0, tol=1e-8).fit(Xtr, ytr)
+    ovr = SDCAClassifier(loss="logistic", C=1.0, tol=1e-8, multi_class="ovr").fit(Xtr, ytr)
+    assert ovr.multi_class_ == "ovr" and ovr.coef_.shape == (10, 64) and ovr.primal_.shape == (10,)
     assert not np.allclose(ovr.predict_proba(Xte), proba)
 
 
@@ -285,6 +286,97 @@ def test_estimator_refuses_what_multinomial_cannot_fit(params, match):
     X, y = _digits(200)
     with pytest.raises(ValueError, match=match):
         SDCAClassifier(multi_class="multinomial", **params).fit(X, y)
+
+
+# -- the estimator's default, multi_class="auto" -----------------------------------------------------
+
+def _iris():
+    from sklearn.datasets import load_iris
+
+    return load_iris(return_X_y=True)
+
+
+def _assert_same_fit(a, b):
+    for name in ("coef_", "intercept_", "primal_", "dual_", "gap_", "n_iter_", "classes_"):
+        assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+
+
+@pytest.mark.parametrize("data", ["iris", "digits"])
+def test_the_default_for_logistic_on_more_than_two_classes_is_the_explicit_multinomial_fit(data):
+    """As scikit-learn's LogisticRegression: loss="logistic" on K > 2 classes fits the softmax problem by
+    default, the very fit (bits) of multi_class="multinomial", and says so in multi_class_."""
+    X, y = _iris() if data == "iris" else _digits(600)
+    default = SDCAClassifier(loss="logistic", C=0.5, tol=1e-8).fit(X, y)
+    explicit = SDCAClassifier(loss="logistic", C=0.5, tol=1e-8, multi_class="multinomial").fit(X, y)
+    assert default.get_params()["multi_class"] == "auto"
+    assert default.multi_class_ == explicit.multi_class_ == "multinomial"
+    assert default.route_.solver == "multinomial" and default.primal_.shape == (1,)
+    _assert_same_fit(default, explicit)
+    assert_array_equal(default.predict_proba(X), explicit.predict_proba(X))
+    assert type(default.to_sklearn()) is LogisticRegression
+    # log_loss is logistic's scikit-learn name; cocoa+ runs the multinomial method too
+    assert SDCAClassifier(loss="log_loss", C=0.5, tol=1e-6).fit(X, y).multi_class_ == "multinomial"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # 5 rounds: only what ran is asked here
+        rounds = SDCAClassifier(loss="logistic", C=0.5, solver="cocoa+", max_iter=5).fit(X, y)
+    assert rounds.multi_class_ == "multinomial" and rounds.route_.n_partitions == 2
+
+
+@pytest.mark.parametrize("loss", ["hinge", "squared_hinge"])
+def test_the_default_for_the_other_losses_stays_one_vs_rest(loss):
+    X, y = _digits(400)
+    default = SDCAClassifier(loss, C=0.5, tol=1e-6).fit(X, y)
+    ovr = SDCAClassifier(loss, C=0.5, tol=1e-6, multi_class="ovr").fit(X, y)
+    assert default.multi_class_ == "ovr" and default.primal_.shape == default.n_iter_.shape == (10,)
+    _assert_same_fit(default, ovr)
+
+
+@pytest.mark.parametrize("loss", ["logistic", "hinge"])
+def test_two_classes_are_the_binary_fit_whatever_the_default(loss):
+    X, y = _digits(400)
+    y = np.where(y < 5, "low", "high")
+    default = SDCAClassifier(loss, C=0.5, tol=1e-8).fit(X, y)
+    assert default.multi_class_ == "ovr" and default.coef_.shape == (1, 64)
+    _assert_same_fit(default, SDCAClassifier(loss, C=0.5, tol=1e-8, multi_class="ovr").fit(X, y))
+    if loss == "logistic":  # multinomial of two classes: the binary problem too (LogisticRegression's)
+        explicit = SDCAClassifier(loss, C=0.5, tol=1e-8, multi_class="multinomial").fit(X, y)
+        assert explicit.multi_class_ == "ovr"
+        _assert_same_fit(default, explicit)
+
+
+@pytest.mark.parametrize("params", [
+    dict(solver="minibatch_sdca", tol=1e-3, max_iter=200),  # a solver that cannot run the multinomial method
+    dict(penalty="elasticnet", l1_ratio=0.5),  # the multinomial problem is L2 only
+])
+def test_auto_falls_back_to_one_vs_rest_where_multinomial_cannot_run(params):
+    X, y = _iris()
+    params = dict(loss="logistic", C=0.5, **params)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # minibatch_sdca's ConvergenceWarning: the bits are what is compared
+        default = SDCAClassifier(**params).fit(X, y)
+        ovr = SDCAClassifier(multi_class="ovr", **params).fit(X, y)
+    assert default.multi_class_ == "ovr" and default.primal_.shape == (3,)
+    _assert_same_fit(default, ovr)
+
+
+@pytest.mark.parametrize("data, C", [("iris", 1.0), ("digits", 0.1), ("digits", 10.0)])
+def test_the_default_objective_equals_lbfgs_logistic_regression(data, C):
+    """The default fit's objective against scikit-learn's (multinomial) LogisticRegression(lbfgs) at the same
+    C: scikit-learn minimises C sum_i loss_i + 1/2 ||W||^2, C n times our P(W) with lam = 1/(C n), so C is
+    the same number in both."""
+    X, y = _iris() if data == "iris" else _digits()
+    n = X.shape[0]
+    lam = 1.0 / (C * n)
+    clf = SDCAClassifier(loss="logistic", C=C, fit_intercept=False, tol=1e-10, max_iter=100_000).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sk = LogisticRegression(solver="lbfgs", C=C, fit_intercept=False, tol=1e-12, max_iter=10000).fit(X, y)
+    index = np.searchsorted(clf.classes_, y)
+    ours, theirs = _sklearn_objective(X, index, clf.coef_, lam), _sklearn_objective(X, index, sk.coef_, lam)
+    assert clf.multi_class_ == "multinomial" and clf.converged_.all()
+    assert ours == pytest.approx(clf.primal_[0], rel=1e-12)
+    assert abs(ours - theirs) <= 1e-6 * theirs
+    assert ours - theirs <= clf.gap_[0] + 1e-15 * theirs  # ours is within its certified gap of the optimum
 
 
 # -- warm starts -------------------------------------------------------------------------------------

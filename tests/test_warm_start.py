@@ -199,7 +199,8 @@ def test_classifier_warm_start_refit_across_C_one_vs_rest_with_intercept():
     from sklearn.datasets import load_iris
 
     X, y = load_iris(return_X_y=True)
-    params = dict(loss="logistic", fit_intercept=True, tol=1e-9, max_iter=5000, solver="sdca")  # warm against cold
+    params = dict(loss="logistic", fit_intercept=True, tol=1e-9, max_iter=5000, solver="sdca",
+                  multi_class="ovr")  # warm against cold; one-vs-rest asked for (the logistic default is multinomial)
     cold = daskdca.SDCAClassifier(C=1.0, **params).fit(X, y)
     clf = daskdca.SDCAClassifier(C=0.1, warm_start=True, **params).fit(X, y)
     assert not hasattr(clf, "dual_coef_") and clf._warm_duals[2].shape == (3, 150)  # kept privately

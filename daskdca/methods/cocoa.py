@@ -177,12 +177,10 @@ class CoCoAPlus:
         (:func:`daskdca.problem.objectives`).  Needs ``local_solver="sdca"``
         and ``aggregation="adding"``; ``acceleration="auto"`` is then plain
         CoCoA+ and ``"catalyst"`` is refused.  One-vs-rest problems are fitted
-        one after another (not together).  ``rho = 1`` (pure L1) is refused:
-        ``g`` is then not strongly convex, and the reduction that adds
-        ``eps/2 ||w||^2`` needs ``eps`` of order ``tol lam / ||w*||_inf`` for
-        its certificate to reach ``tol``, which the dual steps' curvature
-        ``||x_i||^2 / (eps n)`` makes impractically slow.  0 is the L2 problem
-        and its code path, bit for bit.
+        one after another (not together).  ``rho = 1`` (pure L1) is refused
+        here (``g`` is then not strongly convex): :class:`daskdca.methods.l1.L1SDCA`
+        solves it by a sequence of elastic nets, certified as the L1 problem.
+        0 is the L2 problem and its code path, bit for bit.
     threads : int, default=1
         Threads that sweep each partition's rows together (hierarchical
         CoCoA+: Dünner et al., "Snap ML: A Hierarchical Framework for Machine
@@ -339,8 +337,9 @@ class CoCoAPlus:
                 "l1_ratio=1 (pure L1) is not supported by the dual methods: their steps need the strongly convex "
                 "part lam (1 - l1_ratio)/2 ||w||^2 > 0, and adding a small eps/2 ||w||^2 (Shalev-Shwartz & Zhang "
                 "2016) certifies the L1 problem only for eps of order tol * lam / max|w*_j|, where the dual steps "
-                "crawl (their curvature is ||x_i||^2 / (eps n)).  Use l1_ratio < 1, e.g. 0.99 (that elastic net is "
-                "what the fit then solves and certifies).")
+                "crawl (their curvature is ||x_i||^2 / (eps n)).  Use daskdca.methods.l1.L1SDCA() (penalty='l1' in "
+                "the estimators), which certifies the L1 problem through a sequence of elastic nets in memory, or "
+                "l1_ratio < 1, e.g. 0.99 (that elastic net is what the fit then solves and certifies).")
         if rho == 0:
             return
         if self.local_solver != "sdca" or self.aggregation != "adding":
