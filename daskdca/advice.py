@@ -146,7 +146,7 @@ def _passes_to(history, tol, passes_done):
 
 
 def advise(X, y=None, *, loss="hinge", lam=1e-4, tol=1e-6, client=None, n_partitions=None, checkpoint=None,
-           callback=None, sample_weight=None, random_state=0):
+           callback=None, in_memory=None, sample_weight=None, random_state=0):
     """The route and predicted time of ``daskdca.fit(X, y, solver="auto", ...)``, before the fit.
 
     The objective is ``P(w) = 1/n sum_i s_i phi_i(x_i.w) + lam/2 ||w||^2``.
@@ -179,6 +179,9 @@ def advise(X, y=None, *, loss="hinge", lam=1e-4, tol=1e-6, client=None, n_partit
         (:mod:`daskdca.routes`).
     callback : callable or None, default=None
         Only whether it is given matters: a callback needs rounds.
+    in_memory : bool or None, default=None
+        As :func:`daskdca.fit`: False (out of core) needs rounds on a
+        cluster, as a checkpoint does; it changes nothing without one.
     sample_weight : array-like of shape (n_samples,) or None, default=None
         As :func:`daskdca.fit`.
     random_state : int or None, default=0
@@ -213,8 +216,11 @@ def advise(X, y=None, *, loss="hinge", lam=1e-4, tol=1e-6, client=None, n_partit
     X = _check_X(X)
     n, d = X.shape
     _check_y(y, n, loss_obj)  # the fit's own label checks, before the probe
-    needs_rounds = [name for name, given in (("checkpoint", checkpoint is not None),
-                                             ("callback", callback is not None)) if given]
+    if in_memory is not None and not isinstance(in_memory, bool):
+        raise ValueError(f"in_memory must be True, False or None, got {in_memory!r}.")
+    # what only rounds honour, as daskdca.fit decides it
+    needs_rounds = [name for name, given in (("checkpoint", checkpoint is not None), ("callback", callback is not None),
+                                             ("in_memory=False", in_memory is False)) if given]
     workers = None
     latency = once = 0.0
     if on_cluster:
@@ -238,6 +244,7 @@ def advise(X, y=None, *, loss="hinge", lam=1e-4, tol=1e-6, client=None, n_partit
     if route.name == "rounds":
         # the rounds' bits in this process: one partition per worker (or as asked)
         parts = route.n_partitions or max(1, workers.n_workers if workers else 1)
+        route = route._replace(n_partitions=parts)  # as the fit records it
     else:
         parts = 1
     with warnings.catch_warnings():

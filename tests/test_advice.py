@@ -62,3 +62,22 @@ def test_advice_on_a_cluster_adds_the_measured_cost_of_the_cluster():
     passes_part = advice.predicted_passes * advice.seconds_per_pass
     assert advice.predicted_seconds == pytest.approx(passes_part + advice.cluster_seconds, rel=1e-12)
     assert "once on the cluster" in str(advice)
+
+
+def test_advise_out_of_core_is_the_fits_route(tmp_path):
+    """``in_memory=False`` asks for rounds on a cluster, in ``advise`` as in ``fit``: the same route either way."""
+    from distributed import Client, LocalCluster
+
+    from daskdca.store import write_store
+
+    X, y = load_dataset("heart")
+    store = write_store(tmp_path / "heart.zarr", X, y, block_rows=100)
+    with pytest.raises(ValueError, match="in_memory must be True, False or None"):
+        daskdca.advise(X, y, in_memory="no")
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        held = daskdca.advise(store, loss="logistic", lam=1e-2, tol=1e-4, client=client)
+        streamed = daskdca.advise(store, loss="logistic", lam=1e-2, tol=1e-4, client=client, in_memory=False)
+        model = daskdca.fit(store, loss="logistic", lam=1e-2, tol=1e-4, client=client, in_memory=False)
+    assert held.route.name == "one_worker"
+    assert streamed.route == model.route_ and streamed.route.name == "rounds"
