@@ -43,7 +43,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from daskdca.methods.base import RoundReport, apply_vector, dense
+from daskdca.methods.base import PlanBase, RoundReport, apply_vector, dense
 from daskdca.methods.sdca import LocalSDCAPlan
 
 __all__ = ["KAPPA_SCALE", "CatalystGlobal", "CatalystPlan", "default_kappa"]
@@ -82,16 +82,78 @@ class CatalystGlobal(NamedTuple):
 
 
 @dataclass(frozen=True)
-class CatalystPlan(LocalSDCAPlan):
-    """:class:`LocalSDCAPlan` on the proximal problems, with the Catalyst extrapolation in the combine.
+class CatalystPlan(PlanBase):
+    """Catalyst around an inner CoCoA+ plan: the inner plan's local steps on the proximal problems, and the
+    extrapolation in the combine.
 
-    ``lam_n`` (what the local steps use) is ``(lam + kappa) n``; ``lam`` is
-    the original problem's.
+    ``inner`` is the :class:`~daskdca.methods.sdca.LocalSDCAPlan` of the
+    proximal problems (its ``lam_n`` is ``(lam + kappa) n``); the local
+    steps, the partitions' states, their dual points and the one-vs-rest
+    sweeps are the inner plan's, unchanged: they read only the iterate
+    ``state.w`` of :class:`CatalystGlobal`.  This plan adds the centre to the
+    global state, the original problem's report and the extrapolation
+    (:meth:`combine`).  ``lam`` is the original problem's.
     """
 
-    lam: float = 0.0
-    kappa: float = 0.0
+    inner: LocalSDCAPlan
+    lam: float
+    kappa: float
     primal_from_dual = False
+
+    # -- what the drivers read, as the inner plan has it
+    @property
+    def settings(self):
+        return self.inner.settings
+
+    @property
+    def loss(self):
+        return self.inner.loss
+
+    @property
+    def n(self):
+        return self.inner.n
+
+    @property
+    def d(self):
+        return self.inner.d
+
+    @property
+    def lam_n(self):
+        """``(lam + kappa) n``, the proximal problems' (what the local steps use)."""
+        return self.inner.lam_n
+
+    @property
+    def n_partitions(self):
+        return self.inner.n_partitions
+
+    @property
+    def sigma_prime(self):
+        return self.inner.sigma_prime
+
+    @property
+    def eval_every(self):
+        return self.inner.eval_every
+
+    @property
+    def rounds_per_epoch(self):
+        return self.inner.rounds_per_epoch
+
+    def init_local(self, part, ctx):
+        return self.inner.init_local(part, ctx)
+
+    def init_local_from(self, part, alpha, ctx):
+        return self.inner.init_local_from(part, alpha, ctx)
+
+    def dual_point(self, part, local, state):
+        return self.inner.dual_point(part, local, state)
+
+    def local(self, part, local, state, ctx):
+        """The inner plan's round on one partition, from the iterate ``state.w``."""
+        return self.inner.local(part, local, state, ctx)
+
+    def local_problems(self, views, locals_, states, ctx):
+        """The inner plan's one-vs-rest sweep (:meth:`~daskdca.methods.sdca.LocalSDCAPlan.local_problems`)."""
+        return self.inner.local_problems(views, locals_, states, ctx)
 
     @property
     def extrapolation(self):

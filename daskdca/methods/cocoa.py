@@ -57,9 +57,9 @@ def _sdca_plan(settings, info, ops):
         kappa = (default_kappa(info.lam, info.n, parts, ops.sqnorm_sum()) if settings.kappa is None
                  else float(settings.kappa))
         if kappa > 0.0:
-            return CatalystPlan(settings=settings, loss=info.loss, n=info.n, d=info.d,
-                                lam_n=(info.lam + kappa) * info.n, n_partitions=K, sigma_prime=float(K),
-                                lam=info.lam, kappa=kappa)
+            inner = LocalSDCAPlan(settings=settings, loss=info.loss, n=info.n, d=info.d,
+                                  lam_n=(info.lam + kappa) * info.n, n_partitions=K, sigma_prime=float(K))
+            return CatalystPlan(inner=inner, lam=info.lam, kappa=kappa)
     if settings.aggregation == "line_search" and K > 1:
         return LineSearchPlan(settings=settings, loss=info.loss, n=info.n, d=info.d, lam_n=info.lam_n,
                               n_partitions=K, sigma_prime=1.0)
