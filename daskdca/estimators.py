@@ -665,15 +665,17 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         otherwise: the other losses, the elastic net, and an explicit solver
         that cannot run the multinomial problem (``"minibatch_sdca"``, another
         method object).  ``fit`` records what it resolved to in
-        ``multi_class_``.  The multinomial method runs no Newton or
-        Catalyst route, so for small ``lam n`` it can take far longer than
-        the one-vs-rest fits of ``solver="auto"`` (benchmarks/RESULTS.md,
-        "Multinomial logistic").  ``"ovr"``, ``K`` one-vs-rest binary
+        ``multi_class_``.  ``"ovr"``, ``K`` one-vs-rest binary
         problems; ``"multinomial"`` (``loss="logistic"`` only, ``penalty="l2"``),
         one softmax problem (above), as scikit-learn's ``LogisticRegression``
-        fits them, run by :class:`~daskdca.methods.MultinomialSDCA` (serial
-        SDCA for ``solver`` ``"auto"`` or ``"sdca"``, CoCoA+ rounds for
-        ``"cocoa+"``, or a ``MultinomialSDCA`` object as given); with
+        fits them: for ``solver="auto"`` by primal L-BFGS
+        (:class:`~daskdca.methods.MultinomialLBFGS`) where the binary
+        route would take Newton (``d <= 300`` features and, without a
+        client, ``lam n < 2``; no warm start), else by
+        :class:`~daskdca.methods.MultinomialSDCA` (``route_`` says which and
+        why: :func:`daskdca.routes.choose_multinomial_route`); serial SDCA
+        for ``"sdca"``, CoCoA+ rounds for ``"cocoa+"``, or a
+        ``MultinomialSDCA`` or ``MultinomialLBFGS`` object as given; with
         ``warm_start=True`` a refit starts from the previous multinomial
         fit's duals (each row's distribution ``beta_i`` kept, as ``alpha_i =
         s_i (e_{y_i} - beta_i)`` for the current labels and row weights;
@@ -844,12 +846,12 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         """What ``multi_class`` means for ``n_classes`` classes: the value given, or for ``"auto"``
         ``"multinomial"`` where the softmax problem applies and the solver runs it (``loss="logistic"``,
         ``K > 2``, ``penalty="l2"`` without ``l1_ratio``, and ``solver`` ``"auto"``, ``"sdca"``, ``"cocoa+"``
-        or a ``MultinomialSDCA`` object: :meth:`_multinomial_solver`'s), else ``"ovr"``."""
-        from daskdca.methods import MultinomialSDCA
+        or a ``MultinomialSDCA`` or ``MultinomialLBFGS`` object: :meth:`_multinomial_solver`'s), else ``"ovr"``."""
+        from daskdca.methods import MultinomialLBFGS, MultinomialSDCA
 
         if self.multi_class != "auto":
             return self.multi_class
-        runs_it = isinstance(self.solver, MultinomialSDCA) or (
+        runs_it = isinstance(self.solver, (MultinomialSDCA, MultinomialLBFGS)) or (
             (self.solver is None or isinstance(self.solver, str)) and _solver_name(self.solver) in
             ("auto", "sdca", "cocoa+"))
         if (n_classes > 2 and _loss_name(self.loss) == "logistic" and self.penalty == "l2"
@@ -860,8 +862,10 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
     def _multinomial_solver(self, kind):
         """``(method, n_partitions)`` that fits ``multi_class`` ``kind``, ``"multinomial"`` or
         ``"crammer_singer"`` (None for ``"ovr"`` and ``"auto"``, resolved later); a ValueError names a
-        combination it cannot fit and the fix."""
-        from daskdca.methods import CrammerSingerSVM, MultinomialSDCA
+        combination it cannot fit and the fix.  The method is None for ``"multinomial"`` with
+        ``solver="auto"``: :meth:`_fit_multinomial` picks it by
+        :func:`daskdca.routes.choose_multinomial_route` once the data is known."""
+        from daskdca.methods import CrammerSingerSVM, MultinomialLBFGS, MultinomialSDCA
 
         if kind in ("ovr", "auto"):
             return None
@@ -875,9 +879,12 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         if self.penalty != "l2":
             raise ValueError(f"multi_class={kind!r} is solved and certified with penalty='l2' only, got "
                              f"penalty={self.penalty!r}; use penalty='l2' or multi_class='ovr'.")
-        if isinstance(self.solver, method_class):
+        if isinstance(self.solver, method_class) or (kind == "multinomial" and isinstance(self.solver,
+                                                                                           MultinomialLBFGS)):
             return self.solver, self.n_partitions
         name = _solver_name(self.solver)
+        if name == "auto" and kind == "multinomial":
+            return None, self.n_partitions  # the route's choice (_fit_multinomial)
         if name in ("auto", "sdca"):
             return method_class(), self.n_partitions
         if name == "cocoa+":  # CoCoA+ rounds, on 2 partitions in memory as for solver="cocoa+"
@@ -891,11 +898,19 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         """The multinomial or Crammer-Singer problem of ``K > 2`` classes at ``lam = 1 / (C n)`` (one
         ``daskdca.fit``), with the synthetic intercept column; sets the fitted attributes, one entry per
         problem (one problem)."""
+        from daskdca.methods import REGISTRY
+        from daskdca.routes import choose_multinomial_route
+
         method, n_partitions = joint
         n = X.shape[0]
         lam = _lam_of(self.C, n)
         X = self._with_bias(_canonical(X))
         start, index, weight = self._multinomial_start(X, y, classes, sample_weight)
+        route = None
+        if method is None:  # solver="auto": primal L-BFGS where few features make it win, else multinomial SDCA
+            route = choose_multinomial_route(on_cluster=self.client is not None, n=n, d=X.shape[1], lam=lam,
+                                             warm_start=start is not None, n_partitions=n_partitions)
+            method = REGISTRY[route.solver]()
         model = self._dca_fit(X, y, self.loss, lam, _seed(self.random_state), client=self.client, dual_init=start,
                               sample_weight=sample_weight, class_weight=self.class_weight, solver=method,
                               n_partitions=n_partitions)
@@ -911,7 +926,8 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         self.converged_ = np.array([bool(model.converged_)])
         self.n_iter_ = np.array([int(model.n_rounds_)])
         self.history_ = [list(model.history_)]
-        self.route_ = model.route_
+        # where it ran (the fit's), and why this method (the multinomial route's reason, for solver="auto")
+        self.route_ = model.route_ if route is None else model.route_._replace(reason=route.reason)
         if self.keep_dual:
             self.dual_coef_ = np.asarray(model.dual_coef_, dtype=np.float64)
         elif hasattr(self, "dual_coef_"):

@@ -33,6 +33,13 @@ acceleration for first-order convex optimization", JMLR 2018, Algorithm 1)
 when ``lam n < CATALYST_LAM_N``, and rounds are CoCoA+'s.  An explicit
 ``solver=`` is always obeyed; the route then only says where it runs.
 
+The multinomial (softmax) problem of ``K > 2`` classes, which the
+estimators fit for ``loss="logistic"`` (:func:`choose_multinomial_route`),
+takes the same shape rule: where Newton would run on the binary problem,
+the primal L-BFGS method (:mod:`daskdca.methods.multinomial_lbfgs`) runs,
+else multinomial SDCA (:mod:`daskdca.methods.multinomial`); a warm start
+goes to multinomial SDCA, the only one of the two that takes duals.
+
 :func:`_resolve_solver` makes the method object of a route's (or a user's)
 solver name, with the settings a cluster needs.
 """
@@ -45,7 +52,7 @@ from daskdca.methods import REGISTRY
 from daskdca.methods.newton import NEWTON_LOSSES  # the losses the Newton method takes
 
 __all__ = ["CATALYST_LAM_N", "NEWTON_LAM_N", "NEWTON_LOSSES", "NEWTON_MAX_FEATURES", "NEWTON_ROUNDS_MIN_NNZ", "ONE_WORKER_MEMORY_FRACTION", "Route",
-           "Workers", "choose_route", "data_bytes", "explicit_route", "fits_one_worker"]
+           "Workers", "choose_multinomial_route", "choose_route", "data_bytes", "explicit_route", "fits_one_worker"]
 
 #: Serial SDCA runs inside Catalyst when ``lam n`` (``1/C`` in LIBLINEAR's terms) is below this.  Measured
 #: (benchmarks/RESULTS.md, "Catalyst around serial SDCA"): at lam n = 0.03-0.05 (lam 1e-6 on a9a, w8a,
@@ -220,6 +227,58 @@ def choose_route(*, on_cluster, n, nnz, lam, d=None, loss_name=None, warm_start=
     return Route("rounds", rounds_solver, {}, None,
                  f"the data ({_size_text(size)} in memory) does not fit one worker ({room}): {why_rounds} over "
                  f"{max(1, workers.n_workers)} partitions, one per worker")
+
+
+def choose_multinomial_route(*, on_cluster, n, d, lam, warm_start=False, n_partitions=None):
+    """The route of a ``solver="auto"`` fit of the multinomial (softmax) problem of ``K > 2`` classes.
+
+    The binary route's shape rule (:func:`choose_route`), with primal
+    L-BFGS (``"multinomial_lbfgs"``) in Newton's place: where
+    ``d <= NEWTON_MAX_FEATURES`` and there is no warm start, L-BFGS runs in
+    rounds on a cluster, and in one process where ``lam n < NEWTON_LAM_N``;
+    otherwise multinomial SDCA (``"multinomial"``: serial SDCA in one
+    process, CoCoA+ rounds on a cluster or on ``n_partitions > 1``).
+
+    Parameters
+    ----------
+    on_cluster : bool
+        Whether the fit runs on a cluster (a client was given).
+    n, d : int
+        Rows and features of X (the synthetic intercept feature counted).
+    lam : float
+        The regularisation of ``P(W)``.
+    warm_start : bool, default=False
+        Whether the fit starts from given duals, which only multinomial
+        SDCA takes.
+    n_partitions : int or None, default=None
+        Partitions the user asked for; a number above 1 in memory means
+        multinomial SDCA's CoCoA+ rounds.
+
+    Returns
+    -------
+    Route
+        ``name`` ``"in_process"`` or ``"rounds"``, ``solver``
+        ``"multinomial_lbfgs"`` or ``"multinomial"``, and the reason.
+    """
+    name = "rounds" if on_cluster else "in_process"
+    where = "on the cluster" if on_cluster else "in this process"
+    if warm_start:
+        return Route(name, "multinomial", {}, n_partitions, f"a warm start (dual_init) given: multinomial SDCA {where} "
+                     "(the method that starts from duals)")
+    if d > NEWTON_MAX_FEATURES:
+        return Route(name, "multinomial", {}, n_partitions, f"d = {d} > {NEWTON_MAX_FEATURES} features: "
+                     f"multinomial SDCA {where}")
+    if not on_cluster and n_partitions is not None and n_partitions > 1:
+        return Route(name, "multinomial", {}, n_partitions, f"n_partitions={n_partitions} asks for "
+                     f"{n_partitions} partitions: multinomial SDCA's CoCoA+ rounds")
+    if on_cluster:
+        return Route(name, "multinomial_lbfgs", {}, n_partitions, f"few features (d = {d} <= "
+                     f"{NEWTON_MAX_FEATURES}): primal L-BFGS rounds on the cluster (one pass a round)")
+    if lam * n < NEWTON_LAM_N:
+        return Route(name, "multinomial_lbfgs", {}, n_partitions, f"lam n = {lam * n:.3g} < {NEWTON_LAM_N:g} and "
+                     f"few features (d = {d} <= {NEWTON_MAX_FEATURES}): primal L-BFGS in this process")
+    return Route(name, "multinomial", {}, n_partitions, f"lam n = {lam * n:.3g} >= {NEWTON_LAM_N:g}: multinomial "
+                 "SDCA in this process")
 
 
 def _size_text(nbytes):

@@ -17,6 +17,7 @@ from daskdca.methods.crammer_singer import CrammerSingerSVM
 from daskdca.methods.dual_free import AdaptiveDualFreeSDCA, AdaptiveDualFreeSDCAPlus, DualFreeSDCA
 from daskdca.methods.minibatch import MinibatchSDCA
 from daskdca.methods.multinomial import MultinomialSDCA
+from daskdca.methods.multinomial_lbfgs import MultinomialLBFGS
 from daskdca.methods.newton import Newton
 from daskdca.methods.pegasos import MinibatchPegasos
 from daskdca.methods.sdna import SDNA
@@ -36,6 +37,7 @@ __all__ = [
     "DataInfo",
     "MinibatchPegasos",
     "MinibatchSDCA",
+    "MultinomialLBFGS",
     "MultinomialSDCA",
     "Newton",
     "RoundReport",
@@ -49,7 +51,7 @@ __all__ = [
 #: Name -> settings class, for every method a user can ask for by name.
 REGISTRY = {cls.name: cls for cls in (SDCA, CoCoAPlus, MinibatchSDCA, SDNA, DualFreeSDCA, AdaptiveDualFreeSDCA,
                                       AdaptiveDualFreeSDCAPlus, SPDC, MinibatchPegasos, Newton,
-                                      MultinomialSDCA, CrammerSingerSVM)}
+                                      MultinomialSDCA, MultinomialLBFGS, CrammerSingerSVM)}
 #: The same dict as :data:`REGISTRY`.
 SOLVERS = REGISTRY
 

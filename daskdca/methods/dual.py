@@ -111,7 +111,8 @@ def sweep_window(part, problems, ctx, loss, window):
     segment's own stream (:func:`_segment_stream`), on a copy of the
     visited rows gathered into one CSR block (:func:`~daskdca.kernels.sdca.gather_rows`),
     whose duals are written back after.  A block leaves memory with its last
-    chunk, so at most ``window`` blocks and one segment are held.  Every
+    chunk, so at most ``window`` blocks and one segment are held (and, in a
+    store, the block read ahead: :meth:`~daskdca.partitions.StorePartition.pieces`).  Every
     stream derives from ``(random_state, round, partition)``.
 
     Parameters
