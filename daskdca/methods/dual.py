@@ -108,9 +108,11 @@ def sweep_window(part, problems, ctx, loss, window):
     position ``p`` joins segment ``p + c``.  Once block ``p`` is read,
     segment ``p`` is complete: its visits (one chunk of each of the at most
     ``window`` blocks held) run in one random order drawn from the
-    segment's own stream (:func:`_segment_stream`), on a copy of the
-    visited rows gathered into one CSR block (:func:`~daskdca.kernels.sdca.gather_rows`),
-    whose duals are written back after.  A block leaves memory with its last
+    segment's own stream (:func:`_segment_stream`), on one CSR block of
+    the visited rows: each chunk's rows are copied out of their block when
+    it is read (:func:`~daskdca.kernels.sdca.gather_rows`, while the block
+    is in the cache), and a segment lays its chunks end to end; the duals
+    are written back after.  A block leaves memory with its last
     chunk, so at most ``window`` blocks and one segment are held (and, in a
     store, the block read ahead: :meth:`~daskdca.partitions.StorePartition.pieces`).  Every
     stream derives from ``(random_state, round, partition)``.
@@ -144,7 +146,8 @@ def sweep_window(part, problems, ctx, loss, window):
     nb = len(part.block_starts) - 1
     block_order = permutation_order(ctx.random_state, ctx.round, ctx.partition, nb, nb, 0)
     n_segments = nb + window - 1
-    segments = [[[] for _ in range(n_segments)] for _ in problems]  # (rows, a, visits) per problem and segment
+    segments = [[[] for _ in range(n_segments)] for _ in problems]  # the _Chunks per problem and segment
+    buffers = _SegmentBuffers()
     for p, (j, (blk, lo, hi, start)) in enumerate(zip(block_order, part.pieces(block_order))):
         stream = ctx.partition if nb == 1 else _block_stream(ctx.partition, int(j))
         for total, pending, (rows_of, alpha, w, plan_block, run) in zip(sums, segments, problems):
@@ -156,49 +159,92 @@ def sweep_window(part, problems, ctx, loss, window):
             visits = plan_block(rows, lo, hi, a, stream)
             total[2] += visits.shape[0]
             for c, chunk in enumerate(np.array_split(visits, window)):
-                pending[p + c].append((rows, a, chunk))
-            _run_segment(pending[p], run, ctx, p)
+                pending[p + c].append(_chunk(rows, a, chunk))
+            _run_segment(pending[p], run, ctx, p, buffers)
             pending[p] = None
     for s in range(nb, n_segments):
         for pending, problem in zip(segments, problems):
-            _run_segment(pending[s], problem[4], ctx, s)
+            _run_segment(pending[s], problem[4], ctx, s, buffers)
             pending[s] = None
     return [tuple(total) for total in sums]
 
 
-def _run_segment(entries, run, ctx, s):
-    """Segment ``s`` of :func:`sweep_window`: its chunks' rows gathered once each, visited in one random order."""
-    pieces = []
-    for rows, a, chunk in entries:
-        if chunk.shape[0]:
-            unique, inverse = np.unique(chunk, return_inverse=True)
-            pieces.append((rows, a, unique, inverse.ravel()))
-    if not pieces:
+class _SegmentBuffers:
+    """The arrays a sweep's segments are gathered into, kept from one segment to the next (grown when a segment
+    needs more): fresh arrays for every segment cost their page faults again."""
+
+    def __init__(self):
+        self.indptr = np.zeros(1, dtype=np.int64)
+        self.indices = self.data = None
+
+    def take(self, n_rows, nnz, indices_dtype, data_dtype):
+        """``(indptr, indices, data)`` views of ``n_rows + 1``, ``nnz`` and ``nnz`` entries; ``indptr[0] = 0``."""
+        if self.indptr.shape[0] < n_rows + 1:
+            self.indptr = np.zeros(max(n_rows + 1, 2 * self.indptr.shape[0]), dtype=np.int64)
+        if (self.indices is None or self.indices.shape[0] < nnz or self.indices.dtype != indices_dtype
+                or self.data.dtype != data_dtype):
+            size = max(nnz, 0 if self.indices is None else 2 * self.indices.shape[0])
+            self.indices = np.empty(size, dtype=indices_dtype)
+            self.data = np.empty(size, dtype=data_dtype)
+        return self.indptr[:n_rows + 1], self.indices[:nnz], self.data[:nnz]
+
+
+class _Chunk(NamedTuple):
+    """A chunk of :func:`sweep_window`: the distinct rows ``unique`` of one block's chunk of visits, copied out
+    (``rows``, their own CSR arrays, labels, norms and weights) while the block is hot in the cache, the
+    block's duals ``a`` and the visits as positions in ``unique`` (``visits``)."""
+
+    rows: Rows
+    a: np.ndarray
+    unique: np.ndarray
+    visits: np.ndarray
+
+
+def _chunk(rows, a, visits):
+    """Copy the rows ``visits`` touch (once each, in row order) out of ``rows`` into a :class:`_Chunk`."""
+    unique, inverse = np.unique(visits, return_inverse=True)
+    lengths = rows.indptr[unique + 1] - rows.indptr[unique]
+    indptr = np.zeros(unique.shape[0] + 1, dtype=np.int64)
+    nnz = int(lengths.sum())
+    indices = np.empty(nnz, dtype=rows.indices.dtype)
+    data = np.empty(nnz, dtype=rows.data.dtype)
+    gather_rows(rows.indptr, rows.indices, rows.data, unique, indptr, indices, data, 0)
+    weight = rows.weight[unique] if rows.weight.shape[0] else UNWEIGHTED
+    copied = Rows(indptr, indices, data, rows.y[unique], rows.sqnorm[unique], rows.n_features, weight)
+    return _Chunk(copied, a, unique, inverse.ravel())
+
+
+def _run_segment(chunks, run, ctx, s, buffers):
+    """Segment ``s`` of :func:`sweep_window`: its chunks laid end to end (into ``buffers``), visited in one
+    random order of the segment's stream; the duals go back to their blocks after."""
+    chunks = [c for c in chunks if c.visits.shape[0]]
+    if not chunks:
         return
-    first = pieces[0][0]
-    n_rows = sum(unique.shape[0] for _, _, unique, _ in pieces)
-    nnz = sum(int((rows.indptr[unique + 1] - rows.indptr[unique]).sum()) for rows, _, unique, _ in pieces)
-    indptr = np.zeros(n_rows + 1, dtype=np.int64)
-    indices = np.empty(nnz, dtype=first.indices.dtype)
-    data = np.empty(nnz, dtype=first.data.dtype)
-    seq, offset = [], 0
-    for rows, _, unique, inverse in pieces:
-        gather_rows(rows.indptr, rows.indices, rows.data, unique, indptr, indices, data, offset)
-        seq.append(inverse + offset)
-        offset += unique.shape[0]
+    first = chunks[0].rows
+    n_rows = sum(c.unique.shape[0] for c in chunks)
+    nnz = sum(int(c.rows.indptr[-1]) for c in chunks)
+    indptr, indices, data = buffers.take(n_rows, nnz, first.indices.dtype, first.data.dtype)
+    seq, row, at = [], 0, 0
+    for c in chunks:
+        m, z = c.unique.shape[0], int(c.rows.indptr[-1])
+        indptr[row + 1:row + m + 1] = c.rows.indptr[1:] + at
+        indices[at:at + z] = c.rows.indices
+        data[at:at + z] = c.rows.data
+        seq.append(c.visits + row)
+        row, at = row + m, at + z
     weighted = first.weight.shape[0] > 0
-    seg = Rows(indptr, indices, data, np.concatenate([rows.y[u] for rows, _, u, _ in pieces]),
-               np.concatenate([rows.sqnorm[u] for rows, _, u, _ in pieces]), first.n_features,
-               np.concatenate([rows.weight[u] for rows, _, u, _ in pieces]) if weighted else UNWEIGHTED)
-    a_seg = np.concatenate([a[u] for _, a, u, _ in pieces])
+    seg = Rows(indptr, indices, data, np.concatenate([c.rows.y for c in chunks]),
+               np.concatenate([c.rows.sqnorm for c in chunks]), first.n_features,
+               np.concatenate([c.rows.weight for c in chunks]) if weighted else UNWEIGHTED)
+    a_seg = np.concatenate([c.a[c.unique] for c in chunks])
     seq = np.concatenate(seq)
     seq = seq[permutation_order(ctx.random_state, ctx.round, _segment_stream(ctx.partition, s), seq.shape[0],
                                 seq.shape[0], 0)]
     run(seg, a_seg, seq)
-    offset = 0
-    for _, a, unique, _ in pieces:
-        a[unique] = a_seg[offset:offset + unique.shape[0]]
-        offset += unique.shape[0]
+    row = 0
+    for c in chunks:
+        c.a[c.unique] = a_seg[row:row + c.unique.shape[0]]
+        row += c.unique.shape[0]
 
 
 class DualPlan(PlanBase):
