@@ -8,8 +8,11 @@ scikit-learn's ``LogisticRegression`` minimises ``C sum_i loss_i + 1/2 ||W||_F^2
 the same number in both.
 
 - daskdca: ``SDCAClassifier(loss="logistic", C=C, fit_intercept=False, tol=--target)``, its default
-  ``multi_class="auto"`` (the multinomial problem here, checked through ``multi_class_``), which stops at
-  a certified relative duality gap ``P - D <= target * P``, so ``P - P* <= target * P``.
+  ``multi_class="auto"`` (the multinomial problem here, checked through ``multi_class_``) and
+  ``solver="auto"`` (primal L-BFGS where the route takes it, else multinomial SDCA: the row names
+  ``route_.solver``), which stops at a certified relative duality gap ``P - D <= target * P``, so
+  ``P - P* <= target * P``.  ``--with-sdca`` adds a row for ``solver="sdca"`` (multinomial SDCA, the
+  default before the L-BFGS route), its ratio also daskdca's default over it.
 - ``LogisticRegression(solver="lbfgs")`` and ``LogisticRegression(solver="saga")`` (``C``,
   ``fit_intercept=False``, ``max_iter`` large): their own stopping rules say nothing about ``P``, so each
   takes the first ``tol`` of the ladder ``1e-2, 1e-3, ..., 1e-12`` whose ``P(W)`` is within ``target * P_ref``
@@ -17,10 +20,11 @@ the same number in both.
   daskdca's certified dual ``D`` bounds ``P*`` from below, and the table shows ``P_ref - D``).  A solver
   that reaches no rung (or stops at its epoch cap) is reported with its last rung and marked.
 
-Epoch caps (``--max-epochs``; by default none on digits, 60 passes over the data for daskdca and saga on
-the generated set, whose 1e-6 the dual method would reach in about 10 minutes a fit at ``C=1`` and in
-hours at ``C=100`` on the machine of benchmarks/RESULTS.md): a capped fit is marked "target not reached",
-and its ``P - P_best`` column says how far it got.  One untimed daskdca fit on a few rows first compiles
+Epoch caps (``--max-epochs``; by default none on digits, 1,000 passes over the data for daskdca and saga
+on the generated set; it was 60 while the default was multinomial SDCA, whose 1e-6 there takes about 10
+minutes a fit at ``C=1`` and hours at ``C=100`` on the machine of benchmarks/RESULTS.md, so pass
+``--max-epochs 60`` with ``--with-sdca``): a capped fit is marked "target not reached", and its
+``P - P_best`` column says how far it got.  One untimed daskdca fit on a few rows first compiles
 the numba kernels.
 
 Every timed fit runs ``--reps`` times (the ladder's fit at the chosen ``tol`` is the first), median
@@ -34,7 +38,7 @@ Data (no network): digits (1,797 x 64, 10 classes, scaled by 1/16 as in the test
 
 Usage::
 
-    python benchmarks/multinomial.py [--data digits,generated] [--Cs 1,100] [--reps 3] [--target 1e-6]
+    python benchmarks/multinomial.py [--data digits,generated] [--Cs 1,100] [--reps 3] [--target 1e-6] [--with-sdca]
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ import numpy as np
 
 LADDER = tuple(10.0 ** -k for k in range(2, 13))
 #: passes over the data that daskdca and saga may take, per data set (--max-epochs overrides)
-MAX_EPOCHS = {"digits": 100_000, "generated": 60}
+MAX_EPOCHS = {"digits": 100_000, "generated": 1000}
 
 
 def load(name):
@@ -80,11 +84,11 @@ def timed(fit):
     return time.perf_counter() - start, model
 
 
-def daskdca_fit(X, y, C, target, reps, max_epochs):
+def daskdca_fit(X, y, C, target, reps, max_epochs, solver="auto"):
     from daskdca import SDCAClassifier
 
     runs = [timed(lambda: SDCAClassifier(loss="logistic", C=C, fit_intercept=False, tol=target,
-                                         max_iter=max_epochs).fit(X, y)) for _ in range(reps)]
+                                         max_iter=max_epochs, solver=solver).fit(X, y)) for _ in range(reps)]
     model = runs[-1][1]
     assert model.multi_class_ == "multinomial", model.multi_class_  # the default ran the softmax problem
     return statistics.median(t for t, _ in runs), model
@@ -128,9 +132,17 @@ def run(name, C, args):
     dual = float(ours.dual_[0])
     p_ref = min(p_lbfgs_tight, p_ours)
     epochs = int(ours.n_iter_[0])
-    rows = [("daskdca default (multinomial SDCA)", t_ours,
-             f"tol={args.target:g}, {epochs} epochs" + (" (cap)" if not ours.converged_[0] else ""), p_ours,
+    solver_name = {"multinomial_lbfgs": "primal L-BFGS", "multinomial": "multinomial SDCA"}.get(
+        ours.route_.solver, ours.route_.solver)
+    rows = [(f"daskdca default ({solver_name})", t_ours,
+             f"tol={args.target:g}, {epochs} passes" + (" (cap)" if not ours.converged_[0] else ""), p_ours,
              bool(ours.converged_[0]))]
+    if args.with_sdca:  # the explicit multinomial SDCA (the default before the L-BFGS route)
+        t_sdca, sdca = daskdca_fit(X, y, C, args.target, args.reps, max_epochs, solver="sdca")
+        rows.append(("daskdca solver='sdca' (multinomial SDCA)", t_sdca,
+                     f"tol={args.target:g}, {int(sdca.n_iter_[0])} epochs" + (" (cap)" if not sdca.converged_[0]
+                                                                              else ""),
+                     objective(X, index, sdca.coef_, lam), bool(sdca.converged_[0])))
     for solver in args.peers.split(","):
         seconds, setting, p, reached = ladder_fit(X, y, index, lam, C, solver, p_ref, args.target, args.reps,
                                                   max_epochs)
@@ -141,7 +153,7 @@ def run(name, C, args):
           "relative)", file=sys.stderr)
     lines = []
     for label, seconds, setting, p, reached in rows:
-        ratio = "-" if label.startswith("daskdca") else f"{t_ours / seconds:.2f}"
+        ratio = "-" if label.startswith("daskdca default") else f"{t_ours / seconds:.2f}"
         mark = "" if reached else " (target not reached)"
         lines.append(f"| {name} | {C:g} | {label} | {setting}{mark} | {seconds:.3f} | {ratio} | "
                      f"{(p - best) / best:.1e} |")
@@ -159,6 +171,8 @@ def main(argv=None):
     parser.add_argument("--max-epochs", type=int, default=0,
                         help="passes over the data for daskdca and saga (0: the per-data default, MAX_EPOCHS)")
     parser.add_argument("--blas-threads", type=int, default=1)
+    parser.add_argument("--with-sdca", action="store_true",
+                        help="also time solver='sdca' (multinomial SDCA, the default before the L-BFGS route)")
     args = parser.parse_args(argv)
     from threadpoolctl import threadpool_limits
 
