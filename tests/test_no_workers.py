@@ -199,25 +199,3 @@ def test_a_killed_scheduler_raises_scheduler_lost_error(tmp_path):
     assert err.checkpoint_round == 3
     for part in (address, "lost its scheduler", "holds round 3", "resume=True"):
         assert part in str(err), part
-
-
-def test_worker_resources_waits_for_a_worker_to_register():
-    """A cluster whose workers have not registered yet: the plan waits for one (refreshing the client's view),
-    and names the timeout when none comes."""
-    import threading
-
-    import dask
-    from distributed import Client, LocalCluster
-
-    from daskdca.engine import NoWorkersError
-    from daskdca.engine.clients import worker_resources
-
-    with LocalCluster(n_workers=0, processes=False, dashboard_address=None) as cluster, Client(cluster) as client:
-        with dask.config.set({"daskdca.no-workers-timeout": "1s"}):
-            with pytest.raises(NoWorkersError, match="none joined in 1"):
-                worker_resources(client)
-        timer = threading.Timer(0.5, cluster.scale, args=(1,))
-        timer.start()
-        nthreads, limits = worker_resources(client)
-        timer.join()
-    assert len(nthreads) == 1 and len(limits) == 1

@@ -23,7 +23,6 @@ import warnings
 import dask
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from daskdca.engine.errors import NoWorkersError, configured_no_workers_timeout
 from daskdca.kernels import warm_up
 
 logger = logging.getLogger("daskdca")
@@ -200,12 +199,6 @@ class _WarmUp(WorkerPlugin):
 def worker_resources(client):
     """``(nthreads, memory_limits)`` of the workers now, sorted by address.
 
-    A cluster started just before (``Client(n_workers=2)``, then a fit) may
-    not have registered a worker yet, and the client's view of the scheduler
-    is refreshed only from time to time: with none in view, this waits for
-    one (``Client.wait_for_workers``, which refreshes the view) for at most
-    ``daskdca.no-workers-timeout``, as a fit waits for workers that vanish.
-
     Parameters
     ----------
     client : distributed.Client
@@ -217,22 +210,7 @@ def worker_resources(client):
         Each worker's threads (1 where the scheduler reports none).
     memory_limits : tuple of int
         Each worker's memory limit in bytes (0: none).
-
-    Raises
-    ------
-    NoWorkersError
-        No worker joined within ``daskdca.no-workers-timeout``.
     """
     workers = client.scheduler_info().get("workers", {})
-    if not workers:
-        timeout = configured_no_workers_timeout()
-        try:
-            client.wait_for_workers(1, timeout=timeout)
-        except TimeoutError as error:
-            raise NoWorkersError(
-                f"The cluster at {client.scheduler.address} has no worker, and none joined in {timeout} s "
-                f"(daskdca.no-workers-timeout); start workers (or wait for them) and fit again.",
-                timeout=timeout, scheduler_address=client.scheduler.address) from error
-        workers = client.scheduler_info().get("workers", {})
     return (tuple(int(workers[a].get("nthreads") or 1) for a in sorted(workers)),
             tuple(int(workers[a].get("memory_limit") or 0) for a in sorted(workers)))
