@@ -199,3 +199,22 @@ def test_a_killed_scheduler_raises_scheduler_lost_error(tmp_path):
     assert err.checkpoint_round == 3
     for part in (address, "lost its scheduler", "holds round 3", "resume=True"):
         assert part in str(err), part
+
+
+@pytest.mark.timeout(60)
+def test_worker_resources_waits_for_a_worker_to_register():
+    """A cluster whose worker registers after the client connected: the plan waits for it (refreshing the client's
+    view of the scheduler) instead of planning on no worker."""
+    import threading
+
+    from distributed import Client, LocalCluster
+
+    from daskdca.engine.clients import worker_resources
+
+    with LocalCluster(n_workers=0, processes=False, dashboard_address=None) as cluster, Client(cluster) as client:
+        assert client.scheduler_info().get("workers", {}) == {}
+        timer = threading.Timer(0.5, cluster.scale, args=(1,))
+        timer.start()
+        nthreads, limits = worker_resources(client)
+        timer.join()
+    assert len(nthreads) == 1 and len(limits) == 1

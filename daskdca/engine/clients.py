@@ -199,6 +199,12 @@ class _WarmUp(WorkerPlugin):
 def worker_resources(client):
     """``(nthreads, memory_limits)`` of the workers now, sorted by address.
 
+    A cluster started just before (``Client(n_workers=2)``, then at once a
+    fit) may not have registered a worker yet, and the client refreshes its
+    view of the scheduler only from time to time: with no worker in view,
+    this waits up to 10 s for one (``Client.wait_for_workers``, which also
+    refreshes the view), as every cluster fit does before its first round.
+
     Parameters
     ----------
     client : distributed.Client
@@ -210,7 +216,13 @@ def worker_resources(client):
         Each worker's threads (1 where the scheduler reports none).
     memory_limits : tuple of int
         Each worker's memory limit in bytes (0: none).
+
+    Raises
+    ------
+    ValueError
+        No worker joined within the 10 s.
     """
+    _check_workers(client)
     workers = client.scheduler_info().get("workers", {})
     return (tuple(int(workers[a].get("nthreads") or 1) for a in sorted(workers)),
             tuple(int(workers[a].get("memory_limit") or 0) for a in sorted(workers)))
