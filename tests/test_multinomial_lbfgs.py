@@ -229,3 +229,15 @@ def test_cluster_and_out_of_core_give_the_in_process_bits(tmp_path):
                                                                                                            rel=1e-12)
     # the iterates do not depend on the partitions but through the order of the sums
     assert_allclose(out_of_core.coef_, in_process.coef_, rtol=1e-9, atol=1e-12)
+
+
+def test_a_model_of_the_lbfgs_solver_gives_softmax_probabilities():
+    """``daskdca.fit(solver="multinomial_lbfgs")``'s model predicts the softmax of its scores, as a multinomial
+    SDCA model does (not one-vs-rest sigmoids normalised)."""
+    from scipy.special import softmax
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:300] / 16.0, y[:300]
+    m = daskdca.fit(X, y, loss="logistic", lam=1e-2, tol=1e-8, solver="multinomial_lbfgs")
+    np.testing.assert_allclose(m.predict_proba(X), softmax(m.decision_function(X), axis=1), rtol=1e-12, atol=1e-15)
