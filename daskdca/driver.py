@@ -345,7 +345,11 @@ def run_rounds(executor, plan, *, tol, max_rounds, max_epochs=None, callback: Ca
                         warnings.warn(rep.stop, ConvergenceWarning, stacklevel=3)
                         stop = True
                     if stop or gap_met(record.primal, record.dual, tol):
-                        w, alpha, primal, dual = executor.certify(plan, G, Ls)
+                        if getattr(rep, "certified", False):  # the report certifies (G, Ls) itself (RoundReport.certified)
+                            w = np.array(plan.model(executor.fetch(G)), dtype=np.float64)
+                            alpha, primal, dual = executor.dual_points(plan, G, Ls), rep.primal, rep.dual
+                        else:
+                            w, alpha, primal, dual = executor.certify(plan, G, Ls)
                         history[-1] = _certified_record(record, primal, dual, time.perf_counter() - t0)
                         converged = gap_met(primal, dual, tol)
                         if converged or stop:

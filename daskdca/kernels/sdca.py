@@ -21,7 +21,7 @@ from daskdca.losses import (row_weight, weighted_conjugate_value, weighted_dual_
                             weighted_sweep_dual_update)
 
 __all__ = ["gather_rows", "line_conjugate_sums", "local_sdca", "minibatch_sdca", "minibatch_sdca_rounds", "minibatch_trial_step",
-           "movable_rows", "objective_sums", "objective_sums_movable", "sub_block_bounds", "threaded_local_sdca"]
+           "movable_rows", "objective_sums", "objective_sums_movable", "sub_block_bounds", "threaded_local_sdca", "xt_add"]
 
 
 @njit(nogil=True, cache=True)
@@ -277,6 +277,16 @@ def objective_sums(indptr, indices, data, y, weight, alpha, w, row_start, row_en
         loss_sum += weighted_loss_value(loss_kind, loss_param, y[i], m, s)
         conj_sum += weighted_conjugate_value(loss_kind, loss_param, y[i], alpha[i], s)
     return loss_sum, conj_sum
+
+
+@njit(nogil=True, cache=True)
+def xt_add(indptr, indices, data, alpha, row_start, row_end, out):
+    """``out += X^T alpha`` over rows ``[row_start, row_end)`` (row ``i`` weighted by ``alpha[i]``), row after row."""
+    for i in range(row_start, row_end):
+        a = alpha[i]
+        if a != 0.0:
+            for p in range(indptr[i], indptr[i + 1]):
+                out[indices[p]] += a * data[p]
 
 
 @njit(nogil=True, cache=True)

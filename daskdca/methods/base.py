@@ -138,6 +138,11 @@ class RoundReport(NamedTuple):
         The coordinate steps the round took.
     stop : str, default=""
         The method's reason to end the fit, or empty.
+    certified : bool, default=False
+        ``primal`` is ``P`` of the starting state's model and ``dual`` is
+        ``D`` of its dual point with ``w(alpha)`` rebuilt from the duals
+        (as a certificate computes them), so the driver certifies that state
+        from this report, without another pass over the data.
     """
 
     measured: bool
@@ -145,6 +150,7 @@ class RoundReport(NamedTuple):
     dual: float
     steps: float
     stop: str = ""
+    certified: bool = False
 
 
 class Phase(NamedTuple):

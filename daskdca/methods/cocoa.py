@@ -64,7 +64,7 @@ def _sdca_plan(settings, info, ops):
         return LineSearchPlan(settings=settings, loss=info.loss, n=info.n, d=info.d, lam_n=info.lam_n,
                               n_partitions=K, sigma_prime=1.0)
     return LocalSDCAPlan(settings=settings, loss=info.loss, n=info.n, d=info.d, lam_n=info.lam_n,
-                         n_partitions=K, sigma_prime=float(K))
+                         n_partitions=K, sigma_prime=float(K), certifies_rounds=True)
 
 
 def _sdna_plan(settings, info, ops):

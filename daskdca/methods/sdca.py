@@ -44,6 +44,7 @@ from daskdca.kernels.sdca import (
 from daskdca.methods.base import Contribution, RoundReport, apply_vector, compress, dense
 from daskdca.methods.dual import DualLocal, DualPlan, sweep_blocks, sweep_blocks_problems, sweep_window
 from daskdca.partitions import binary_rows, xt_alpha_part
+from daskdca.problem import dual_value, primal_value
 
 __all__ = ["L1_MU_SCALE", "LINE_SEARCH_STEPS", "L1Global", "L1ContinuationPlan", "LineSearchGlobal", "LineSearchPlan",
            "LocalSDCAPlan", "PendingLocal", "ProxGlobal", "ProxSDCAPlan", "l1_default_mu0", "l1_dual_scale"]
@@ -66,6 +67,9 @@ class LocalSDCAPlan(DualPlan):
     sigma_prime: float
     eval_every: int = 1
     rounds_per_epoch: int = 1
+    # The plan of the problem itself (not Catalyst's proximal one): out of core, a round's report certifies
+    # its starting state exactly (combine), and the driver certifies the state without reading the data again.
+    certifies_rounds: bool = False
     primal_from_dual = True
 
     def _order(self, n_rows, rows_to_visit, ctx, stream):
@@ -86,15 +90,36 @@ class LocalSDCAPlan(DualPlan):
         ``delta_w`` to track); otherwise ``delta_w_k``.
         """
         alpha = local.alpha.copy()
-        return DualLocal(alpha), self._contribution(*self._sweep(part, alpha, state.w, ctx, track=self._tracks()))
+        # out of core, X^T alpha of the starting duals comes with the gap sums, block by block (combine)
+        xt = np.zeros(self.d) if self.certifies_rounds and part.whole() is None else None
+        sums = self._sweep(part, alpha, state.w, ctx, track=self._tracks(), xt=xt)
+        return DualLocal(alpha), self._contribution(*sums, xt=xt)
+
+    def combine(self, state, total, ctx):
+        """:meth:`DualPlan.combine`; out of core (every partition's ``X_k^T alpha_k`` of the round's start among
+        ``total.gathered``, :attr:`certifies_rounds`), the report's dual is ``D(alpha)`` with
+        ``w(alpha) = X^T alpha / (lam n)`` rebuilt from them, so ``P(w) - D(alpha)`` certifies the round's
+        starting state ``(w, alpha)`` as :meth:`daskdca.driver.InProcess.certify` would, with ``P`` at the
+        state's own ``w`` (``RoundReport.certified``)."""
+        new_state, report = super().combine(state, total, ctx)
+        if not self.certifies_rounds or len(total.gathered) != self.n_partitions:
+            return new_state, report
+        w_alpha = total.gathered[0].copy()
+        for xt in total.gathered[1:]:  # in partition order
+            w_alpha += xt
+        w_alpha /= self.lam_n
+        lam = self.lam_n / self.n
+        primal = primal_value(self.n, lam, total.scalars[0], state.w)
+        dual = dual_value(self.n, lam, total.scalars[1], w_alpha)
+        return new_state, report._replace(primal=primal, dual=dual, certified=True)
 
     def _tracks(self):
         """Whether the local steps keep ``delta_w`` (with one partition the new ``w`` is the contribution)."""
         return self.n_partitions > 1
 
-    def _contribution(self, loss_sum, conj_sum, n_steps, u, delta_w):
+    def _contribution(self, loss_sum, conj_sum, n_steps, u, delta_w, xt=None):
         vector = compress(delta_w) if self._tracks() else u
-        return Contribution(vector, np.array([loss_sum, conj_sum, float(n_steps)]))
+        return Contribution(vector, np.array([loss_sum, conj_sum, float(n_steps)]), () if xt is None else (xt,))
 
     def local_problems(self, views, locals_, states, ctx):
         """The round of every one-vs-rest problem of an out-of-core partition, each block read once.
@@ -179,7 +204,7 @@ class LocalSDCAPlan(DualPlan):
 
         return step
 
-    def _sweep(self, part, alpha, w, ctx, *, track):
+    def _sweep(self, part, alpha, w, ctx, *, track, xt=None):
         """Gap sums at ``(w, alpha)``, then the round's local steps on ``alpha`` (in place).
 
         Returns ``(loss_sum, conj_sum, n_steps, u, delta_w)`` with
@@ -188,7 +213,8 @@ class LocalSDCAPlan(DualPlan):
         partition)``; the gap sums and the shrinking test share one pass (both
         need every margin at ``w``).  Out of core, the blocks are visited in a
         seeded random order, each with its own permutation, carrying ``u``
-        from one block to the next.
+        from one block to the next; with ``xt`` (out of core), ``X^T alpha``
+        of the starting duals is added to it as the blocks are read.
         """
         loss = self.loss
         kind, param = int(loss.kind), loss.param
@@ -219,9 +245,11 @@ class LocalSDCAPlan(DualPlan):
         window = self._window()
         if window > 1 and len(part.block_starts) > 2:
             problem = (None, alpha, w, self._block_visits(u, ctx), self._segment_steps(u, delta_w, track))
-            loss_sum, conj_sum, n_steps = sweep_window(part, [problem], ctx, loss, window)[0]
+            loss_sum, conj_sum, n_steps = sweep_window(part, [problem], ctx, loss, window,
+                                                       xts=None if xt is None else [xt])[0]
             return loss_sum, conj_sum, n_steps, u, delta_w
-        loss_sum, conj_sum, n_steps = sweep_blocks(part, alpha, w, ctx, loss, self._block_step(u, delta_w, ctx, track))
+        loss_sum, conj_sum, n_steps = sweep_blocks(part, alpha, w, ctx, loss, self._block_step(u, delta_w, ctx, track),
+                                                   xt=xt)
         return loss_sum, conj_sum, n_steps, u, delta_w
 
     def _threaded_steps(self, rows, lo, hi, alpha, w, u, delta_w, ctx, stream, track, *, sums):
