@@ -12,7 +12,10 @@ carry over unchanged.
 synthetic constant feature of value ``intercept_scaling`` (appended to a
 copy of X; the caller's X is never modified) whose weight ``w_b`` is
 regularised like the others, with ``intercept_ = intercept_scaling * w_b``.  ``daskdca.fit`` itself has no
-intercept; ``fit_intercept=False`` solves exactly its problem.
+intercept; ``fit_intercept=False`` solves exactly its problem.  :class:`SDCAClassifier` (two classes) and
+:class:`SDCARegressor` also take ``fit_intercept="unregularized"``: the intercept left out of the penalty, as in
+``Ridge`` and ``LogisticRegression(solver="lbfgs")``, solved by primal Newton and certified by
+:func:`daskdca.intercept.fit_unregularized_intercept`.
 """
 
 from __future__ import annotations
@@ -36,12 +39,15 @@ from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from daskdca import api
+from daskdca.driver import HistoryRecord
+from daskdca.intercept import fit_unregularized_intercept
 from daskdca.losses import EpsilonInsensitive, Huber, SquaredEpsilonInsensitive, get_loss
 from daskdca.prediction import Predictor, is_store, labels_in_memory, proba_kind, proba_refusal
 from daskdca.prediction import output as prediction_output
 from daskdca.prediction import score as prediction_score
 from daskdca.problem import check_sample_weight, with_intercept_column
 from daskdca.regpath import _check_Cs, path
+from daskdca.routes import Route
 from daskdca.store.frames import _check_numeric_columns, _is_dask_frame, _is_pandas_frame, _refuse_missing_labels
 from daskdca.validation import _check_weighted_rows, _is_dask_array, _scipy_if_pydata, class_weights
 
@@ -181,6 +187,25 @@ _SHARED_PARAMETERS = {
     otherwise).  By default they are dropped, so the fitted estimator
     pickles in ``O(K d)`` bytes for ``K`` problems of ``d`` features.""",
 }
+
+# SDCAClassifier's and SDCARegressor's fit_intercept: the bool entry above, and the unregularised intercept
+_SHARED_PARAMETERS["fit_intercept_or_unregularized"] = _SHARED_PARAMETERS["fit_intercept"].replace(
+    "fit_intercept : bool, default=True", 'fit_intercept : bool or {"unregularized"}, default=True', 1) + """
+    ``"unregularized"`` leaves the intercept ``b`` out of the penalty:
+    ``min_{w,b} 1/n sum_i s_i phi(y_i, x_i.w + b) + lam/2 ||w||^2``, the
+    problem of ``Ridge(alpha=1/C)`` and of ``LogisticRegression(C=C)`` with
+    its default L-BFGS solver, solved by primal Newton on ``(w, b)`` and
+    certified by the iterate's dual point made feasible for the constraint
+    ``sum_i alpha_i = 0`` that the unpenalised ``b`` puts on the dual
+    (:func:`daskdca.intercept.fit_unregularized_intercept`).  It takes the
+    losses ``"logistic"``, ``"squared_hinge"`` and ``"smoothed_hinge"``
+    (two classes only) or ``"squared"``, at most 300 features,
+    ``penalty="l2"`` and ``solver="auto"``, and runs in this process (no
+    ``client``, at most one partition); neither ``warm_start=True`` nor an
+    ``intercept_scaling`` other than 1 applies to it (both raise),
+    ``n_iter_`` counts Newton steps, and ``primal_``, ``dual_``, ``gap_`` and ``dual_coef_``
+    are those of this problem.  Otherwise a ValueError names the fix
+    (``fit_intercept=True`` for more features or the other losses)."""
 
 
 def _with_shared_parameters(cls):
@@ -392,6 +417,44 @@ class _SDCAMixin:
         raise ValueError(f"penalty='elasticnet' is solved by solver='auto', 'sdca' or 'cocoa+', not "
                          f"solver={self.solver!r}.")
 
+    def _unregularized(self):
+        """Whether ``fit_intercept="unregularized"``: the intercept left out of the penalty."""
+        return isinstance(self.fit_intercept, str) and self.fit_intercept == "unregularized"
+
+    def _fit_unregularized(self, X, y, loss, C, sample_weight):
+        """``fit_intercept="unregularized"``: :func:`~daskdca.intercept.fit_unregularized_intercept` at
+        ``lam = 1 / (C n)`` on X (no synthetic column), after refusing, with the fix, what it does not run;
+        returns its :class:`~daskdca.intercept.InterceptFit` and the route."""
+        if self.penalty != "l2" or self.l1_ratio is not None:
+            raise ValueError(f"fit_intercept='unregularized' is solved with penalty='l2' (and l1_ratio=None) only, "
+                             f"got penalty={self.penalty!r}, l1_ratio={self.l1_ratio!r}; use penalty='l2', or "
+                             "fit_intercept=True (the regularised synthetic feature) with this penalty.")
+        if not (self.solver is None or (isinstance(self.solver, str) and self.solver == "auto")):
+            raise ValueError(f"fit_intercept='unregularized' runs its own primal Newton solver and takes "
+                             f"solver='auto' only, got solver={self.solver!r}; use solver='auto', or "
+                             "fit_intercept=True with this solver.")
+        if self.warm_start:
+            raise ValueError("fit_intercept='unregularized' starts its primal Newton solver cold (it takes no dual "
+                             "start), got warm_start=True; use warm_start=False, or fit_intercept=True to warm-start.")
+        if self.intercept_scaling != 1.0:
+            raise ValueError(f"fit_intercept='unregularized' fits b itself, unscaled and unpenalised, so "
+                             f"intercept_scaling={self.intercept_scaling!r} has no meaning there; leave it at 1.0, or "
+                             "use fit_intercept=True (LIBLINEAR's scaled synthetic feature).")
+        if self.client is not None or (self.n_partitions or 1) > 1:
+            where = "a client" if self.client is not None else f"n_partitions={self.n_partitions!r}"
+            raise ValueError(f"fit_intercept='unregularized' is fitted in this process on one partition, got "
+                             f"{where}; drop it, or use fit_intercept=True to fit on a cluster.")
+        lam = _lam_of(C, X.shape[0])
+        fit = fit_unregularized_intercept(_canonical(X), y, loss=loss, lam=lam, tol=self.tol, max_iter=self.max_iter,
+                                          sample_weight=sample_weight)
+        route = Route("in_process", "newton", {"fit_intercept": "unregularized"}, 1,
+                      f"fit_intercept='unregularized': primal Newton on (w, b) with b not penalised, d={X.shape[1]} "
+                      "<= 300 features, certified with the dual constraint sum(alpha) = 0.")
+        for attr in ("_warm_duals", "_warm_multinomial"):  # Newton starts cold; no duals kept for a next fit
+            if hasattr(self, attr):
+                delattr(self, attr)
+        return fit, route
+
     def _with_bias(self, X):
         """X (canonical CSR) with LIBLINEAR's synthetic feature when ``fit_intercept``: a last column whose
         every value is ``intercept_scaling``, whose weight ``w_b`` gives ``intercept_ = intercept_scaling * w_b``.
@@ -567,6 +630,8 @@ class _SDCAMixin:
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
+        if tags.classifier_tags is not None and self._unregularized():
+            tags.classifier_tags.multi_class = False  # the unregularised intercept fits two classes only
         return tags
 
 
@@ -643,7 +708,7 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
     {solver}
     {tol}
     {max_iter}
-    {fit_intercept}
+    {fit_intercept_or_unregularized}
     {intercept_scaling}
     class_weight : dict, "balanced" or None, default=None
         Weights of the classes' losses, as in ``LinearSVC``: a dict
@@ -770,6 +835,7 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         "multi_class": [StrOptions({"auto", "ovr", "multinomial", "crammer_singer"})],
         **_SDCAMixin._common_constraints,
         **_SDCAMixin._penalty_constraints,
+        "fit_intercept": ["boolean", StrOptions({"unregularized"})],
     }
 
     def __init__(self, loss="hinge", C=1.0, *, penalty="l2", l1_ratio=None, solver="auto", tol=1e-6, max_iter=1000,
@@ -827,6 +893,8 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         X, y, classes = self._validate_classification(X, y)
         if sample_weight is not None:
             sample_weight = check_sample_weight(sample_weight, X.shape[0])
+        if self._unregularized():
+            return self._fit_binary_unregularized(X, y, classes, sample_weight)
         resolved = self._resolve_multi_class(classes.shape[0])
         self._crammer_singer = resolved == "crammer_singer"
         # what ran: the joint problem of K > 2 classes, else the binary or one-vs-rest ones (Crammer-Singer's
@@ -841,6 +909,37 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         C = 2.0 * self.C if self._crammer_singer else self.C
         return self._fit_one_vs_rest(X, y, classes, C, client=self.client, weights=weights,
                                      sample_weight=sample_weight)
+
+    def _fit_binary_unregularized(self, X, y, classes, sample_weight):
+        """``fit_intercept="unregularized"``: the binary problem with the intercept out of the penalty
+        (:meth:`_fit_unregularized`); sets the fitted attributes as :meth:`_fit_one_vs_rest` does."""
+        if classes.shape[0] != 2:
+            # scikit-learn's words for a binary-only classifier (its check_classifier_not_supporting_multiclass)
+            raise ValueError(f"Only binary classification is supported with fit_intercept='unregularized' (two "
+                             f"classes), got {classes.shape[0]} classes; use fit_intercept=True (LIBLINEAR's "
+                             "regularised intercept) for more classes, or fit one binary problem per class yourself.")
+        weight, = _problem_weights(y, classes, self.class_weight, sample_weight)
+        sign = np.where(y == classes[1], 1.0, -1.0)
+        fit, route = self._fit_unregularized(X, sign, self.loss, self.C, weight)
+        self.classes_ = classes
+        self.multi_class_ = "ovr"
+        self._crammer_singer = False
+        self._multinomial = False
+        self.coef_ = fit.coef[np.newaxis, :].copy()
+        self.intercept_ = np.array([fit.intercept])
+        self.primal_ = np.array([fit.primal])
+        self.dual_ = np.array([fit.dual])
+        self.gap_ = np.array([fit.gap])
+        self.converged_ = np.array([fit.converged])
+        self.n_iter_ = np.array([fit.n_iter])
+        self.history_ = [[HistoryRecord(*record) for record in fit.history]]
+        self.route_ = route
+        if self.keep_dual:
+            self.dual_coef_ = fit.alpha[np.newaxis, :].copy()
+        elif hasattr(self, "dual_coef_"):
+            del self.dual_coef_  # from an earlier fit with keep_dual=True
+        self._warn_unconverged([f"class {np.asarray(classes[1]).item()!r}"], stacklevel=5)
+        return self
 
     def _resolve_multi_class(self, n_classes):
         """What ``multi_class`` means for ``n_classes`` classes: the value given, or for ``"auto"``
@@ -1168,7 +1267,9 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         hinge) or ``LogisticRegression(penalty="l1", solver="liblinear")``;
         with ``penalty="elasticnet"`` (logistic):
         ``LogisticRegression(penalty="elasticnet", solver="saga", l1_ratio)``,
-        whose intercept is not penalised.
+        whose intercept is not penalised.  After ``fit_intercept="unregularized"``
+        (logistic): ``LogisticRegression(C)`` with its default L-BFGS solver,
+        which solves the same problem; the other losses raise.
 
         Returns
         -------
@@ -1189,6 +1290,11 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         seed = self.random_state if isinstance(self.random_state, Integral) else None
         penalty = getattr(self, "penalty", "l2")
+        unregularized = self._unregularized()
+        if unregularized and _loss_name(self.loss) != "logistic":
+            raise ValueError(f"No scikit-learn estimator fits loss={self.loss!r} with an unregularised intercept "
+                             "(LinearSVC penalises it); use coef_ and intercept_, which predict as "
+                             "X @ coef_.T + intercept_.")
         if _loss_name(self.loss) in ("hinge", "squared_hinge"):
             if penalty == "elasticnet" or (penalty == "l1" and _loss_name(self.loss) == "hinge"):
                 raise ValueError(
@@ -1215,6 +1321,9 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
             return self._copy_fitted(est, self.classes_, self.coef_, self.intercept_)
 
         def make_logistic():
+            if unregularized:  # L-BFGS leaves the intercept out of the penalty: the same problem
+                return LogisticRegression(C=self._fitted_C(), fit_intercept=True, tol=self.tol, max_iter=self.max_iter,
+                                          random_state=seed)
             if penalty == "elasticnet":  # saga: the same elastic net, but its intercept is not penalised
                 return LogisticRegression(C=self._fitted_C(), fit_intercept=self.fit_intercept, penalty="elasticnet",
                                           l1_ratio=self.l1_ratio, solver="saga", tol=self.tol,
@@ -1405,6 +1514,7 @@ class SDCAClassifierCV(SDCAClassifier):
     _parameter_constraints: dict = {
         **{k: v for k, v in SDCAClassifier._parameter_constraints.items()
            if k not in ("C", "warm_start", "multi_class")},
+        "fit_intercept": ["boolean"],  # the paths fit LIBLINEAR's intercept (daskdca.path) or none
         "Cs": [Interval(Integral, 1, None, closed="left"), "array-like"],
         "cv": ["cv_object"],
         "scoring": [StrOptions(set(get_scorer_names())), callable, None],
@@ -1584,7 +1694,7 @@ default="squared"
     {solver}
     {tol}
     {max_iter}
-    {fit_intercept}
+    {fit_intercept_or_unregularized}
     {intercept_scaling}
     {random_state}
     {warm_start}
@@ -1643,6 +1753,7 @@ default="squared"
         "huber_delta": [Interval(Real, 0, None, closed="neither")],
         **_SDCAMixin._common_constraints,
         **_SDCAMixin._penalty_constraints,
+        "fit_intercept": ["boolean", StrOptions({"unregularized"})],
     }
 
     def __init__(self, loss="squared", C=1.0, *, epsilon=0.0, huber_delta=1.0, penalty="l2", l1_ratio=None,
@@ -1707,6 +1818,8 @@ default="squared"
                              dtype=[np.float64, np.float32], y_numeric=True)
         lam = _lam_of(self.C, X.shape[0])
         self._n_fit_rows = X.shape[0]  # lam's n, for to_sklearn's Lasso and ElasticNet (alpha = lam)
+        if self._unregularized():
+            return self._fit_regression_unregularized(X, y, sample_weight)
         X = self._with_bias(_canonical(X))
         y = np.asarray(y, dtype=np.float64)
         if sample_weight is not None:
@@ -1728,6 +1841,25 @@ default="squared"
             del self.dual_coef_
         self._keep_warm_duals(X, None, [model])
         self._warn_unconverged(["gap"])
+        return self
+
+    def _fit_regression_unregularized(self, X, y, sample_weight):
+        """``fit_intercept="unregularized"``: the intercept out of the penalty (:meth:`_fit_unregularized`)."""
+        y = np.asarray(y, dtype=np.float64)
+        if sample_weight is not None:
+            sample_weight = check_sample_weight(sample_weight, X.shape[0])
+        fit, route = self._fit_unregularized(X, y, self._fit_loss(), self.C, sample_weight)
+        self.coef_, self.intercept_ = fit.coef.copy(), float(fit.intercept)
+        self.primal_, self.dual_, self.gap_ = fit.primal, fit.dual, fit.gap
+        self.converged_ = bool(fit.converged)
+        self.n_iter_ = int(fit.n_iter)
+        self.history_ = [HistoryRecord(*record) for record in fit.history]
+        self.route_ = route
+        if self.keep_dual:
+            self.dual_coef_ = fit.alpha.copy()
+        elif hasattr(self, "dual_coef_"):
+            del self.dual_coef_
+        self._warn_unconverged(["gap"], stacklevel=5)
         return self
 
     def predict(self, X):
@@ -1769,6 +1901,8 @@ default="squared"
         ``"elasticnet"`` (squared loss): ``Lasso`` or ``ElasticNet`` with
         ``alpha = lam = 1 / (C n)`` (and ``l1_ratio``), the same objective up
         to the intercept, which they do not penalise; the other losses raise.
+        After ``fit_intercept="unregularized"``: ``Ridge(alpha=1 / C,
+        fit_intercept=True)``, the same problem, intercept included.
 
         Returns
         -------
@@ -1817,7 +1951,8 @@ default="squared"
             if hasattr(self, "feature_names_in_"):
                 est.feature_names_in_ = self.feature_names_in_.copy()
             return est
-        est = Ridge(alpha=1.0 / self.C, fit_intercept=self.fit_intercept, tol=self.tol, max_iter=self.max_iter)
+        # Ridge's own intercept is not penalised: with fit_intercept="unregularized", the same problem
+        est = Ridge(alpha=1.0 / self.C, fit_intercept=bool(self.fit_intercept), tol=self.tol, max_iter=self.max_iter)
         est.coef_ = self.coef_.copy()
         est.intercept_ = self.intercept_
         est.n_iter_ = None
