@@ -159,22 +159,3 @@ def test_serial_sdca_inside_catalyst_at_small_lam():
     assert not plain.converged_
     # one partition keeps plain SDCA under the default acceleration="auto"
     assert type(plain.plan_) is LocalSDCAPlan
-
-
-def test_the_combine_kernels_are_the_numpy_expressions_bit_for_bit():
-    """``kernels.catalyst`` does the combine's element-wise arithmetic in one pass: the bits of the NumPy
-    expressions it replaced, on values of every magnitude (no multiply-add contracted)."""
-    from daskdca.kernels.catalyst import dual_vector, extrapolate
-
-    rng = np.random.default_rng(0)
-    for d in (1, 7, 10_000):
-        w, centre, x, previous = (rng.standard_normal(d) * 10.0 ** rng.uniform(-12, 6, d) for _ in range(4))
-        ratio, beta, scale = 171.3, 0.7312, 0.99415
-        out = np.empty(d)
-        dual_vector(w, centre, ratio, out)
-        np.testing.assert_array_equal(out, (w - centre) * ratio)
-        new_centre, new_w = np.empty(d), np.empty(d)
-        extrapolate(x, previous, centre, beta, scale, new_centre, new_w)
-        expected = scale * (x + beta * (x - previous))
-        np.testing.assert_array_equal(new_centre, expected)
-        np.testing.assert_array_equal(new_w, x + (expected - centre))

@@ -43,7 +43,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from daskdca.kernels.catalyst import dual_vector, extrapolate
 from daskdca.methods.base import PlanBase, RoundReport, apply_vector, dense
 from daskdca.methods.sdca import LocalSDCAPlan
 
@@ -185,13 +184,10 @@ class CatalystPlan(PlanBase):
         loss_sum, conj_sum, steps = total.scalars
         lam_prime = self.lam + self.kappa
         # X^T alpha / (lam n) of the round's start, from w = centre + X^T alpha / (lam' n)
-        w_alpha = np.empty_like(w)
-        dual_vector(w, centre, lam_prime / self.lam, w_alpha)
+        w_alpha = (w - centre) * (lam_prime / self.lam)
         primal = loss_sum / self.n + 0.5 * self.lam * float(w @ w)
         dual = -conj_sum / self.n - 0.5 * self.lam * float(w_alpha @ w_alpha)
         report = RoundReport(True, primal, dual, float(steps))
         beta = 0.0 if primal > float(state.last_primal) else self.extrapolation
-        # new centre kappa / lam' (x + beta (x - previous)), new w = x + (new centre - centre), in one pass
-        new_centre, new_w = np.empty_like(x), np.empty_like(x)
-        extrapolate(x, state.previous, centre, beta, self.kappa / lam_prime, new_centre, new_w)
-        return CatalystGlobal(new_w, new_centre, x, np.array(primal)), report
+        new_centre = (self.kappa / lam_prime) * (x + beta * (x - state.previous))
+        return CatalystGlobal(x + (new_centre - centre), new_centre, x, np.array(primal)), report
