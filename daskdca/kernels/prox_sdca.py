@@ -34,9 +34,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from daskdca.losses import row_weight, weighted_sweep_dual_update
+from daskdca.losses import row_weight, weighted_dual_update, weighted_sweep_dual_update
 
-__all__ = ["prox_local_sdca", "soft_threshold", "soft_threshold_vector"]
+__all__ = ["prox_local_sdca", "prox_minibatch_sdca_rounds", "soft_threshold", "soft_threshold_vector"]
 
 
 @njit(nogil=True, cache=True)
@@ -110,3 +110,52 @@ def prox_local_sdca(indptr, indices, data, y, weight, sqnorm, alpha, u, w_u, del
                 for p in range(start, end):
                     delta_v[indices[p]] += c * data[p]
     return order.shape[0]
+
+
+@njit(nogil=True, cache=True)
+def prox_minibatch_sdca_rounds(indptr, indices, data, y, weight, q, alpha, v, w, batches, loss_kind, loss_param,
+                               lam_n, threshold, acc):
+    """Proximal mini-batch SDCA iterations on one partition, each a round of its own; updates ``alpha``, ``v``, ``w``.
+
+    Iteration ``t`` (row ``t`` of ``batches``, no row repeated): every row
+    ``i`` of the batch takes the L2 mini-batch step of
+    :func:`daskdca.kernels.sdca.minibatch_sdca_rounds` at the margin
+    ``x_i.w`` of the same start-of-iteration ``w = grad g*(v)`` with
+    curvature ``q_i = v_i / lam_n`` (ESO weights, ``lam_n = lam' n``); the
+    updates ``(delta_i / lam_n) x_i`` are summed in ``acc`` (a zero
+    d-buffer, left zero on return) row after row, then for every touched
+    coordinate ``v_j += acc_j`` and ``w_j = soft_threshold(v_j, threshold)``.
+
+    The same bits as one :func:`daskdca.kernels.sdca.minibatch_sdca` call per
+    iteration into a zero ``delta_v`` followed by ``v + delta_v`` and
+    :func:`soft_threshold_vector` (coordinates with ``acc_j = 0`` keep their
+    ``v_j`` and ``w_j``).  Returns the number of coordinate steps taken.
+    """
+    inv_lam_n = 1.0 / lam_n
+    size = batches.shape[1]
+    delta = np.empty(size)
+    for t in range(batches.shape[0]):
+        for k in range(size):
+            i = batches[t, k]
+            m = 0.0
+            for p in range(indptr[i], indptr[i + 1]):
+                m += data[p] * w[indices[p]]
+            a_old = alpha[i]
+            a_new = weighted_dual_update(loss_kind, loss_param, y[i], a_old, q[i], m, row_weight(weight, i))
+            alpha[i] = a_new
+            delta[k] = a_new - a_old
+        for k in range(size):
+            if delta[k] != 0.0:
+                i = batches[t, k]
+                c = delta[k] * inv_lam_n
+                for p in range(indptr[i], indptr[i + 1]):
+                    acc[indices[p]] += c * data[p]
+        for k in range(size):
+            i = batches[t, k]
+            for p in range(indptr[i], indptr[i + 1]):
+                j = indices[p]
+                if acc[j] != 0.0:
+                    v[j] += acc[j]
+                    w[j] = soft_threshold(v[j], threshold)
+                    acc[j] = 0.0
+    return batches.shape[0] * size

@@ -60,6 +60,29 @@ round of two phases:
 ``w = X^T alpha / (lam n)`` holds after every round, rejected steps
 included.  ``beta_b`` is the largest safe ``beta_c`` of the module
 docstring above (with one partition Takáč et al. 2013 [TBRS13] eq. (11) exactly).
+
+The elastic net (``l1_ratio = rho > 0``)
+----------------------------------------
+``min_w 1/n sum_i phi_i(x_i.w) + lam ((1 - rho)/2 ||w||^2 + rho ||w||_1)`` is
+solved by the proximal dual of Shalev-Shwartz & Zhang 2016 [SSZ16] (Prox-SDCA),
+as :class:`~daskdca.methods.sdca.ProxSDCAPlan` does: ``lam' = lam (1 - rho)``,
+``g(w) = 1/2 ||w||^2 + c ||w||_1`` with ``c = rho / (1 - rho)``, the dual state
+``v = X^T alpha / (lam' n)`` and the primal point ``w = grad g*(v)``, the soft
+threshold of ``v`` at ``c``.  ``g`` is 1-strongly convex, so ``g*`` is
+1-smooth:
+
+    g*(v + dv) <= g*(v) + grad g*(v).dv + 1/2 ||dv||^2,
+
+the same quadratic bound the L2 case has with ``g*(v) = 1/2 ||v||^2`` (where
+it is an equality).  The ESO argument bounds the dual change of a batch only
+through this bound (the expectation of ``||X^T h||^2`` over the sampling), so
+the safe weights ``v_i`` above hold verbatim with the margins taken at
+``w = grad g*(v)`` instead of ``w = v``: every batch takes the L2 steps at the
+margins ``x_i.w`` of the thresholded ``w`` with curvature ``v_i / (lam' n)``,
+then ``v += sum_i delta_i x_i / (lam' n)`` and ``w = soft_threshold(v, c)``
+(:class:`ProxMinibatchPlan`).  The duals stay feasible and the drivers certify
+``P(w) - D(alpha)`` of the elastic net from ``X^T alpha`` recomputed
+(:func:`daskdca.problem.objectives` with the plan's ``l1_ratio``).
 """
 
 from __future__ import annotations
@@ -67,13 +90,14 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
 
 from daskdca.kernels import eso
+from daskdca.kernels.prox_sdca import prox_minibatch_sdca_rounds, soft_threshold_vector
 from daskdca.kernels.sampling import minibatch_indices, minibatch_schedule
 from daskdca.kernels.sdca import (
     minibatch_sdca,
@@ -93,10 +117,11 @@ from daskdca.methods.base import (
     dense,
 )
 from daskdca.methods.dual import DualGlobal
+from daskdca.methods.sdca import ProxGlobal
 from daskdca.partitions import objective_sums_part, row_view
 
 __all__ = ["AggressiveGlobal", "AggressiveLocal", "AggressivePlan", "MinibatchSDCA", "MinibatchLocal",
-           "MinibatchPlan", "partition_batch_sizes", "partition_betas"]
+           "MinibatchPlan", "ProxMinibatchPlan", "partition_batch_sizes", "partition_betas"]
 
 _ESO = ("auto", "spectral", "sparse")
 _STEPS = ("safe", "naive", "aggressive")
@@ -248,6 +273,12 @@ class MinibatchSDCA:
         Takáč et al. 2013 [TBRS13] Algorithm 2, ``beta`` adapted in ``[1, beta_b]`` and
         non-improving steps rejected (two reductions a round; module
         docstring).  ``eso`` other than "auto" applies to ``"safe"`` only.
+    l1_ratio : float, default=0.0
+        ``rho`` in ``[0, 1)``: with ``rho > 0`` the elastic net
+        ``1/n sum_i phi_i(x_i.w) + lam ((1 - rho)/2 ||w||^2 + rho ||w||_1)``
+        by proximal mini-batch steps (module docstring, "The elastic net"),
+        in memory in this process, with ``step="safe"`` or ``"naive"``.
+        ``rho = 0`` is the L2 problem (the same code).
     """
 
     batch_size: int | str | None = None
@@ -255,6 +286,7 @@ class MinibatchSDCA:
     eval_every: int | None = None
     shrinking: bool = True
     step: str = "safe"
+    l1_ratio: float = 0.0
     name = "minibatch_sdca"
     capabilities = Capabilities(losses=tuple(LOSSES), many_partitions=True, cluster=True, shrinking=True,
                                 warm_start=True, sample_weight=True)
@@ -281,6 +313,26 @@ class MinibatchSDCA:
             if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Integral)
                                       or value < 1):
                 raise ValueError(f"{field} must be a positive int or None, got {value!r}.")
+        self._check_l1_ratio()
+
+    def _check_l1_ratio(self):
+        rho = self.l1_ratio
+        if isinstance(rho, bool) or not isinstance(rho, numbers.Real) or not math.isfinite(rho) or not 0 <= rho <= 1:
+            raise ValueError(f"l1_ratio must be a number in [0, 1), got {rho!r}.")
+        if rho == 1:
+            raise ValueError(
+                "l1_ratio=1 (pure L1) is not supported by MinibatchSDCA: the dual steps need the strongly convex part "
+                "lam (1 - l1_ratio)/2 ||w||^2 > 0.  Use daskdca.methods.l1.L1SDCA() (daskdca.l1, penalty='l1' in the "
+                "estimators), which certifies the L1 problem, or l1_ratio < 1, e.g. 0.99 (that elastic net is what "
+                "the fit then solves and certifies).")
+        if rho == 0:
+            return
+        if self.step == "aggressive":
+            raise ValueError(
+                f"step='aggressive' does not take l1_ratio={rho!r}: its acceptance test measures the dual change of "
+                "the L2 regulariser.  Use step='safe' (the default) for the elastic net, or l1_ratio=0.")
+        # the proximal plan is run in memory in this process only; the cluster and store routes refuse it
+        object.__setattr__(self, "capabilities", replace(self.capabilities, cluster=False))
 
     def setup(self, info, ops):
         """Compute ``sigma^2`` by power iteration (through ``ops``), then ``tau_c`` and ``beta_c``.
@@ -309,6 +361,14 @@ class MinibatchSDCA:
             betas = np.ones_like(betas)  # v_i = ||x_i||^2, the serial step (Takáč et al. 2013 [TBRS13] eq. (14))
         b_eff = int(taus.sum())
         eval_every = self.eval_every if self.eval_every is not None else max(1, -(-n // b_eff))
+        if self.l1_ratio > 0:
+            rho = float(self.l1_ratio)
+            # lam' = lam (1 - rho), c = rho / (1 - rho) (module docstring, "The elastic net")
+            return ProxMinibatchPlan(settings=self, loss=info.loss, n=n, d=info.d, lam_n=info.lam_n * (1.0 - rho),
+                                     n_partitions=K, sigma2=float(sigma2), taus=tuple(int(t) for t in taus),
+                                     betas=tuple(float(x) for x in betas), batch_size=b_eff,
+                                     eval_every=int(eval_every), rounds_per_epoch=max(1, -(-n // b_eff)),
+                                     lam=float(info.lam), l1_ratio=rho, threshold=rho / (1.0 - rho))
         plan = AggressivePlan if self.step == "aggressive" else MinibatchPlan
         return plan(settings=self, loss=info.loss, n=n, d=info.d, lam_n=info.lam_n, n_partitions=K,
                              sigma2=float(sigma2), taus=tuple(int(t) for t in taus),
@@ -458,6 +518,85 @@ class MinibatchPlan(PlanBase):
                                           self.lam_n, np.zeros_like(w))
         report = RoundReport(measured, sums[0] / self.n + reg, -sums[1] / self.n - reg, float(steps))
         return local, type(state)(w), report
+
+
+@dataclass(frozen=True)
+class ProxMinibatchPlan(MinibatchPlan):
+    """:class:`MinibatchSDCA` with ``l1_ratio = rho > 0`` (the elastic net) resolved for one data set.
+
+    The rounds of :class:`MinibatchPlan` on the proximal dual of Shalev-Shwartz &
+    Zhang 2016 [SSZ16] (module docstring, "The elastic net"): ``lam_n`` is
+    ``lam' n = lam (1 - rho) n`` (the steps' curvature ``v_i / (lam' n)``), the
+    global state is :class:`~daskdca.methods.sdca.ProxGlobal` ``(w, v)`` with
+    ``v = X^T alpha / (lam' n)`` (up to rounding) and ``w = grad g*(v)``, the
+    soft threshold of ``v`` at ``threshold = rho / (1 - rho)``.  A partition's
+    round is :meth:`MinibatchPlan.local` unchanged: the L2 steps at the margins
+    of ``state.w``, sending ``dv_k = sum_i delta_i x_i / (lam' n)``; the combine
+    sets ``v += sum_k dv_k`` and ``w = grad g*(v)``.
+
+    Certificate: the duals are feasible, ``primal_from_dual`` is False and the
+    model is ``w``; the drivers recompute ``P(w)`` and ``D(alpha)`` from
+    ``X^T alpha`` with the plan's ``l1_ratio`` (:func:`daskdca.problem.objectives`).
+    """
+
+    lam: float = 0.0
+    l1_ratio: float = 0.0
+    threshold: float = 0.0
+    primal_from_dual = False
+
+    def init_global(self):
+        return ProxGlobal(np.zeros(self.d), np.zeros(self.d))
+
+    def init_global_from(self, w):
+        """A warm start at ``alpha0`` given ``w = X^T alpha0 / (lam n)``: ``v = w / (1 - rho)``, ``w = grad g*(v)``."""
+        v = np.array(w, dtype=np.float64, copy=True) / (1.0 - self.l1_ratio)
+        return ProxGlobal(soft_threshold_vector(v, self.threshold), v)
+
+    def init_local(self, part, ctx):
+        if part.whole() is None:
+            raise ValueError(
+                f"MinibatchSDCA(l1_ratio={self.l1_ratio!r}) runs on in-memory data in this process only; for a store "
+                "use SDCA(l1_ratio=...) or CoCoAPlus(l1_ratio=...) (proximal SDCA out of core and on a cluster), or "
+                "load the data into memory.")
+        return super().init_local(part, ctx)
+
+    def _report(self, measured, loss_sum, conj_sum, w, steps):
+        """``P(w) = loss_sum/n + lam'/2 ||w||^2 + lam rho ||w||_1`` and
+        ``D(alpha) = -conj_sum/n - lam' g*(v) = -conj_sum/n - lam'/2 ||w||^2``."""
+        half_sq = 0.5 * self.lam_n / self.n * float(w @ w)
+        l1 = self.lam * self.l1_ratio * float(np.abs(w).sum())
+        return RoundReport(bool(measured), loss_sum / self.n + half_sq + l1, -conj_sum / self.n - half_sq,
+                           float(steps))
+
+    def combine(self, state, total, ctx):
+        """``v += sum_k dv_k``, ``w = grad g*(v)``; the gap of the round's start."""
+        loss_sum, conj_sum, steps, measured = total.scalars
+        report = self._report(measured > 0, loss_sum, conj_sum, state.w, steps)
+        new_v = apply_vector(state.v, total.vector)
+        return ProxGlobal(soft_threshold_vector(new_v, self.threshold), new_v), report
+
+    def fused_rounds(self, part, local, state, ctx, n_rounds):
+        """``n_rounds`` rounds on a single in-memory partition in one kernel call
+        (:func:`~daskdca.kernels.prox_sdca.prox_minibatch_sdca_rounds`; the same bits as :meth:`local` and
+        :meth:`combine` once per round)."""
+        rows = part.whole()
+        w, v = state.w.copy(), state.v.copy()
+        local = local._replace(alpha=local.alpha.copy())
+        measured = self.measures(ctx.round)
+        sums = np.zeros(2)
+        if measured:
+            sums, local = self._evaluate(part, local, state.w, 0)
+        active = local.active
+        tau = min(self.taus[0], active.shape[0])
+        steps = 0
+        if tau > 0:
+            batches = active[minibatch_schedule(ctx.random_state, ctx.round, n_rounds,
+                                                np.array([0, active.shape[0]], dtype=np.int64), tau)]
+            steps = prox_minibatch_sdca_rounds(rows.indptr, rows.indices, rows.data, rows.y, rows.weight,
+                                               local.step_curvature, local.alpha, v, w, batches,
+                                               int(self.loss.kind), self.loss.param, self.lam_n, self.threshold,
+                                               np.zeros_like(w))
+        return local, ProxGlobal(w, v), self._report(measured, sums[0], sums[1], state.w, steps)
 
 
 class AggressiveGlobal(NamedTuple):
