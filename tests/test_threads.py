@@ -333,3 +333,63 @@ def test_one_vs_rest_fitted_together_has_the_bits_of_the_binary_fits(solver, K):
                       random_state=3)
         np.testing.assert_array_equal(joint.coef_[k], binary.coef_)
         np.testing.assert_array_equal(joint.dual_coef_[k], binary.dual_coef_)
+
+
+class _OutOfCore:
+    """A partition read block by block (``whole()`` is None), as a store partition is."""
+
+    def __init__(self, part, n_blocks):
+        from daskdca.partitions import MemoryPartition
+
+        self.mp = MemoryPartition(part.rows, np.linspace(0, part.n_rows, n_blocks + 1).astype(np.int64))
+        self.n_rows, self.block_starts = self.mp.n_rows, self.mp.block_starts
+
+    def whole(self):
+        return None
+
+    def pieces(self, order=None):
+        return self.mp.pieces(order)
+
+
+@pytest.mark.parametrize("where", ["in memory", "window"])
+@pytest.mark.parametrize("loss", ["logistic", "squared"])
+def test_gap_sums_on_a_second_core_keep_the_bits(monkeypatch, loss, where):
+    """Serial SDCA without shrinking computes a round's gap sums on a second core while its steps run, in memory:
+    the same fit, bit for bit, as on one core, and the thread is used; out of core (where the second core reads
+    ahead) it is not."""
+    import daskdca.methods.sdca as sdca_module
+    from daskdca.driver import run_rounds
+
+    X, y = load_dataset("a9a")
+    X, y = X[:3000].tocsr(), (np.where(y[:3000] > 0, 1.0, -1.0) if loss == "logistic" else np.asarray(y[:3000], float))
+    submitted = []
+    thread = sdca_module.gap_thread
+
+    def counted():
+        submitted.append(1)
+        return thread()
+
+    def run(spare):
+        monkeypatch.setattr(sdca_module, "spare_core", lambda: spare)
+        parts, _ = in_process_partitions(X, y, 1, 0)
+        if where != "in memory":
+            parts = [_OutOfCore(parts[0], 6)]
+        info = DataInfo(n=X.shape[0], d=X.shape[1], partition_sizes=(X.shape[0],), loss=get_loss(loss), lam=1e-3,
+                        max_column_nnz=max_column_nnz(X))
+        executor = InProcess(parts, info, 0)
+        method = SDCA()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)  # the squared loss on 1e-6: past 40 rounds here
+            return run_rounds(executor, executor.setup(method), tol=1e-6, max_rounds=40)
+
+    monkeypatch.setattr(sdca_module, "gap_thread", counted)
+    one = run(False)
+    assert not submitted
+    two = run(True)
+    # in memory every sweep's sums (the rounds kept, and the one that measured the last of a converged fit) went there
+    assert len(submitted) == ((two.n_rounds + (1 if two.converged else 0)) if where == "in memory" else 0)
+    assert one.n_rounds == two.n_rounds and one.converged == two.converged
+    for name in ("w", "alpha"):
+        np.testing.assert_array_equal(getattr(one, name), getattr(two, name), err_msg=name)
+    assert (one.primal, one.dual) == (two.primal, two.dual)
+    assert [h.gap for h in one.history] == [h.gap for h in two.history]

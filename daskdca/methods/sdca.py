@@ -23,6 +23,7 @@ proximal steps of the elastic net (``l1_ratio > 0``).
 from __future__ import annotations
 
 import math
+import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
@@ -52,6 +53,27 @@ __all__ = ["L1_MU_SCALE", "LINE_SEARCH_STEPS", "L1Global", "L1ContinuationPlan",
 # Candidate steps of the line search along the summed direction: t = j / 8 for
 # j = 1..8, and 1/K (averaging, the safe step) whatever K is.
 LINE_SEARCH_STEPS = tuple(j / 8 for j in range(1, 9))
+
+
+_GAP_THREAD = [None, None]  # (pid, executor): the thread of the overlapped gap sums, one per process
+
+
+def spare_core():
+    """Whether this process may use a second core (its CPU affinity, else the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0)) >= 2
+    except AttributeError:  # no sched_getaffinity on this platform
+        return (os.cpu_count() or 1) >= 2
+
+
+def gap_thread():
+    """The one thread (of this process) that computes serial SDCA's gap sums while its steps run, in memory and
+    without shrinking (:meth:`LocalSDCAPlan._sweep`); both kernels release the interpreter.  Out of core the
+    second core reads the next block ahead, and the sums there run with the steps (benchmarks/RESULTS.md,
+    "Serial SDCA's gap sums on a second core")."""
+    if _GAP_THREAD[0] != os.getpid():
+        _GAP_THREAD[0], _GAP_THREAD[1] = os.getpid(), ThreadPoolExecutor(max_workers=1, thread_name_prefix="daskdca-gap")
+    return _GAP_THREAD[1]
 
 
 @dataclass(frozen=True)
@@ -226,17 +248,26 @@ class LocalSDCAPlan(DualPlan):
                                                                ctx.partition, track, sums=True)
             return loss_sum, conj_sum, n_steps, u, delta_w
         if rows is not None:
+            # Serial SDCA without shrinking (the steps need no margins first) on a machine with a second core: the
+            # gap sums read the round's starting alpha and w, the steps change alpha (and u, a copy of w), so on a
+            # copy of alpha the sums run on the second core while the steps run here, with the same bits.
+            overlap = not shrink and self.n_partitions == 1 and spare_core()
+            sums, visit = None, None
             if shrink:
                 loss_sum, conj_sum, visit = objective_sums_movable(
                     rows.indptr, rows.indices, rows.data, rows.y, rows.weight, rows.sqnorm, alpha, w, 0, rows.n_rows,
                     kind, param, self.lam_n, self.sigma_prime)
+            elif overlap:
+                sums = gap_thread().submit(objective_sums, rows.indptr, rows.indices, rows.data, rows.y, rows.weight,
+                                            alpha.copy(), w, 0, rows.n_rows, kind, param)
             else:
                 loss_sum, conj_sum = objective_sums(rows.indptr, rows.indices, rows.data, rows.y, rows.weight, alpha,
                                                     w, 0, rows.n_rows, kind, param)
-                visit = None
             order = self._order(rows.n_rows, visit, ctx, ctx.partition)
             local_sdca(rows.indptr, rows.indices, rows.data, rows.y, rows.weight, rows.sqnorm, alpha, u, delta_w, order,
                        kind, param, self.lam_n, self.sigma_prime, track)
+            if sums is not None:
+                loss_sum, conj_sum = sums.result()
             return loss_sum, conj_sum, order.shape[0], u, delta_w
         # Out of core a block is read when its turn comes.  Sweeping block
         # after block converges far more slowly than one permutation of the
