@@ -21,6 +21,7 @@ from daskdca.partitions import random_row_order
 from daskdca.store import write_store
 
 import reference_kernels as ref
+import reference_prox_sdca as ref_prox
 from conftest import load_dataset
 from references import primal_objective
 
@@ -101,8 +102,13 @@ def test_same_seed_same_bits_and_the_certificate_from_the_returned_duals(heart, 
     assert np.all(np.isfinite(get_loss(_loss(name)).conjugate(ys, m.dual_coef_)))
     # the certificate: P(coef_) - D(dual_coef_), D with w(alpha) rebuilt here;
     # for the dual methods coef_ is w(alpha) itself
-    dual, w_alpha = ref.dual_objective(X, ys, m.dual_coef_, LAM, _loss(name))
-    primal = primal_objective(X, ys, m.coef_, LAM, _loss(name))
+    rho = float(getattr(m.plan_, "l1_ratio", 0.0))
+    if rho > 0:  # the elastic net's: D(alpha) with w(alpha) = grad g*(X^T alpha / (lam' n))
+        _, dual, w_alpha = ref_prox.elastic_net_certificate(X, ys, m.dual_coef_, LAM, rho, _loss(name))
+        primal = ref_prox.elastic_net_primal(X, ys, m.coef_, LAM, rho, _loss(name))
+    else:
+        dual, w_alpha = ref.dual_objective(X, ys, m.dual_coef_, LAM, _loss(name))
+        primal = primal_objective(X, ys, m.coef_, LAM, _loss(name))
     if m.plan_.primal_from_dual:
         np.testing.assert_allclose(m.coef_, w_alpha, rtol=1e-12, atol=1e-14)
     assert m.primal_ == pytest.approx(primal, rel=1e-12) and m.dual_ == pytest.approx(dual, rel=1e-12)

@@ -26,7 +26,8 @@ which is the L2 step of :mod:`daskdca.kernels.sdca` at the margin ``x_i.w``
 of the thresholded ``w``: the closed forms of :mod:`daskdca.losses` serve
 unchanged.  After the step only the coordinates of ``x_i`` change in ``v``,
 and only those ``w_j`` are recomputed (direct maintenance, ``O(nnz(x_i))``
-per step).  The L2 kernels are left as they are; ``rho = 0`` never comes here.
+per step).  ``rho = 0`` never comes here; the mini-batch rounds share their loop with the L2
+kernel (:func:`daskdca.kernels.sdca.minibatch_rounds`), where ``soft_threshold`` lives.
 """
 
 from __future__ import annotations
@@ -34,19 +35,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from daskdca.losses import row_weight, weighted_dual_update, weighted_sweep_dual_update
+from daskdca.kernels.sdca import minibatch_rounds, soft_threshold
+from daskdca.losses import row_weight, weighted_sweep_dual_update
 
 __all__ = ["prox_local_sdca", "prox_minibatch_sdca_rounds", "soft_threshold", "soft_threshold_vector"]
-
-
-@njit(nogil=True, cache=True)
-def soft_threshold(v, c):
-    """``grad g*(v) = sign(v) (|v| - c)_+`` for one coordinate (``+0.0`` inside ``[-c, c]``)."""
-    if v > c:
-        return v - c
-    if v < -c:
-        return v + c
-    return 0.0
 
 
 @njit(nogil=True, cache=True)
@@ -131,31 +123,5 @@ def prox_minibatch_sdca_rounds(indptr, indices, data, y, weight, q, alpha, v, w,
     :func:`soft_threshold_vector` (coordinates with ``acc_j = 0`` keep their
     ``v_j`` and ``w_j``).  Returns the number of coordinate steps taken.
     """
-    inv_lam_n = 1.0 / lam_n
-    size = batches.shape[1]
-    delta = np.empty(size)
-    for t in range(batches.shape[0]):
-        for k in range(size):
-            i = batches[t, k]
-            m = 0.0
-            for p in range(indptr[i], indptr[i + 1]):
-                m += data[p] * w[indices[p]]
-            a_old = alpha[i]
-            a_new = weighted_dual_update(loss_kind, loss_param, y[i], a_old, q[i], m, row_weight(weight, i))
-            alpha[i] = a_new
-            delta[k] = a_new - a_old
-        for k in range(size):
-            if delta[k] != 0.0:
-                i = batches[t, k]
-                c = delta[k] * inv_lam_n
-                for p in range(indptr[i], indptr[i + 1]):
-                    acc[indices[p]] += c * data[p]
-        for k in range(size):
-            i = batches[t, k]
-            for p in range(indptr[i], indptr[i + 1]):
-                j = indices[p]
-                if acc[j] != 0.0:
-                    v[j] += acc[j]
-                    w[j] = soft_threshold(v[j], threshold)
-                    acc[j] = 0.0
-    return batches.shape[0] * size
+    return minibatch_rounds(indptr, indices, data, y, weight, q, alpha, v, w, batches, loss_kind, loss_param, lam_n,
+                            threshold, True, acc)

@@ -20,8 +20,9 @@ from numba import njit
 from daskdca.losses import (row_weight, weighted_conjugate_value, weighted_dual_update, weighted_loss_value,
                             weighted_sweep_dual_update)
 
-__all__ = ["gather_rows", "line_conjugate_sums", "local_sdca", "minibatch_sdca", "minibatch_sdca_rounds", "minibatch_trial_step",
-           "movable_rows", "objective_sums", "objective_sums_movable", "sub_block_bounds", "threaded_local_sdca", "xt_add"]
+__all__ = ["gather_rows", "line_conjugate_sums", "local_sdca", "minibatch_rounds", "minibatch_sdca", "minibatch_sdca_rounds",
+           "minibatch_trial_step", "movable_rows", "objective_sums", "objective_sums_movable", "soft_threshold",
+           "sub_block_bounds", "threaded_local_sdca", "xt_add"]
 
 
 @njit(nogil=True, cache=True)
@@ -219,6 +220,17 @@ def minibatch_sdca(indptr, indices, data, y, weight, q, alpha, w, w_out, batches
 
 
 @njit(nogil=True, cache=True)
+def soft_threshold(v, c):
+    """``grad g*(v) = sign(v) (|v| - c)_+`` for one coordinate (``+0.0`` inside ``[-c, c]``): the primal
+    coordinate of the elastic net's dual point (:mod:`daskdca.kernels.prox_sdca`)."""
+    if v > c:
+        return v - c
+    if v < -c:
+        return v + c
+    return 0.0
+
+
+@njit(nogil=True, cache=True)
 def minibatch_sdca_rounds(indptr, indices, data, y, weight, q, alpha, w, batches, loss_kind, loss_param, lam_n,
                           acc):
     """Mini-batch SDCA iterations on one partition, each a round of its own.
@@ -228,6 +240,23 @@ def minibatch_sdca_rounds(indptr, indices, data, y, weight, q, alpha, w, batches
     are summed in ``acc`` (a zero d-buffer, left zero on return) in the same
     order, then added to ``w`` once per coordinate.  The in-process driver's
     fast path for one partition (many rounds in one call).
+    """
+    return minibatch_rounds(indptr, indices, data, y, weight, q, alpha, w, w, batches, loss_kind, loss_param, lam_n,
+                            0.0, False, acc)
+
+
+@njit(nogil=True, cache=True)
+def minibatch_rounds(indptr, indices, data, y, weight, q, alpha, v, w, batches, loss_kind, loss_param, lam_n,
+                     threshold, proximal, acc):
+    """The loop of :func:`minibatch_sdca_rounds` and of the elastic net's
+    :func:`daskdca.kernels.prox_sdca.prox_minibatch_sdca_rounds`.
+
+    Iteration ``t`` (row ``t`` of ``batches``, no row repeated): every row of
+    the batch steps at the margin of the same start-of-iteration ``w``; the
+    updates ``(delta_i / lam_n) x_i`` are summed in ``acc`` row after row,
+    then every touched coordinate takes its sum: ``w_j += acc_j``, or with
+    ``proximal`` ``v_j += acc_j`` and ``w_j = soft_threshold(v_j, threshold)``
+    (``v`` is not read without ``proximal``).  Returns the coordinate steps.
     """
     inv_lam_n = 1.0 / lam_n
     size = batches.shape[1]
@@ -253,7 +282,11 @@ def minibatch_sdca_rounds(indptr, indices, data, y, weight, q, alpha, w, batches
             for p in range(indptr[i], indptr[i + 1]):
                 j = indices[p]
                 if acc[j] != 0.0:
-                    w[j] += acc[j]
+                    if proximal:
+                        v[j] += acc[j]
+                        w[j] = soft_threshold(v[j], threshold)
+                    else:
+                        w[j] += acc[j]
                     acc[j] = 0.0
     return batches.shape[0] * size
 

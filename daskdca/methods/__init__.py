@@ -65,6 +65,7 @@ VARIANTS = {
     "minibatch_sdca(no shrinking)": lambda: MinibatchSDCA(shrinking=False),
     "minibatch_sdca(naive)": lambda: MinibatchSDCA(step="naive"),
     "minibatch_sdca(aggressive)": lambda: MinibatchSDCA(step="aggressive"),
+    "minibatch_sdca(elastic net)": lambda: MinibatchSDCA(l1_ratio=0.5),
 }
 
 

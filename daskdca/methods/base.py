@@ -33,6 +33,7 @@ scratch (:mod:`daskdca.driver`).
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
@@ -49,6 +50,7 @@ __all__ = [
     "RoundReport",
     "SparseDelta",
     "add_contributions",
+    "check_l1_ratio",
     "check_local_iters",
     "compress",
     "tree_nodes",
@@ -439,3 +441,25 @@ def check_local_iters(local_iters):
             f"local_iters must be a finite number > 0 (passes over each partition per round), "
             f"got {local_iters!r}."
         )
+
+
+def check_l1_ratio(l1_ratio, method):
+    """``l1_ratio`` of a dual method's elastic net: a number in ``[0, 1)``; ``method`` names the method.
+
+    ``l1_ratio = 1`` (pure L1) is refused with the fix: the dual steps need the
+    strongly convex part ``lam (1 - l1_ratio)/2 ||w||^2 > 0`` (Shalev-Shwartz &
+    Zhang 2016, Prox-SDCA), and adding a small ``eps/2 ||w||^2`` certifies the
+    L1 problem only for ``eps`` of order ``tol * lam / max|w*_j|``, where the
+    steps crawl (their curvature is ``||x_i||^2 / (eps n)``).
+    """
+    rho = l1_ratio
+    if isinstance(rho, bool) or not isinstance(rho, numbers.Real) or not math.isfinite(rho) or not 0 <= rho <= 1:
+        raise ValueError(f"l1_ratio must be a number in [0, 1), got {rho!r}.")
+    if rho == 1:
+        raise ValueError(
+            f"l1_ratio=1 (pure L1) is not supported by {method}: its dual steps need the strongly convex part "
+            "lam (1 - l1_ratio)/2 ||w||^2 > 0, and adding a small eps/2 ||w||^2 (Shalev-Shwartz & Zhang 2016) "
+            "certifies the L1 problem only for eps of order tol * lam / max|w*_j|, where the dual steps crawl "
+            "(their curvature is ||x_i||^2 / (eps n)).  Use daskdca.methods.l1.L1SDCA() (daskdca.l1; penalty='l1' in the "
+            "estimators), which certifies the L1 problem through a sequence of elastic nets in memory, or "
+            "l1_ratio < 1, e.g. 0.99 (that elastic net is what the fit then solves and certifies).")

@@ -16,7 +16,7 @@ import numbers
 from dataclasses import dataclass, replace
 
 from daskdca.losses import LOSSES
-from daskdca.methods.base import Capabilities, check_local_iters
+from daskdca.methods.base import Capabilities, check_l1_ratio, check_local_iters
 from daskdca.methods.catalyst import CatalystPlan, default_kappa
 from daskdca.methods.sdca import LineSearchPlan, LocalSDCAPlan, ProxSDCAPlan
 from daskdca.methods.sdna import SDNA, SDNA_LOSSES
@@ -329,17 +329,8 @@ class CoCoAPlus:
                 "parallel elastic-net steps.")
 
     def _check_l1_ratio(self):
+        check_l1_ratio(self.l1_ratio, type(self).__name__)
         rho = self.l1_ratio
-        if isinstance(rho, bool) or not isinstance(rho, numbers.Real) or not math.isfinite(rho) or not 0 <= rho <= 1:
-            raise ValueError(f"l1_ratio must be a number in [0, 1), got {rho!r}.")
-        if rho == 1:
-            raise ValueError(
-                "l1_ratio=1 (pure L1) is not supported by the dual methods: their steps need the strongly convex "
-                "part lam (1 - l1_ratio)/2 ||w||^2 > 0, and adding a small eps/2 ||w||^2 (Shalev-Shwartz & Zhang "
-                "2016) certifies the L1 problem only for eps of order tol * lam / max|w*_j|, where the dual steps "
-                "crawl (their curvature is ||x_i||^2 / (eps n)).  Use daskdca.methods.l1.L1SDCA() (penalty='l1' in "
-                "the estimators), which certifies the L1 problem through a sequence of elastic nets in memory, or "
-                "l1_ratio < 1, e.g. 0.99 (that elastic net is what the fit then solves and certifies).")
         if rho == 0:
             return
         if self.local_solver != "sdca" or self.aggregation != "adding":

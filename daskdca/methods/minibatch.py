@@ -113,6 +113,7 @@ from daskdca.methods.base import (
     PlanBase,
     RoundReport,
     apply_vector,
+    check_l1_ratio,
     compress,
     dense,
 )
@@ -316,15 +317,8 @@ class MinibatchSDCA:
         self._check_l1_ratio()
 
     def _check_l1_ratio(self):
+        check_l1_ratio(self.l1_ratio, "MinibatchSDCA")
         rho = self.l1_ratio
-        if isinstance(rho, bool) or not isinstance(rho, numbers.Real) or not math.isfinite(rho) or not 0 <= rho <= 1:
-            raise ValueError(f"l1_ratio must be a number in [0, 1), got {rho!r}.")
-        if rho == 1:
-            raise ValueError(
-                "l1_ratio=1 (pure L1) is not supported by MinibatchSDCA: the dual steps need the strongly convex part "
-                "lam (1 - l1_ratio)/2 ||w||^2 > 0.  Use daskdca.methods.l1.L1SDCA() (daskdca.l1, penalty='l1' in the "
-                "estimators), which certifies the L1 problem, or l1_ratio < 1, e.g. 0.99 (that elastic net is what "
-                "the fit then solves and certifies).")
         if rho == 0:
             return
         if self.step == "aggressive":
@@ -484,40 +478,45 @@ class MinibatchPlan(PlanBase):
         scalars = np.array([sums[0], sums[1], float(tau), float(measured)])
         return local, Contribution(compress(delta_w), scalars)
 
-    def combine(self, state, total, ctx):
-        w = state.w
-        loss_sum, conj_sum, steps, measured = total.scalars
+    def _report(self, measured, loss_sum, conj_sum, w, steps):
+        """``P(w) = loss_sum/n + lam/2 ||w||^2`` and ``D(alpha) = -conj_sum/n - lam/2 ||w||^2``."""
         reg = 0.5 * self.lam_n / self.n * float(w @ w)
-        report = RoundReport(bool(measured > 0), loss_sum / self.n + reg, -conj_sum / self.n - reg, float(steps))
-        return type(state)(apply_vector(w, total.vector)), report
+        return RoundReport(bool(measured), loss_sum / self.n + reg, -conj_sum / self.n - reg, float(steps))
+
+    def combine(self, state, total, ctx):
+        loss_sum, conj_sum, steps, measured = total.scalars
+        report = self._report(measured > 0, loss_sum, conj_sum, state.w, steps)
+        return type(state)(apply_vector(state.w, total.vector)), report
 
     def fused_rounds(self, part, local, state, ctx, n_rounds):
         """``n_rounds`` rounds on a single in-memory partition in one kernel call.
 
         The same bits as :meth:`local` and :meth:`combine` once per round
-        (:func:`~daskdca.kernels.sdca.minibatch_sdca_rounds`); returns the new
-        local and global states and the report of the first round with the
-        steps of all of them.
+        (:meth:`_rounds_kernel`); returns the new local and global states and
+        the report of the first round with the steps of all of them.
         """
         rows = part.whole()
-        w = state.w.copy()
+        new_state = type(state)(*(field.copy() for field in state))
         local = local._replace(alpha=local.alpha.copy())
         measured = self.measures(ctx.round)
         sums = np.zeros(2)
         if measured:
             sums, local = self._evaluate(part, local, state.w, 0)
-        reg = 0.5 * self.lam_n / self.n * float(state.w @ state.w)
         active = local.active
         tau = min(self.taus[0], active.shape[0])
         steps = 0
         if tau > 0:
             batches = active[minibatch_schedule(ctx.random_state, ctx.round, n_rounds,
                                                 np.array([0, active.shape[0]], dtype=np.int64), tau)]
-            steps = minibatch_sdca_rounds(rows.indptr, rows.indices, rows.data, rows.y, rows.weight,
-                                          local.step_curvature, local.alpha, w, batches, int(self.loss.kind), self.loss.param,
-                                          self.lam_n, np.zeros_like(w))
-        report = RoundReport(measured, sums[0] / self.n + reg, -sums[1] / self.n - reg, float(steps))
-        return local, type(state)(w), report
+            steps = self._rounds_kernel(rows, local, new_state, batches)
+        return local, new_state, self._report(measured, sums[0], sums[1], state.w, steps)
+
+    def _rounds_kernel(self, rows, local, state, batches):
+        """The rounds of ``batches`` on ``rows``, in place on ``local.alpha`` and ``state.w``
+        (:func:`~daskdca.kernels.sdca.minibatch_sdca_rounds`); returns the coordinate steps."""
+        return minibatch_sdca_rounds(rows.indptr, rows.indices, rows.data, rows.y, rows.weight,
+                                     local.step_curvature, local.alpha, state.w, batches, int(self.loss.kind),
+                                     self.loss.param, self.lam_n, np.zeros_like(state.w))
 
 
 @dataclass(frozen=True)
@@ -575,28 +574,13 @@ class ProxMinibatchPlan(MinibatchPlan):
         new_v = apply_vector(state.v, total.vector)
         return ProxGlobal(soft_threshold_vector(new_v, self.threshold), new_v), report
 
-    def fused_rounds(self, part, local, state, ctx, n_rounds):
-        """``n_rounds`` rounds on a single in-memory partition in one kernel call
-        (:func:`~daskdca.kernels.prox_sdca.prox_minibatch_sdca_rounds`; the same bits as :meth:`local` and
-        :meth:`combine` once per round)."""
-        rows = part.whole()
-        w, v = state.w.copy(), state.v.copy()
-        local = local._replace(alpha=local.alpha.copy())
-        measured = self.measures(ctx.round)
-        sums = np.zeros(2)
-        if measured:
-            sums, local = self._evaluate(part, local, state.w, 0)
-        active = local.active
-        tau = min(self.taus[0], active.shape[0])
-        steps = 0
-        if tau > 0:
-            batches = active[minibatch_schedule(ctx.random_state, ctx.round, n_rounds,
-                                                np.array([0, active.shape[0]], dtype=np.int64), tau)]
-            steps = prox_minibatch_sdca_rounds(rows.indptr, rows.indices, rows.data, rows.y, rows.weight,
-                                               local.step_curvature, local.alpha, v, w, batches,
-                                               int(self.loss.kind), self.loss.param, self.lam_n, self.threshold,
-                                               np.zeros_like(w))
-        return local, ProxGlobal(w, v), self._report(measured, sums[0], sums[1], state.w, steps)
+    def _rounds_kernel(self, rows, local, state, batches):
+        """The rounds of ``batches`` on ``rows``, in place on ``local.alpha``, ``state.v`` and ``state.w``
+        (:func:`~daskdca.kernels.prox_sdca.prox_minibatch_sdca_rounds`); returns the coordinate steps."""
+        return prox_minibatch_sdca_rounds(rows.indptr, rows.indices, rows.data, rows.y, rows.weight,
+                                          local.step_curvature, local.alpha, state.v, state.w, batches,
+                                          int(self.loss.kind), self.loss.param, self.lam_n, self.threshold,
+                                          np.zeros_like(state.w))
 
 
 class AggressiveGlobal(NamedTuple):
