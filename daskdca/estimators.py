@@ -103,9 +103,10 @@ _SHARED_PARAMETERS = {
     exact zeros: serial, in this process and on one partition, with
     ``"sdca"``, and with ``solver="auto"`` where there is no client and
     one partition; CoCoA+ rounds with ``"cocoa+"``, and with ``"auto"``
-    given a client or ``n_partitions`` > 1; any
-    other solver raises (give a ``daskdca.SDCA`` or ``daskdca.CoCoAPlus``
-    object its own ``l1_ratio`` instead, with ``penalty="l2"``).  ``"l1"``:
+    given a client or ``n_partitions`` > 1; proximal mini-batch SDCA with
+    ``"minibatch_sdca"``; a solver object raises (give a ``daskdca.SDCA``,
+    ``daskdca.CoCoAPlus`` or ``daskdca.MinibatchSDCA`` object its own
+    ``l1_ratio`` instead, with ``penalty="l2"``).  ``"l1"``:
     ``lam ||w||_1`` alone, ``LogisticRegression(penalty="l1",
     solver="liblinear")`` and ``LinearSVC(penalty="l1", dual=False)``, solved
     by :class:`daskdca.methods.l1.L1SDCA` (proximal SDCA on ``lam ||w||_1 + mu/2
@@ -371,9 +372,11 @@ class _SDCAMixin:
     def _solver_for_penalty(self):
         """The solver :func:`daskdca.fit` runs: ``solver`` for ``penalty="l2"``; for ``"elasticnet"``, serial
         SDCA or CoCoA+ with ``l1_ratio`` (Prox-SDCA, Shalev-Shwartz & Zhang 2016): with ``solver="auto"``,
-        CoCoA+ where there is a client or more than one partition, serial SDCA otherwise; for ``"l1"``,
+        CoCoA+ where there is a client or more than one partition, serial SDCA otherwise; ``"minibatch_sdca"``
+        with ``l1_ratio`` (proximal mini-batch steps); for ``"l1"``,
         :class:`daskdca.methods.l1.L1SDCA` (in this process, one partition)."""
         from daskdca.methods.cocoa import SDCA, CoCoAPlus
+        from daskdca.methods.minibatch import MinibatchSDCA
 
         if self.penalty == "l2":
             if self.l1_ratio is not None:
@@ -414,8 +417,10 @@ class _SDCAMixin:
             return SDCA(l1_ratio=float(self.l1_ratio))
         if name == "cocoa+":
             return CoCoAPlus(l1_ratio=float(self.l1_ratio))
-        raise ValueError(f"penalty='elasticnet' is solved by solver='auto', 'sdca' or 'cocoa+', not "
-                         f"solver={self.solver!r}.")
+        if name == "minibatch_sdca":
+            return MinibatchSDCA(l1_ratio=float(self.l1_ratio))
+        raise ValueError(f"penalty='elasticnet' is solved by solver='auto', 'sdca', 'cocoa+' or 'minibatch_sdca', "
+                         f"not solver={self.solver!r}.")
 
     def _unregularized(self):
         """Whether ``fit_intercept="unregularized"``: the intercept left out of the penalty."""

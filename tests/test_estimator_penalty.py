@@ -44,6 +44,21 @@ def test_classifier_elastic_net_matches_scikit_learn_with_exact_zeros():
     np.testing.assert_array_equal(direct.coef_, w)
 
 
+def test_minibatch_sdca_solves_the_same_elastic_net():
+    """solver="minibatch_sdca" takes the penalty too (proximal mini-batch steps): the serial fit's certified
+    optimum and its zeros."""
+    X, y = load_dataset("heart")
+    params = dict(loss="logistic", C=0.05, penalty="elasticnet", l1_ratio=0.7, fit_intercept=False, tol=1e-8,
+                  max_iter=100_000)
+    serial = SDCAClassifier(**params).fit(X, y)
+    minibatch = SDCAClassifier(solver="minibatch_sdca", **params).fit(X, y)
+    assert minibatch.route_.solver == "minibatch_sdca"
+    assert minibatch.gap_ <= 1e-8 * abs(minibatch.primal_)
+    assert minibatch.primal_ == pytest.approx(serial.primal_, rel=1e-7)
+    w, w_serial = minibatch.coef_.ravel(), serial.coef_.ravel()
+    assert np.array_equal(np.abs(w) > 1e-3, np.abs(w_serial) > 1e-3) and (w == 0).any()
+
+
 def test_elastic_net_with_a_client_runs_cocoa_rounds_to_the_same_optimum():
     """solver="auto" with a client: CoCoA+ rounds with the same proximal steps, not an error; the certified
     optimum and its zeros are the serial fit's."""
@@ -92,7 +107,6 @@ def test_three_classes_fit_one_problem_after_another():
     (dict(penalty="l1", l1_ratio=0.5), "leave l1_ratio=None"),  # penalty="l1" alone: tests/test_l1.py
     (dict(penalty="elasticnet"), "needs l1_ratio"),
     (dict(penalty="l2", l1_ratio=0.5), "only with penalty='elasticnet'"),
-    (dict(penalty="elasticnet", l1_ratio=0.5, solver="minibatch_sdca"), "solver='auto', 'sdca' or 'cocoa\\+'"),
     (dict(penalty="elasticnet", l1_ratio=0.5, solver=daskdca.SDCA()), "set l1_ratio on the object"),
     (dict(penalty="elasticnet", l1_ratio=1.0), "l1_ratio"),
 ])

@@ -5,7 +5,8 @@ round of the kernels against a NumPy reference on the same batch (and a fit's
 rounds against it on the batches the fit draws); on a9a's first 5000 rows
 the certified optimum of serial ``SDCA(l1_ratio=rho)`` and its zeros; the
 certificate recomputed here from ``coef_`` and ``dual_coef_``;
-``l1_ratio = 0`` is the L2 code bit for bit; what the option refuses.
+``l1_ratio = 0`` is the L2 code bit for bit; what the option refuses.  On the cluster
+and out of core: the contract tests' variant ``minibatch_sdca(elastic net)``.
 """
 
 import warnings
@@ -234,23 +235,7 @@ def test_bad_l1_ratio_raises(kwargs, match):
         MinibatchSDCA(**kwargs)
 
 
-def test_cluster_and_store_are_refused(tmp_path):
-    """The proximal plan runs in this process only: a store (or a client) is refused, naming the solvers that run
-    there; the plan itself refuses out-of-core partitions."""
-    from daskdca.store import write_store
-
-    X, y = load_dataset("heart")
-    store = write_store(tmp_path / "h.zarr", X, y, block_rows=100)
-    assert not MinibatchSDCA(l1_ratio=0.5).capabilities.cluster and MinibatchSDCA().capabilities.cluster
-    with pytest.raises(ValueError, match="in memory only.*cocoa\\+"):
-        daskdca.fit(store, None, loss="logistic", lam=1e-2, solver=MinibatchSDCA(l1_ratio=0.5))
-
-    class OutOfCore:
-        def whole(self):
-            return None
-
-    plan = ProxMinibatchPlan(settings=MinibatchSDCA(l1_ratio=0.5), loss=get_loss("logistic"), n=10, d=3, lam_n=1.0,
-                             n_partitions=1, sigma2=1.0, taus=(1,), betas=(1.0,), batch_size=1, eval_every=1,
-                             rounds_per_epoch=10, lam=0.2, l1_ratio=0.5, threshold=1.0)
-    with pytest.raises(ValueError, match="in-memory data.*CoCoAPlus\\(l1_ratio"):
-        plan.init_local(OutOfCore(), None)
+def test_the_elastic_net_runs_where_the_l2_rounds_run():
+    """The option keeps every route of mini-batch SDCA (the contract tests run ``MinibatchSDCA(l1_ratio=0.5)``
+    on the cluster, in memory and out of core, against the in-process bits, with kills and resumes)."""
+    assert MinibatchSDCA(l1_ratio=0.5).capabilities == MinibatchSDCA().capabilities

@@ -82,7 +82,9 @@ margins ``x_i.w`` of the thresholded ``w`` with curvature ``v_i / (lam' n)``,
 then ``v += sum_i delta_i x_i / (lam' n)`` and ``w = soft_threshold(v, c)``
 (:class:`ProxMinibatchPlan`).  The duals stay feasible and the drivers certify
 ``P(w) - D(alpha)`` of the elastic net from ``X^T alpha`` recomputed
-(:func:`daskdca.problem.objectives` with the plan's ``l1_ratio``).
+(:func:`daskdca.problem.objectives` with the plan's ``l1_ratio``).  A partition's
+round sends ``dv_k`` as the L2 round sends ``delta_w_k``, so the rounds run
+out of core and on a cluster unchanged.
 """
 
 from __future__ import annotations
@@ -90,7 +92,7 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
@@ -278,7 +280,8 @@ class MinibatchSDCA:
         ``rho`` in ``[0, 1)``: with ``rho > 0`` the elastic net
         ``1/n sum_i phi_i(x_i.w) + lam ((1 - rho)/2 ||w||^2 + rho ||w||_1)``
         by proximal mini-batch steps (module docstring, "The elastic net"),
-        in memory in this process, with ``step="safe"`` or ``"naive"``.
+        in memory, out of core and on a cluster, with ``step="safe"`` or
+        ``"naive"``.
         ``rho = 0`` is the L2 problem (the same code).
     """
 
@@ -325,8 +328,6 @@ class MinibatchSDCA:
             raise ValueError(
                 f"step='aggressive' does not take l1_ratio={rho!r}: its acceptance test measures the dual change of "
                 "the L2 regulariser.  Use step='safe' (the default) for the elastic net, or l1_ratio=0.")
-        # the proximal plan is run in memory in this process only; the cluster and store routes refuse it
-        object.__setattr__(self, "capabilities", replace(self.capabilities, cluster=False))
 
     def setup(self, info, ops):
         """Compute ``sigma^2`` by power iteration (through ``ops``), then ``tau_c`` and ``beta_c``.
@@ -550,14 +551,6 @@ class ProxMinibatchPlan(MinibatchPlan):
         """A warm start at ``alpha0`` given ``w = X^T alpha0 / (lam n)``: ``v = w / (1 - rho)``, ``w = grad g*(v)``."""
         v = np.array(w, dtype=np.float64, copy=True) / (1.0 - self.l1_ratio)
         return ProxGlobal(soft_threshold_vector(v, self.threshold), v)
-
-    def init_local(self, part, ctx):
-        if part.whole() is None:
-            raise ValueError(
-                f"MinibatchSDCA(l1_ratio={self.l1_ratio!r}) runs on in-memory data in this process only; for a store "
-                "use SDCA(l1_ratio=...) or CoCoAPlus(l1_ratio=...) (proximal SDCA out of core and on a cluster), or "
-                "load the data into memory.")
-        return super().init_local(part, ctx)
 
     def _report(self, measured, loss_sum, conj_sum, w, steps):
         """``P(w) = loss_sum/n + lam'/2 ||w||^2 + lam rho ||w||_1`` and
