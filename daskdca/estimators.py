@@ -114,8 +114,9 @@ _SHARED_PARAMETERS = {
     certified as the L1 problem itself: ``primal_``, ``dual_`` and ``gap_``
     are ``P1(w)``, the L1 dual at the rescaled dual point and their
     difference (:mod:`daskdca.l1`), and ``coef_`` holds exact zeros.  In
-    this process only (no ``client``, one partition), with ``solver``
-    ``"auto"``, ``"sdca"`` or an ``L1SDCA`` object; ``l1_ratio`` must be
+    this process on one partition, or with a ``client`` or ``n_partitions``
+    > 1 in CoCoA+ rounds on each subproblem, with ``solver`` ``"auto"``,
+    ``"sdca"``, ``"cocoa+"`` or an ``L1SDCA`` object; ``l1_ratio`` must be
     None.""",
     "max_iter": """max_iter : int, default=1000
     The most passes over the data for each problem, whatever the solver
@@ -374,7 +375,8 @@ class _SDCAMixin:
         SDCA or CoCoA+ with ``l1_ratio`` (Prox-SDCA, Shalev-Shwartz & Zhang 2016): with ``solver="auto"``,
         CoCoA+ where there is a client or more than one partition, serial SDCA otherwise; ``"minibatch_sdca"``
         with ``l1_ratio`` (proximal mini-batch steps); for ``"l1"``,
-        :class:`daskdca.methods.l1.L1SDCA` (in this process, one partition)."""
+        :class:`daskdca.methods.l1.L1SDCA` (CoCoA+ rounds on each subproblem with a client or several
+        partitions)."""
         from daskdca.methods.cocoa import SDCA, CoCoAPlus
         from daskdca.methods.minibatch import MinibatchSDCA
 
@@ -384,24 +386,20 @@ class _SDCAMixin:
                                  "penalty='elasticnet' or leave l1_ratio=None.")
             return self.solver
         if self.penalty == "l1":
-            # the pure L1 problem: daskdca.methods.l1.L1SDCA, certified by the rescaled dual point, in this process only
+            # the pure L1 problem: daskdca.methods.l1.L1SDCA, certified by the rescaled dual point
             from daskdca.methods.l1 import L1SDCA
 
             if self.l1_ratio is not None:
                 raise ValueError(f"penalty='l1' is the pure L1 penalty lam ||w||_1 and takes no l1_ratio, got "
                                  f"l1_ratio={self.l1_ratio!r}; leave l1_ratio=None, or use penalty='elasticnet' "
                                  "with l1_ratio in [0, 1).")
-            if self.client is not None or (self.n_partitions or 1) > 1:
-                where = "a client" if self.client is not None else f"n_partitions={self.n_partitions!r}"
-                raise ValueError(f"penalty='l1' is fitted in this process on one partition, got {where}. Drop it, "
-                                 "or use penalty='elasticnet' with l1_ratio < 1 (e.g. 0.99), which runs CoCoA+ "
-                                 "rounds on a client or on several partitions.")
             if isinstance(self.solver, L1SDCA):
                 return self.solver
-            if (self.solver is None or isinstance(self.solver, str)) and _solver_name(self.solver) in ("auto", "sdca"):
+            if (self.solver is None or isinstance(self.solver, str)) and _solver_name(self.solver) in (
+                    "auto", "sdca", "cocoa+"):
                 return L1SDCA()
-            raise ValueError(f"penalty='l1' is solved by solver='auto' or 'sdca' (daskdca.methods.l1.L1SDCA) or an L1SDCA "
-                             f"object, not solver={self.solver!r}.")
+            raise ValueError(f"penalty='l1' is solved by solver='auto', 'sdca' or 'cocoa+' (daskdca.methods.l1.L1SDCA) "
+                             f"or an L1SDCA object, not solver={self.solver!r}.")
         if self.l1_ratio is None:
             raise ValueError("penalty='elasticnet' needs l1_ratio in [0, 1), the L1 share of the penalty "
                              "(e.g. l1_ratio=0.5).")

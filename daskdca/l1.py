@@ -41,37 +41,27 @@ the dual steps (curvature ``||x_i||^2 / (mu n)``) crawl and each fall of
 heart_scale, logistic, ``C = 0.05``: 3e-6 after 3000 epochs, where the
 default reaches 1e-10 in 42).
 
-In memory only (NumPy or SciPy input, one partition, this process): a
-store, a dask array or DataFrame, or a client raises with the fix
-(``penalty="elasticnet"`` with ``l1_ratio < 1``, which runs there).
+Every input :func:`daskdca.fit` takes, in memory, out of core and on a
+cluster: with ``K > 1`` partitions each subproblem's rounds are CoCoA+'s
+(adding, ``sigma' = K``), and the next subproblem is decided from the
+round's summed gaps (:class:`~daskdca.methods.sdca.L1ContinuationPlan`).
 """
 
 from __future__ import annotations
 
 from daskdca import api
-from daskdca.methods.l1 import IN_MEMORY_FIX, L1SDCA
+from daskdca.methods.l1 import L1SDCA
 
 __all__ = ["fit_l1"]
 
 
-def _refuse_cluster_input(X, client):
-    """A ValueError naming the fix for the inputs the L1 fit cannot take (a store, dask input, a client)."""
-    if client is not None:
-        raise ValueError("The pure L1 fit (penalty='l1') runs in this process only, got a client. "
-                         + IN_MEMORY_FIX)
-    if api._is_cluster_input(X):
-        what = "a store" if not type(X).__module__.startswith("dask.") else f"a dask {type(X).__name__}"
-        raise ValueError(f"The pure L1 fit (penalty='l1') takes NumPy or SciPy arrays held in memory, got {what}. "
-                         + IN_MEMORY_FIX)
-
-
 def fit_l1(X, y, *, loss="logistic", lam=1e-4, tol=1e-6, solver=None, max_epochs=None, max_rounds=None,
            random_state=0, verbose=0, callback=None, dual_init=None, sample_weight=None, class_weight=None,
-           client=None):
+           n_partitions=None, client=None, in_memory=None):
     """Fit ``min_w P1(w) = 1/n sum_i phi_i(x_i.w) + lam ||w||_1`` and certify it by the L1 problem's gap.
 
     :func:`daskdca.fit` with :class:`~daskdca.methods.l1.L1SDCA` (or ``solver``, an ``L1SDCA``
-    object), after refusing what it cannot fit.  LIBLINEAR's ``C`` of
+    object).  LIBLINEAR's ``C`` of
     ``LogisticRegression(penalty="l1", solver="liblinear")`` is
     ``1 / (lam n)``.  The returned model's ``primal_``, ``dual_`` and ``gap_``
     are ``P1(coef_)``, ``D1(dual_coef_)`` and their difference, computed
@@ -79,10 +69,10 @@ def fit_l1(X, y, *, loss="logistic", lam=1e-4, tol=1e-6, solver=None, max_epochs
 
     Parameters
     ----------
-    X : ndarray or scipy sparse matrix of shape (n_samples, n_features)
-        Training data, in memory.
-    y : array-like of shape (n_samples,)
-        Two labels, or real targets for a regression loss.
+    X : array-like, sparse matrix, dask array or DataFrame, CSRStore or str
+        Training data, as :func:`daskdca.fit` takes it.
+    y : array-like of shape (n_samples,) or None
+        Two labels, or real targets for a regression loss (None for a store).
     loss : str or Loss, default="logistic"
         As in :func:`daskdca.fit`.
     lam : float, default=1e-4
@@ -105,8 +95,9 @@ def fit_l1(X, y, *, loss="logistic", lam=1e-4, tol=1e-6, solver=None, max_epochs
         As in :func:`daskdca.fit`.
     class_weight : dict, "balanced" or None, default=None
         As in :func:`daskdca.fit`.
-    client : None, default=None
-        Must be None: the fit runs in this process.
+    n_partitions, client, in_memory : default=None
+        As in :func:`daskdca.fit`: with ``K > 1`` partitions the rounds are
+        CoCoA+'s on every subproblem.
 
     Returns
     -------
@@ -116,9 +107,9 @@ def fit_l1(X, y, *, loss="logistic", lam=1e-4, tol=1e-6, solver=None, max_epochs
     Raises
     ------
     ValueError
-        For a store, a dask array or DataFrame, a client, more than two
-        classes, or a solver other than an ``L1SDCA`` object; the message
-        names the fix.
+        For more than two classes, a loss without a feasible rescaling
+        (:func:`daskdca.methods.l1.check_l1_loss`), or a solver other than an
+        ``L1SDCA`` object; the message names the fix.
 
     See Also
     --------
@@ -134,7 +125,6 @@ def fit_l1(X, y, *, loss="logistic", lam=1e-4, tol=1e-6, solver=None, max_epochs
     >>> bool(model.converged_), bool((model.coef_ == 0).any())
     (True, True)
     """
-    _refuse_cluster_input(X, client)
     if solver is None:
         solver = L1SDCA()
     elif not isinstance(solver, L1SDCA):
@@ -142,4 +132,5 @@ def fit_l1(X, y, *, loss="logistic", lam=1e-4, tol=1e-6, solver=None, max_epochs
                          "None.")
     return api.fit(X, y, loss=loss, lam=lam, solver=solver, tol=tol, max_epochs=max_epochs, max_rounds=max_rounds,
                    random_state=random_state, verbose=verbose, callback=callback, dual_init=dual_init,
-                   sample_weight=sample_weight, class_weight=class_weight)
+                   sample_weight=sample_weight, class_weight=class_weight, n_partitions=n_partitions, client=client,
+                   in_memory=in_memory)

@@ -18,6 +18,7 @@ from daskdca.methods.l1 import L1SDCA, check_l1_loss
 from daskdca.losses import LOSSES, Logistic
 from daskdca.problem import l1_objectives
 
+import reference_kernels as ref
 from conftest import load_dataset
 
 
@@ -235,22 +236,10 @@ def test_every_loss_has_a_feasible_rescaling():
         check_l1_loss(Shifted())
 
 
-class _FakeClient:
-    """Passes the estimators' parameter check for a client; never used."""
-
-    def submit(self, *args, **kwargs):  # pragma: no cover - never called
-        raise AssertionError
-
-    def scheduler_info(self):  # pragma: no cover - never called
-        raise AssertionError
-
-
 @pytest.mark.parametrize("kwargs,match", [
     (dict(l1_ratio=0.5), "leave l1_ratio=None"),
     (dict(l1_ratio=1.0), "leave l1_ratio=None"),
-    (dict(client=_FakeClient()), "penalty='elasticnet' with l1_ratio < 1"),
-    (dict(n_partitions=2), "penalty='elasticnet' with l1_ratio < 1"),
-    (dict(solver="cocoa+"), "solver='auto' or 'sdca'"),
+    (dict(solver="minibatch_sdca"), "solver='auto', 'sdca' or 'cocoa\\+'"),
     (dict(solver=daskdca.SDCA()), "L1SDCA object"),
 ])
 def test_estimator_refuses_what_it_cannot_fit_with_the_fix(kwargs, match):
@@ -259,20 +248,26 @@ def test_estimator_refuses_what_it_cannot_fit_with_the_fix(kwargs, match):
         SDCAClassifier(loss="logistic", penalty="l1", **kwargs).fit(X, y)
 
 
-def test_store_and_dask_input_are_refused_with_the_fix(tmp_path):
-    import dask.array as da
-
+@pytest.mark.parametrize("n_partitions", [2, 4])
+def test_partitions_reach_the_serial_certified_optimum(n_partitions):
+    """On K > 1 partitions each subproblem's rounds are CoCoA+'s: the serial fit's certified L1 optimum and its
+    zeros, certified from the returned (rescaled) duals; fit_l1 passes n_partitions through. The store and
+    cluster routes: the contract tests' variant "l1_sdca" (tests/test_method_contract.py), against these bits."""
     X, y = load_dataset("heart")
-    url = str(tmp_path / "heart.zarr")
-    daskdca.write_store(url, X, y)
-    with pytest.raises(ValueError, match="got a store.*penalty='elasticnet' with l1_ratio < 1"):
-        fit_l1(url, None, lam=0.01)
-    with pytest.raises(ValueError, match="got a dask Array.*penalty='elasticnet'"):
-        fit_l1(da.from_array(X.toarray(), chunks=100), y, lam=0.01)
-    with pytest.raises(ValueError, match="got a client"):
-        fit_l1(X, y, lam=0.01, client=_FakeClient())
-    with pytest.raises(ValueError, match="in memory only"):  # daskdca.fit's own capability check
-        daskdca.fit(url, loss="logistic", lam=0.01, solver=L1SDCA())
+    n, lam, tol = X.shape[0], 0.01, 1e-9
+    serial = fit_l1(X, y, lam=lam, tol=tol)
+    rounds = fit_l1(X, y, lam=lam, tol=tol, n_partitions=n_partitions)
+    assert rounds.converged_ and rounds.plan_.n_partitions == n_partitions == rounds.plan_.sigma_prime
+    ys = np.where(y == rounds.classes_[1], 1.0, -1.0)
+    assert np.abs(X.T @ rounds.dual_coef_).max() / n <= lam * (1 + 1e-12)  # beta is feasible for the L1 dual
+    primal = np.mean(np.logaddexp(0.0, -ys * (X @ rounds.coef_))) + lam * np.abs(rounds.coef_).sum()
+    dual = -np.mean([ref.conjugate("logistic", ys[i], b) for i, b in enumerate(rounds.dual_coef_)])
+    assert rounds.primal_ == pytest.approx(primal, rel=1e-12) and rounds.dual_ == pytest.approx(dual, rel=1e-12)
+    assert primal - dual <= tol * primal
+    assert rounds.primal_ == pytest.approx(serial.primal_, rel=2 * tol)
+    np.testing.assert_array_equal(rounds.coef_ == 0, serial.coef_ == 0)
+    direct = daskdca.fit(X, y, loss="logistic", lam=lam, tol=tol, solver=L1SDCA(), n_partitions=n_partitions)
+    np.testing.assert_array_equal(direct.coef_, rounds.coef_)
 
 
 def test_settings_are_checked():

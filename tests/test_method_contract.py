@@ -103,7 +103,13 @@ def test_same_seed_same_bits_and_the_certificate_from_the_returned_duals(heart, 
     # the certificate: P(coef_) - D(dual_coef_), D with w(alpha) rebuilt here;
     # for the dual methods coef_ is w(alpha) itself
     rho = float(getattr(m.plan_, "l1_ratio", 0.0))
-    if rho > 0:  # the elastic net's: D(alpha) with w(alpha) = grad g*(X^T alpha / (lam' n))
+    if rho == 1:  # the pure L1 problem's: dual_coef_ is the rescaled point beta, ||X^T beta / n||_inf <= lam
+        assert np.abs(X.T @ m.dual_coef_).max() / X.shape[0] <= LAM * (1 + 1e-12)
+        primal = float(np.mean([ref.loss_value(_loss(name), ys[i], z) for i, z in enumerate(X @ m.coef_)])
+                       + LAM * np.abs(m.coef_).sum())
+        dual = -float(np.mean([ref.conjugate(_loss(name), ys[i], b) for i, b in enumerate(m.dual_coef_)]))
+        w_alpha = m.coef_
+    elif rho > 0:  # the elastic net's: D(alpha) with w(alpha) = grad g*(X^T alpha / (lam' n))
         _, dual, w_alpha = ref_prox.elastic_net_certificate(X, ys, m.dual_coef_, LAM, rho, _loss(name))
         primal = ref_prox.elastic_net_primal(X, ys, m.coef_, LAM, rho, _loss(name))
     else:

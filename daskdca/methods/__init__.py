@@ -15,6 +15,7 @@ from daskdca.methods.base import Capabilities, Ctx, DataInfo, RoundReport
 from daskdca.methods.cocoa import SDCA, CoCoAPlus
 from daskdca.methods.crammer_singer import CrammerSingerSVM
 from daskdca.methods.dual_free import AdaptiveDualFreeSDCA, AdaptiveDualFreeSDCAPlus, DualFreeSDCA
+from daskdca.methods.l1 import L1SDCA
 from daskdca.methods.minibatch import MinibatchSDCA
 from daskdca.methods.multinomial import MultinomialSDCA
 from daskdca.methods.multinomial_lbfgs import MultinomialLBFGS
@@ -66,6 +67,7 @@ VARIANTS = {
     "minibatch_sdca(naive)": lambda: MinibatchSDCA(step="naive"),
     "minibatch_sdca(aggressive)": lambda: MinibatchSDCA(step="aggressive"),
     "minibatch_sdca(elastic net)": lambda: MinibatchSDCA(l1_ratio=0.5),
+    "l1_sdca": L1SDCA,
 }
 
 

@@ -25,10 +25,6 @@ __all__ = ["L1SDCA", "check_l1_loss", "default_mu0"]
 # lam / mu and the model w = v - lam / mu keeps too few bits
 _MU_FLOOR = 1e-12
 
-IN_MEMORY_FIX = ("Use penalty='elasticnet' with l1_ratio < 1 (e.g. 0.99; CoCoA+ rounds, certified as that "
-                 "elastic net), which runs on a store, a dask collection and a client, or fit NumPy or SciPy "
-                 "arrays in this process.")
-
 
 def check_l1_loss(loss):
     """Check that the rescaled dual point of the L1 certificate is feasible for ``loss``.
@@ -126,8 +122,11 @@ class L1SDCA(SDCA):
     alone (:func:`daskdca.problem.l1_objectives`).  ``coef_`` is a soft
     threshold: exact zeros.
 
-    One partition, in this process (no cluster, no one-vs-rest in one pass:
-    :class:`~daskdca.SDCAClassifier` fits the classes in turn).
+    In memory, out of core (store blocks swept one after another) and on a
+    cluster; on ``K > 1`` partitions each subproblem's rounds are CoCoA+'s
+    (adding, ``sigma' = K``) and the combine decides the next subproblem
+    (:class:`~daskdca.methods.sdca.L1ContinuationPlan`).  No one-vs-rest in
+    one pass: :class:`~daskdca.SDCAClassifier` fits the classes in turn.
 
     Parameters
     ----------
@@ -138,7 +137,7 @@ class L1SDCA(SDCA):
     shrinking : bool or None, default=None
         As :class:`~daskdca.SDCA` (None means True).
     aggregation : {"adding"}, default="adding"
-        Only ``"adding"`` (one partition).
+        Only ``"adding"``.
     local_solver : {"sdca"}, default="sdca"
         Only ``"sdca"``.
     local_batch_size : None, default=None
@@ -153,9 +152,9 @@ class L1SDCA(SDCA):
         Only 1.
     inner_rounds : int, default=1
         Only 1.
-    window_blocks : int or None, default=None
-        As :class:`~daskdca.CoCoAPlus`; the fit's one partition is held in
-        memory and swept whole, so it changes nothing.
+    window_blocks : {1, None}, default=None
+        Out of core the blocks are swept one after another (as the elastic
+        net's proximal steps are): only 1, or None meaning 1.
     mu0 : float or None, default=None
         The first L2 weight ``mu``; None: :func:`default_mu0`.
     decrease : float, default=1.0
@@ -182,8 +181,16 @@ class L1SDCA(SDCA):
     mu_min: float | None = None
     recentre: bool = True
     name = "l1_sdca"
-    capabilities = Capabilities(losses=tuple(LOSSES), many_partitions=False, cluster=False, shrinking=True,
+    capabilities = Capabilities(losses=tuple(LOSSES), many_partitions=True, cluster=True, shrinking=True,
                                 warm_start=True, sample_weight=True, multi_class=False)
+
+    def _window_applies(self):
+        return False
+
+    def _check_window_blocks(self):
+        if self.window_blocks not in (None, 1) or isinstance(self.window_blocks, bool):
+            raise ValueError(f"L1SDCA sweeps store blocks one after another (as the elastic net's proximal steps "
+                             f"do), got window_blocks={self.window_blocks!r}; use window_blocks=1 or None.")
 
     def __post_init__(self):
         super().__post_init__()
@@ -204,7 +211,7 @@ class L1SDCA(SDCA):
         _check_positive("switch", self.switch)
 
     def setup(self, info, ops):
-        """The plan for this data: :class:`~daskdca.methods.sdca.L1ContinuationPlan` on one partition.
+        """The plan for this data: :class:`~daskdca.methods.sdca.L1ContinuationPlan` (``sigma' = K``).
 
         Parameters
         ----------
@@ -218,14 +225,12 @@ class L1SDCA(SDCA):
         object
             The plan, :class:`~daskdca.methods.sdca.L1ContinuationPlan`.
         """
-        if info.n_partitions != 1:
-            raise ValueError(f"L1SDCA runs on one partition in this process, got {info.n_partitions}. "
-                             + IN_MEMORY_FIX)
         check_l1_loss(info.loss)
         lam = float(info.lam)
         mu0 = default_mu0(lam, info.n, ops.sqnorm_sum(), info.loss) if self.mu0 is None else float(self.mu0)
         mu_min = min(mu0, _MU_FLOOR * lam if self.mu_min is None else float(self.mu_min))
         return L1ContinuationPlan(settings=self, loss=info.loss, n=info.n, d=info.d, lam_n=info.lam_n,
-                                  n_partitions=1, sigma_prime=1.0, lam=lam, l1_ratio=1.0, threshold=0.0, mu0=mu0,
+                                  n_partitions=info.n_partitions, sigma_prime=float(info.n_partitions), lam=lam,
+                                  l1_ratio=1.0, threshold=0.0, mu0=mu0,
                                   mu_min=mu_min, decrease=float(self.decrease), switch=float(self.switch),
                                   recentre=bool(self.recentre))

@@ -634,26 +634,68 @@ class L1ContinuationPlan(ProxSDCAPlan):
         return self.scale(state) * local.alpha
 
     def local(self, part, local, state, ctx):
-        """The gap sums at the round's start (``alpha`` and ``beta``), the proximal steps, the next subproblem.
+        """The gap sums at the round's start (``alpha`` and ``beta``), then the proximal steps.
 
-        Returns ``u`` and ``z`` of the round's end (one partition, stacked)
-        and the scalars ``(loss_sum, lam ||w||_1, conj_sum(beta), n_steps, next mu)`` of the
-        round's start.
+        One partition: the steps on ``u`` itself, the next subproblem decided
+        here from the round's sums (:meth:`_next_subproblem`), and the
+        contribution is ``u`` and ``z`` of the round's end (stacked) with the
+        scalars ``(loss_sum, lam ||w||_1, conj_sum(beta), n_steps, next mu)``.
+        ``K > 1`` partitions (CoCoA+, adding, ``sigma' = K``: the elastic net's
+        argument of :class:`ProxSDCAPlan` holds for ``g_z``): the steps on
+        ``u + K du_k`` and the contribution ``du_k = X_k^T delta_k / (mu n)``
+        with ``(loss_sum, conj_sum(alpha), conj_sum(beta), n_steps)``; the
+        combine decides the next subproblem.  Out of core the blocks are swept
+        as :func:`~daskdca.methods.dual.sweep_blocks` sweeps them.
         """
-        rows = part.whole()
-        if rows is None:
-            raise ValueError("The pure L1 fit runs on rows held in memory only; fit arrays, or use "
-                             "penalty='elasticnet' with l1_ratio < 1 (CoCoA+ rounds) for a store.")
         alpha = local.alpha.copy()
-        n = self.n
+        mu = float(state.mu)
+        u, w_u = state.u.copy(), state.w.copy()
+        rows = part.whole()
+        if self.n_partitions > 1:
+            delta_u = np.zeros(self.d)
+            loss_sum, conj_alpha, conj_beta, n_steps = self._sweep(part, alpha, state, ctx, u, w_u, delta_u)
+            scalars = np.array([loss_sum, conj_alpha, conj_beta, float(n_steps)])
+            return DualLocal(alpha), Contribution(compress(delta_u), scalars)
+        if rows is None:
+            loss_sum, conj_alpha, conj_beta, n_steps = self._sweep(part, alpha, state, ctx, u, w_u, None)
+        else:
+            loss_sum, conj_alpha, conj_beta, n_steps = self._whole(rows, alpha, state, ctx, u, w_u)
+        l1 = self.lam * float(np.abs(state.w).sum())
+        next_mu, z = self._next_subproblem(state, loss_sum, l1, conj_alpha, conj_beta)
+        if next_mu is not None:
+            # the duals stay, u = z + X^T alpha / (mu n) afresh (no drift carried over)
+            z = w_u if self.recentre else z
+            u = z + xt_alpha_part(part, alpha, next_mu * self.n)
+        else:
+            next_mu = mu
+        scalars = np.array([loss_sum, l1, conj_beta, float(n_steps), next_mu])
+        return DualLocal(alpha), Contribution(np.concatenate([u, z]), scalars)
+
+    def _next_subproblem(self, state, loss_sum, l1, conj_alpha, conj_beta):
+        """``(next mu, z)`` when the round's start closes the subproblem, else ``(None, z)``.
+
+        It closes when the subproblem's gap
+        ``1/n sum_i [phi_i(x_i.w) + phi_i*(-alpha_i)] + mu (u - z).w`` is at
+        most ``switch`` times the L1 gap ``P1(w) - D1(beta)`` (and ``mu`` can
+        still fall, or the centre move).
+        """
+        n, mu = self.n, float(state.mu)
+        gap_l1 = loss_sum / n + l1 + conj_beta / n
+        gap_sub = loss_sum / n + conj_alpha / n + mu * float((state.u - state.z) @ state.w)
+        if gap_sub <= self.switch * gap_l1 and (self.recentre or mu > self.mu_min):
+            return max(mu / self.decrease, self.mu_min), state.z
+        return None, state.z
+
+    def _whole(self, rows, alpha, state, ctx, u, w_u):
+        """One partition in memory: the round's sums and serial steps on ``u``; returns
+        ``(loss_sum, conj_sum(alpha), conj_sum(beta), n_steps)``."""
         loss = self.loss
         mu = float(state.mu)
         kind, param = int(loss.kind), loss.param
-        shrink = self.settings.shrinking and loss.has_active_bounds
-        if shrink:
+        if self.settings.shrinking and loss.has_active_bounds:
             loss_sum, conj_alpha, visit = objective_sums_movable(
                 rows.indptr, rows.indices, rows.data, rows.y, rows.weight, rows.sqnorm, alpha, state.w, 0,
-                rows.n_rows, kind, param, mu * n, 1.0)
+                rows.n_rows, kind, param, mu * self.n, 1.0)
         else:
             loss_sum, conj_alpha = objective_sums(rows.indptr, rows.indices, rows.data, rows.y, rows.weight, alpha,
                                                   state.w, 0, rows.n_rows, kind, param)
@@ -661,27 +703,64 @@ class L1ContinuationPlan(ProxSDCAPlan):
         s = self.scale(state)
         conj_beta = conj_alpha if s == 1.0 else float(
             line_conjugate_sums(rows.y, rows.weight, alpha, alpha, np.array([s - 1.0]), kind, param)[0])
-        w = state.w
-        l1 = self.lam * float(np.abs(w).sum())
-        gap_l1 = loss_sum / n + l1 + conj_beta / n
-        gap_sub = loss_sum / n + conj_alpha / n + mu * float((state.u - state.z) @ w)
-        u, w_u = state.u.copy(), state.w.copy()
         order = self._order(rows.n_rows, visit, ctx, ctx.partition)
         prox_local_sdca(rows.indptr, rows.indices, rows.data, rows.y, rows.weight, rows.sqnorm, alpha, u, w_u,
-                        np.empty(0), order, kind, param, mu * n, 1.0, self.lam / mu, False)
-        z, next_mu = state.z, mu
-        if gap_sub <= self.switch * gap_l1 and (self.recentre or mu > self.mu_min):
-            # the next subproblem: the duals stay, u = z + X^T alpha / (mu n) afresh (no drift carried over)
-            next_mu = max(mu / self.decrease, self.mu_min)
-            z = w_u if self.recentre else z
-            u = z + xt_alpha_part(part, alpha, next_mu * n)
-        scalars = np.array([loss_sum, l1, conj_beta, float(order.shape[0]), next_mu])
-        return DualLocal(alpha), Contribution(np.concatenate([u, z]), scalars)
+                        np.empty(0), order, kind, param, mu * self.n, 1.0, self.lam / mu, False)
+        return loss_sum, conj_alpha, conj_beta, order.shape[0]
+
+    def _sweep(self, part, alpha, state, ctx, u, w_u, delta_u):
+        """The round's sums and steps block by block (:func:`~daskdca.methods.dual.sweep_blocks`): curvature
+        ``sigma' ||x_i||^2 / (mu n)`` with ``sigma' = K``, margins at the soft threshold of the local ``u``;
+        ``delta_u`` (None with one partition) gathers ``X_k^T delta_k / (mu n)``.  Returns
+        ``(loss_sum, conj_sum(alpha), conj_sum(beta), n_steps)``, the sums at the round's start."""
+        loss = self.loss
+        mu = float(state.mu)
+        kind, param = int(loss.kind), loss.param
+        lam_n, sigma = mu * self.n, float(self.sigma_prime)
+        shrink = self.settings.shrinking and loss.has_active_bounds
+        track = delta_u is not None
+        s = self.scale(state)
+        conj_beta = [0.0]
+
+        def step(blk, lo, hi, a, stream):
+            if s != 1.0:  # beta = s alpha of the block's rows, before any of them moves
+                conj_beta[0] += float(line_conjugate_sums(blk.y[lo:hi], blk.weight[lo:hi], a[lo:hi], a[lo:hi],
+                                                          np.array([s - 1.0]), kind, param)[0])
+            visit = (movable_rows(blk.indptr, blk.indices, blk.data, blk.y, blk.weight, blk.sqnorm, a, w_u, lo, hi,
+                                  kind, param, lam_n, sigma) if shrink else None)
+            order = self._order(hi - lo, visit, ctx, stream)
+            if visit is None:
+                order = order + lo
+            prox_local_sdca(blk.indptr, blk.indices, blk.data, blk.y, blk.weight, blk.sqnorm, a, u, w_u,
+                            delta_u if track else np.empty(0), order, kind, param, lam_n, sigma, self.lam / mu,
+                            track)
+            return order.shape[0]
+
+        loss_sum, conj_alpha, n_steps = sweep_blocks(part, alpha, state.w, ctx, loss, step)
+        return loss_sum, conj_alpha, conj_alpha if s == 1.0 else conj_beta[0], n_steps
 
     def combine(self, state, total, ctx):
-        """``u``, ``z`` and ``mu`` of the round's end, ``w = grad g_z*``; the L1 gap of the round's start."""
-        loss_sum, l1, conj_beta, steps, next_mu = total.scalars
-        uz = dense(total.vector, 2 * self.d)
-        u, z = uz[:self.d].copy(), uz[self.d:].copy()
+        """``u``, ``z`` and ``mu`` of the round's end, ``w = grad g_z*``; the L1 gap of the round's start.
+
+        With ``K > 1`` partitions ``u += sum_k du_k``, and the next subproblem
+        is decided here (:meth:`_next_subproblem`); ``u - z = X^T alpha / (mu n)``
+        is carried over rescaled by ``mu / mu'`` (a partition holds only its own
+        rows to recompute it).
+        """
+        if self.n_partitions == 1:
+            loss_sum, l1, conj_beta, steps, next_mu = total.scalars
+            uz = dense(total.vector, 2 * self.d)
+            u, z = uz[:self.d].copy(), uz[self.d:].copy()
+        else:
+            loss_sum, conj_alpha, conj_beta, steps = total.scalars
+            l1 = self.lam * float(np.abs(state.w).sum())
+            u, z, mu = apply_vector(state.u, total.vector), state.z, float(state.mu)
+            next_mu, _ = self._next_subproblem(state, loss_sum, l1, conj_alpha, conj_beta)
+            if next_mu is None:
+                next_mu = mu
+            else:
+                new_z = soft_threshold_vector(u, self.lam / mu) if self.recentre else z
+                u = new_z + (u - z) * (mu / next_mu)
+                z = new_z
         report = RoundReport(True, loss_sum / self.n + l1, -conj_beta / self.n, float(steps))
         return L1Global(soft_threshold_vector(u, self.lam / next_mu), u, z, float(next_mu)), report
