@@ -196,18 +196,19 @@ _SHARED_PARAMETERS["fit_intercept_or_unregularized"] = _SHARED_PARAMETERS["fit_i
     ``"unregularized"`` leaves the intercept ``b`` out of the penalty:
     ``min_{w,b} 1/n sum_i s_i phi(y_i, x_i.w + b) + lam/2 ||w||^2``, the
     problem of ``Ridge(alpha=1/C)`` and of ``LogisticRegression(C=C)`` with
-    its default L-BFGS solver, solved by primal Newton on ``(w, b)`` and
+    its default L-BFGS solver, solved by primal Newton on ``(w, b)`` (its
+    directions by conjugate gradients above 300 features) and
     certified by the iterate's dual point made feasible for the constraint
     ``sum_i alpha_i = 0`` that the unpenalised ``b`` puts on the dual
     (:func:`daskdca.intercept.fit_unregularized_intercept`).  It takes the
     losses ``"logistic"``, ``"squared_hinge"`` and ``"smoothed_hinge"``
-    (two classes only) or ``"squared"``, at most 300 features,
-    ``penalty="l2"`` and ``solver="auto"``, and runs in this process (no
+    (two classes only) or ``"squared"``, ``penalty="l2"`` and
+    ``solver="auto"``, and runs in this process (no
     ``client``, at most one partition); neither ``warm_start=True`` nor an
     ``intercept_scaling`` other than 1 applies to it (both raise),
     ``n_iter_`` counts Newton steps, and ``primal_``, ``dual_``, ``gap_`` and ``dual_coef_``
     are those of this problem.  Otherwise a ValueError names the fix
-    (``fit_intercept=True`` for more features or the other losses)."""
+    (``fit_intercept=True`` for the other losses)."""
 
 
 def _with_shared_parameters(cls):

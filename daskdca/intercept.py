@@ -5,7 +5,8 @@ The estimators' ``fit_intercept=True`` is LIBLINEAR's regularised intercept
 module solves the problem with the intercept ``b`` left out of the penalty,
 the problem of :class:`~sklearn.linear_model.Ridge` and of
 :class:`~sklearn.linear_model.LogisticRegression`'s L-BFGS solver, on the
-primal Newton route (few features, ``d <= 300``):
+primal Newton route (Cholesky on the Hessian for ``d <= 300`` features,
+conjugate gradients on Hessian-vector products above):
 :func:`fit_unregularized_intercept`, which the estimators call for
 ``fit_intercept="unregularized"``.  No Dask: one process, in memory.
 """
@@ -19,18 +20,32 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
-from daskdca.kernels.newton import cholesky_solve, dual_point, ladder_loss_sums, newton_sums, newton_system, packed_size
+from daskdca.kernels.newton import (
+    cholesky_solve,
+    dual_point,
+    gradient_curvature_sums,
+    ladder_loss_sums,
+    newton_sums,
+    newton_system,
+    packed_size,
+)
 from daskdca.losses import get_loss
 from daskdca.problem import check_sample_weight
 from daskdca.validation import _check_int, _check_real, _check_X
 
-__all__ = ["INTERCEPT_LOSSES", "MAX_FEATURES", "InterceptFit", "balance_dual", "fit_unregularized_intercept"]
+__all__ = ["CG_MAX_ITER", "INTERCEPT_LOSSES", "MAX_FEATURES", "InterceptFit", "balance_dual",
+           "fit_unregularized_intercept"]
 
 #: The losses with a Newton step (``daskdca.methods.newton``: twice differentiable, or through the
 #: generalised Hessian) whose conjugate's domain is an interval containing 0.
 INTERCEPT_LOSSES = ("logistic", "squared", "squared_hinge", "smoothed_hinge")
-#: The most features (``d``, the intercept not counted): the ``(d + 1) x (d + 1)`` Hessian is formed densely.
+#: The most features (``d``, the intercept not counted) for which the ``(d + 1) x (d + 1)`` Hessian is formed
+#: densely and factored; above, each Newton direction is found by conjugate gradients on Hessian-vector products.
 MAX_FEATURES = 300
+#: The most conjugate-gradient iterations of one truncated Newton direction (each one Hessian-vector product,
+#: two reads of the rows); the forcing term of Nocedal & Wright, Numerical Optimization, 2nd ed., Algorithm 7.1
+#: (``min(0.5, sqrt(||g||)) ||g||``) usually stops it far sooner.
+CG_MAX_ITER = 250
 # Armijo's sufficient-decrease constant and the backtracking ladder t = 1, 1/2, ..., 2^-30 (Nocedal & Wright,
 # Numerical Optimization, 2nd ed., eq. (3.4) and Algorithm 3.1 with rho = 1/2), as daskdca.methods.newton.
 _ARMIJO_C1 = 1e-4
@@ -126,6 +141,37 @@ def balance_dual(alpha):
     return alpha
 
 
+def _truncated_newton(Xa, curvature, n, penalty, grad):
+    """``(direction, Hessian-vector products)``: conjugate gradients on ``H p = -grad``, with
+    ``H = Xa^T diag(curvature) Xa / n + diag(penalty)`` applied as products, stopped at the residual
+    ``min(0.5, sqrt(||grad||)) ||grad||`` or at a direction of non-positive curvature (Nocedal & Wright,
+    Numerical Optimization, 2nd ed., Algorithm 7.1, line search Newton-CG: every iterate is a descent direction,
+    ``-grad`` when the first has no curvature)."""
+    XaT = Xa.T.tocsr()
+    g_norm = float(np.linalg.norm(grad))
+    forcing = min(0.5, math.sqrt(g_norm)) * g_norm
+    p = np.zeros_like(grad)
+    r = grad.copy()  # residual H p + grad
+    d = -r
+    rr = float(r @ r)
+    products = 0
+    for _ in range(CG_MAX_ITER):
+        Hd = np.asarray(XaT @ (curvature * (Xa @ d))).ravel() / n + penalty * d
+        products += 1
+        dHd = float(d @ Hd)
+        if dHd <= 0.0:
+            return (p if products > 1 else -grad), products
+        step = rr / dHd
+        p += step * d
+        r += step * Hd
+        rr_next = float(r @ r)
+        if math.sqrt(rr_next) <= forcing:
+            break
+        d = -r + (rr_next / rr) * d
+        rr = rr_next
+    return p, products
+
+
 def _conjugate_sum(loss, y, alpha, weight):
     """``sum_i (s_i phi_i)*(-alpha_i) = sum_i s_i phi_i*(-alpha_i / s_i)`` (0 for a row of weight 0 at 0)."""
     if weight is None:
@@ -184,9 +230,13 @@ def fit_unregularized_intercept(X, y_signed_or_targets, *, loss, lam, tol=1e-10,
     (``daskdca.kernels.newton``) on X with a last column of ones give the
     loss, gradient and Hessian sums; the system
     ``(H / n + diag(lam, ..., lam, 0)) s = -grad P`` is solved by Cholesky
-    (where the intercept's curvature vanishes, as for a squared hinge with
-    every margin past 1, its 0 is replaced by ``lam``, still a descent
-    direction) and the step is the largest of ``1, 1/2, ..., 2^-30`` meeting
+    for ``d <= 300`` (:data:`MAX_FEATURES`; where the intercept's curvature
+    vanishes, as for a squared hinge with every margin past 1, its 0 is
+    replaced by ``lam``, still a descent direction), and above by conjugate
+    gradients on Hessian-vector products, truncated by Nocedal & Wright's
+    forcing term (line search Newton-CG, their Algorithm 7.1; LIBLINEAR's
+    primal solver is the trust-region form of the same, Lin, Weng & Keerthi,
+    JMLR 2008); the step is the largest of ``1, 1/2, ..., 2^-30`` meeting
     Armijo's condition.  At every iterate the certificate is the dual point
     ``alpha_i = -s_i phi_i'(x_i.w + b)`` (as the Newton route certifies)
     made feasible by :func:`balance_dual`: the side (positive or negative
@@ -199,7 +249,8 @@ def fit_unregularized_intercept(X, y_signed_or_targets, *, loss, lam, tol=1e-10,
     Parameters
     ----------
     X : {ndarray, sparse matrix} of shape (n, d)
-        The data, ``d <= 300`` (a ``(d + 1) x (d + 1)`` Hessian is formed).
+        The data (a ``(d + 1) x (d + 1)`` Hessian is formed for
+        ``d <= 300``; above, Hessian-vector products).
     y_signed_or_targets : array-like of shape (n,)
         Labels in {-1, +1} for a classification loss, real targets for
         ``"squared"``.
@@ -213,7 +264,8 @@ def fit_unregularized_intercept(X, y_signed_or_targets, *, loss, lam, tol=1e-10,
         Stop when the relative gap ``(P - D) / |P|`` is at most ``tol``
         (``>= 0``).
     max_iter : int, default=100
-        The most Newton steps.
+        The most Newton steps (each with at most :data:`CG_MAX_ITER`
+        conjugate-gradient iterations above 300 features).
     sample_weight : array-like of shape (n,), float or None, default=None
         Row weights ``s_i >= 0``, not all 0.
 
@@ -227,8 +279,8 @@ def fit_unregularized_intercept(X, y_signed_or_targets, *, loss, lam, tol=1e-10,
     Raises
     ------
     ValueError
-        For another loss, ``d > 300`` (use ``fit_intercept=True``, the
-        regularised synthetic feature, with the other solvers), ``lam <= 0``,
+        For another loss (use ``fit_intercept=True``, the regularised
+        synthetic feature, with the other solvers), ``lam <= 0``,
         non-finite values in X, y or the numbers, labels other than -1/+1
         for a classification loss, or bad row weights.
 
@@ -260,10 +312,6 @@ def fit_unregularized_intercept(X, y_signed_or_targets, *, loss, lam, tol=1e-10,
     max_iter = _check_int("max_iter", max_iter, low=1, hint="use e.g. max_iter=100")
     X = _check_X(X).astype(np.float64)
     n, d = X.shape
-    if d > MAX_FEATURES:
-        raise ValueError(f"The unregularised intercept is solved on the primal Newton route for d <= {MAX_FEATURES} "
-                         f"features, got d={d}; use fit_intercept=True (the regularised synthetic feature, "
-                         "LIBLINEAR's) for more features.")
     if n == 0:
         raise ValueError("X has no rows; fit at least one.")
     y = _check_labels(y_signed_or_targets, n, loss_obj)
@@ -283,13 +331,20 @@ def fit_unregularized_intercept(X, y_signed_or_targets, *, loss, lam, tol=1e-10,
     history = []
     passes = 0
     n_iter = 0
+    dense = d <= MAX_FEATURES
     while True:
-        sums = np.zeros(2)
-        out = np.zeros(D + packed_size(D))
-        newton_sums(indptr, indices, data, y, kernel_weight, v, 0, n, kind, param, sums, out)
+        if dense:
+            sums = np.zeros(2)
+            out = np.zeros(D + packed_size(D))
+            newton_sums(indptr, indices, data, y, kernel_weight, v, 0, n, kind, param, sums, out)
+            loss_sum = sums[0]
+        else:
+            grad_sum, curvature = np.zeros(D), np.empty(n)
+            loss_sum = gradient_curvature_sums(indptr, indices, data, y, kernel_weight, v, 0, n, kind, param, grad_sum,
+                                               curvature)
         passes += 1
         w = v[:d]
-        primal = sums[0] / n + 0.5 * lam * float(w @ w)
+        primal = loss_sum / n + 0.5 * lam * float(w @ w)
         alpha = balance_dual(dual_point(indptr, indices, data, y, kernel_weight, v, 0, n, kind, param))
         w_alpha = np.asarray(X.T @ alpha, dtype=np.float64).ravel() / (lam * n)
         dual = -_conjugate_sum(loss_obj, y, alpha, weight) / n - 0.5 * lam * float(w_alpha @ w_alpha)
@@ -298,15 +353,20 @@ def fit_unregularized_intercept(X, y_signed_or_targets, *, loss, lam, tol=1e-10,
         converged = bool(gap <= tol * abs(primal))
         if converged or n_iter >= max_iter:
             break
-        grad = out[:D] / n + penalty * v
-        M = newton_system(np.ascontiguousarray(out[D:]), D, 1.0 / n, 0.0)
-        M[np.arange(d), np.arange(d)] += lam
-        direction, ok = cholesky_solve(M, -grad)
-        if not ok:  # no curvature along b (e.g. squared hinge with every margin past 1): lam stands in for it
-            M[d, d] += lam
+        if dense:
+            grad = out[:D] / n + penalty * v
+            M = newton_system(np.ascontiguousarray(out[D:]), D, 1.0 / n, 0.0)
+            M[np.arange(d), np.arange(d)] += lam
             direction, ok = cholesky_solve(M, -grad)
-        if not ok:
-            direction = -grad
+            if not ok:  # no curvature along b (e.g. squared hinge with every margin past 1): lam stands in for it
+                M[d, d] += lam
+                direction, ok = cholesky_solve(M, -grad)
+            if not ok:
+                direction = -grad
+        else:
+            grad = grad_sum / n + penalty * v
+            direction, products = _truncated_newton(Xa, curvature, n, penalty, grad)
+            passes += 2 * products
         slope = float(grad @ direction)
         # -slope / 2 is the decrease a Newton step predicts (about P - min P): below P's rounding, no step can
         # lower P, and Armijo's test would accept steps that change nothing (tol=0 would run to max_iter)

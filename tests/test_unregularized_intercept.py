@@ -6,13 +6,14 @@ import math
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from conftest import load_dataset, random_sparse
+from conftest import load_dataset
 from reference_kernels import dual_objective, loss_value
 from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from daskdca import SDCAClassifier, SDCAClassifierCV, SDCARegressor
+import daskdca.intercept as intercept_module
 from daskdca.intercept import INTERCEPT_LOSSES, balance_dual, fit_unregularized_intercept
 
 LAM = 1e-4
@@ -186,16 +187,44 @@ def test_regressor_unregularized_is_the_function_and_ridge(a9a):
 # errors
 
 
-def test_more_than_300_features_is_refused():
-    X = random_sparse(60, 301, 0.2, seed=0)
-    y = np.random.default_rng(0).choice([-1.0, 1.0], 60)
-    with pytest.raises(ValueError, match=r"d <= 300.*fit_intercept=True"):
-        fit_unregularized_intercept(X, y, loss="logistic", lam=0.1)
-    with pytest.raises(ValueError, match=r"d <= 300.*fit_intercept=True"):
-        SDCAClassifier(loss="logistic", fit_intercept="unregularized").fit(X, y)
-    # 300 features are accepted
-    fit = fit_unregularized_intercept(X[:, :300], y, loss="logistic", lam=0.1, tol=1e-8)
-    assert fit.converged and fit.coef.shape == (300,)
+# more than 300 features: conjugate gradients on Hessian-vector products
+
+
+@pytest.mark.parametrize("loss", INTERCEPT_LOSSES)
+def test_many_features_take_newton_cg_to_the_dense_newton_optimum(a9a, loss, monkeypatch):
+    """The same problem through the Cholesky route and, with the limit set below a9a's 123 features, through
+    truncated Newton-CG: the same certified optimum, and the certificate recomputed from alpha."""
+    X, y = a9a
+    n = X.shape[0]
+    dense = fit_unregularized_intercept(X, y, loss=loss, lam=LAM, tol=1e-12)
+    monkeypatch.setattr(intercept_module, "MAX_FEATURES", 10)
+    cg = fit_unregularized_intercept(X, y, loss=loss, lam=LAM, tol=1e-12)
+    assert dense.converged and cg.converged and math.fsum(cg.alpha) == 0.0
+    assert abs(cg.primal - dense.primal) <= 2e-12 * dense.primal
+    np.testing.assert_allclose(cg.coef, dense.coef, rtol=0, atol=1e-4)
+    z = np.asarray(X @ cg.coef).ravel() + cg.intercept
+    primal = sum(loss_value(loss, y[i], z[i]) for i in range(n)) / n + 0.5 * LAM * float(cg.coef @ cg.coef)
+    dual, _ = dual_objective(X, y, cg.alpha, LAM, loss)
+    assert abs(primal - cg.primal) <= 1e-12 * primal and abs(dual - cg.dual) <= 1e-12 * primal
+    assert -1e-13 * primal <= primal - dual <= 1e-12 * primal
+
+
+def test_many_features_match_lbfgs_logistic_regression():
+    """rcv1_1k, 47,236 features: the objective of LogisticRegression's L-BFGS (its intercept unpenalised),
+    certified; the estimator takes the same route."""
+    X, labels = load_dataset("rcv1_1k")
+    y = np.where(labels == np.unique(labels)[1], 1.0, -1.0)
+    n, C = X.shape[0], 1.0
+    lam = 1.0 / (C * n)
+    fit = fit_unregularized_intercept(X, y, loss="logistic", lam=lam, tol=1e-10)
+    lr = LogisticRegression(C=C, solver="lbfgs", tol=1e-12, max_iter=10000).fit(X, y)
+    ours = logistic_objective(X, y, fit.coef, fit.intercept, lam)
+    theirs = logistic_objective(X, y, lr.coef_.ravel(), float(lr.intercept_[0]), lam)
+    assert fit.converged and fit.gap <= 1e-10 * fit.primal and X.shape[1] > 300
+    assert abs(ours - theirs) <= 1e-9 * theirs and abs(fit.primal - ours) <= 1e-12 * ours
+    assert abs(fit.intercept - lr.intercept_[0]) <= 1e-4
+    model = SDCAClassifier(loss="logistic", C=C, fit_intercept="unregularized", tol=1e-10).fit(X, labels)
+    np.testing.assert_array_equal(model.coef_.ravel(), fit.coef)
 
 
 def test_more_than_two_classes_is_refused():

@@ -35,8 +35,8 @@ from daskdca.losses import (
     weighted_loss_value,
 )
 
-__all__ = ["cholesky_solve", "dual_point", "ladder_loss_sums", "loss_curvature", "newton_sums", "newton_system",
-           "packed_size"]
+__all__ = ["cholesky_solve", "dual_point", "gradient_curvature_sums", "ladder_loss_sums", "loss_curvature",
+           "newton_sums", "newton_system", "packed_size"]
 
 
 def packed_size(d):
@@ -145,6 +145,34 @@ def newton_sums(indptr, indices, data, y, weight, w, row_start, row_end, loss_ki
                     else:
                         out[d + _packed_index(b, a, d)] += v * data[q]
     return row_end - row_start
+
+
+@njit(nogil=True, cache=True)
+def gradient_curvature_sums(indptr, indices, data, y, weight, w, row_start, row_end, loss_kind, loss_param, grad,
+                            curvature):
+    """:func:`newton_sums` without the Hessian: ``grad += sum s_i phi_i'(z_i) x_i`` and
+    ``curvature[i] = s_i phi_i''(z_i)`` (the diagonal of the Hessian ``X^T diag(curvature) X`` that
+    Hessian-vector products read); returns ``sum s_i phi_i(z_i)``.  Rows ``[row_start, row_end)``."""
+    loss_sum = 0.0
+    for i in range(row_start, row_end):
+        start = indptr[i]
+        end = indptr[i + 1]
+        z = 0.0
+        for p in range(start, end):
+            z += data[p] * w[indices[p]]
+        s = row_weight(weight, i)
+        if loss_kind == LOGISTIC:
+            loss, c, _, h = _logistic_terms(y[i], z, s)
+        else:
+            loss = weighted_loss_value(loss_kind, loss_param, y[i], z, s)
+            c = s * loss_derivative(loss_kind, loss_param, y[i], z)
+            h = s * loss_curvature(loss_kind, loss_param, y[i], z)
+        loss_sum += loss
+        curvature[i] = h
+        if c != 0.0:
+            for p in range(start, end):
+                grad[indices[p]] += c * data[p]
+    return loss_sum
 
 
 @njit(nogil=True, cache=True)
