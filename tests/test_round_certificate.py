@@ -1,5 +1,6 @@
-"""Out of core, a round of plain SDCA / CoCoA+ certifies its starting state exactly, and the driver certifies
-the converged state without reading the data again (``RoundReport.certified``).
+"""Out of core, a round of plain SDCA / CoCoA+ (and Catalyst's, for the original problem) certifies its starting
+state exactly, and the driver certifies the converged state without reading the data again
+(``RoundReport.certified``).
 
 The sweep adds ``X_b^T alpha_b`` of each block's starting duals as the block is read; with the gap sums at the
 state's ``w`` these give ``P(w) - D(alpha)`` with ``w(alpha)`` rebuilt from the duals.  Checked here: the
@@ -101,17 +102,23 @@ def test_a_fit_stopped_by_its_budget_is_certified_from_the_data(a9a):
     assert result.primal == pytest.approx(primal, rel=1e-12) and result.dual == pytest.approx(dual, rel=1e-12)
 
 
-def test_catalyst_and_memory_partitions_keep_the_certificate_pass(a9a):
-    """Catalyst's rounds report its proximal problem's state, and a partition in memory is cheap to read again:
-    both certify with the passes of :meth:`InProcess.certify` (x^T alpha, then the sums)."""
+def test_catalyst_certifies_the_original_problem_in_its_rounds(a9a):
+    """Catalyst's rounds solve proximal problems, but the inner sweep's X^T alpha and gap sums at the iterate w
+    give the original problem's P(w) - D(alpha) exactly: no pass to certify."""
     X, y = a9a
     result, parts = _fit(X, y, "logistic", 1e-4, CoCoAPlus(acceleration="catalyst"), 2)
-    assert result.converged and type(result.plan).__name__ == "CatalystPlan"
-    # one pass for kappa's sum of squared norms, one a sweep (the rounds and the one measuring the last), two
-    # to certify
-    assert all(part.passes == 1 + result.n_rounds + 1 + 2 for part in parts)
+    assert result.converged and type(result.plan).__name__ == "CatalystPlan" and result.plan.inner.certifies_rounds
+    # one pass for kappa's sum of squared norms, one a sweep (the rounds and the one measuring the last)
+    assert all(part.passes == 1 + result.n_rounds + 1 for part in parts)
     primal, dual = _recomputed(X, y, result, "logistic", 1e-4)
     assert result.primal == pytest.approx(primal, rel=1e-12) and result.dual == pytest.approx(dual, rel=1e-12)
+    assert 0.0 <= result.gap <= 1e-6 * result.primal
+
+
+def test_memory_partitions_keep_the_certificate_pass(a9a):
+    """A partition in memory is cheap to read again: its rounds do not gather X^T alpha, and the driver certifies
+    with the passes of :meth:`InProcess.certify` (x^T alpha, then the sums)."""
+    X, y = a9a
     parts, _ = in_process_partitions(X, y, 1, 0)
     info = DataInfo(n=X.shape[0], d=X.shape[1], partition_sizes=(X.shape[0],), loss=get_loss("logistic"), lam=1e-4,
                     max_column_nnz=max_column_nnz(X))

@@ -30,7 +30,10 @@ primal rises (O'Donoghue & Candès, Found. Comput. Math. 15, 2015).
 The certificate is the original problem's: the duals ``alpha`` are feasible
 for it, ``D(alpha)`` uses ``X^T alpha / (lam n)``, and the primal is evaluated
 at the iterate ``w`` (``primal_from_dual = False``); the drivers recompute both
-from scratch.  The dual of the original problem is not monotone over the
+from scratch, except out of core, where the inner plan adds each block's
+``X_b^T alpha_b`` of the round's start as the block is read
+(:attr:`~daskdca.methods.sdca.LocalSDCAPlan.certifies_rounds`) and the round's
+report is that certificate itself (``RoundReport.certified``).  The dual of the original problem is not monotone over the
 rounds (each outer step changes the problem the local steps ascend); the
 certified gap is what the fit stops on.
 """
@@ -45,6 +48,7 @@ import numpy as np
 
 from daskdca.methods.base import PlanBase, RoundReport, apply_vector, dense
 from daskdca.methods.sdca import LocalSDCAPlan
+from daskdca.problem import dual_value, primal_value
 
 __all__ = ["KAPPA_SCALE", "CatalystGlobal", "CatalystPlan", "default_kappa"]
 
@@ -188,6 +192,14 @@ class CatalystPlan(PlanBase):
         primal = loss_sum / self.n + 0.5 * self.lam * float(w @ w)
         dual = -conj_sum / self.n - 0.5 * self.lam * float(w_alpha @ w_alpha)
         report = RoundReport(True, primal, dual, float(steps))
+        if self.inner.certifies_rounds and len(total.gathered) == self.n_partitions:
+            # out of core: X^T alpha of the round's start, summed in partition order, certifies (w, alpha) exactly
+            xt = total.gathered[0].copy()
+            for part_xt in total.gathered[1:]:
+                xt += part_xt
+            report = report._replace(primal=primal_value(self.n, self.lam, loss_sum, w),
+                                     dual=dual_value(self.n, self.lam, conj_sum, xt / (self.lam * self.n)),
+                                     certified=True)
         beta = 0.0 if primal > float(state.last_primal) else self.extrapolation
         new_centre = (self.kappa / lam_prime) * (x + beta * (x - state.previous))
         return CatalystGlobal(x + (new_centre - centre), new_centre, x, np.array(primal)), report

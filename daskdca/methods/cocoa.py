@@ -58,7 +58,8 @@ def _sdca_plan(settings, info, ops):
                  else float(settings.kappa))
         if kappa > 0.0:
             inner = LocalSDCAPlan(settings=settings, loss=info.loss, n=info.n, d=info.d,
-                                  lam_n=(info.lam + kappa) * info.n, n_partitions=K, sigma_prime=float(K))
+                                  lam_n=(info.lam + kappa) * info.n, n_partitions=K, sigma_prime=float(K),
+                                  certifies_rounds=True)
             return CatalystPlan(inner=inner, lam=info.lam, kappa=kappa)
     if settings.aggregation == "line_search" and K > 1:
         return LineSearchPlan(settings=settings, loss=info.loss, n=info.n, d=info.d, lam_n=info.lam_n,
