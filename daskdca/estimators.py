@@ -1375,7 +1375,9 @@ class SDCAClassifierCV(SDCAClassifier):
 
     ``min_{w,b}  P(w, b) = 1/n sum_i phi(y_i (x_i.w + b)) + lam/2 (||w||^2 + (b/s)^2)``  with  ``lam = 1 / (C n)``
 
-    (by default ``fit_intercept=True``: LIBLINEAR's regularised intercept
+    (with ``penalty="l1"`` or ``"elasticnet"`` that penalty of ``(w, b/s)``
+    in place of the L2 one, as :class:`SDCAClassifier`; by default
+    ``fit_intercept=True``: LIBLINEAR's regularised intercept
     ``b = s w_b``, ``s = intercept_scaling``; ``b = 0`` with
     ``fit_intercept=False``; with ``K > 2`` classes, ``K`` one-vs-rest
     problems, class ``k`` against the rest, for every loss: there is no
@@ -1403,6 +1405,10 @@ class SDCAClassifierCV(SDCAClassifier):
         A scikit-learn scorer name or ``scorer(estimator, X, y)``; None scores
         by accuracy (:meth:`score`).
     {classifier_loss}
+    {penalty}
+        Every fit along the paths takes it (an L1 or elastic-net path over
+        ``C``, warm-started as the L2 one), and so does the refit.
+    {l1_ratio}
     solver : {"auto", "sdca", "minibatch_sdca", "cocoa+"}, method object or None, default="auto"
         The solver of every fit along the paths and of the refit (see
         :func:`daskdca.fit`); it must support warm starts
@@ -1525,20 +1531,19 @@ class SDCAClassifierCV(SDCAClassifier):
         "n_jobs": [Integral, None],
     }
 
-    # the paths warm-start by construction: no warm_start parameter; their binary problems are one-vs-rest, and
-    # they fit the L2 problem (daskdca.path): no penalty or l1_ratio parameter
+    # the paths warm-start by construction: no warm_start parameter; their binary problems are one-vs-rest
     warm_start = False
     multi_class = "ovr"
-    penalty = "l2"
-    l1_ratio = None
 
-    def __init__(self, Cs=10, *, cv=5, scoring=None, loss="hinge", solver="auto", tol=1e-6, max_iter=1000,
-                 fit_intercept=True, intercept_scaling=1.0, class_weight=None, random_state=0, n_partitions=None,
-                 n_jobs=None, client=None, verbose=0, keep_dual=False):
+    def __init__(self, Cs=10, *, cv=5, scoring=None, loss="hinge", penalty="l2", l1_ratio=None, solver="auto",
+                 tol=1e-6, max_iter=1000, fit_intercept=True, intercept_scaling=1.0, class_weight=None, random_state=0,
+                 n_partitions=None, n_jobs=None, client=None, verbose=0, keep_dual=False):
         self.Cs = Cs
         self.cv = cv
         self.scoring = scoring
         self.loss = loss
+        self.penalty = penalty
+        self.l1_ratio = l1_ratio
         self.solver = solver
         self.tol = tol
         self.max_iter = max_iter
@@ -1582,6 +1587,7 @@ class SDCAClassifierCV(SDCAClassifier):
             for n in {min(len(train) for train, _ in folds), X.shape[0]}:
                 _lam_of(C, n)
         scorer = check_scoring(self, scoring=self.scoring)
+        solver = self._solver_for_penalty()  # the L2, elastic-net or L1 method of every path (checked here)
         X = _canonical(X)
         seed = _seed(self.random_state)
         scores = np.empty((len(folds), Cs.shape[0]))
@@ -1602,7 +1608,7 @@ class SDCAClassifierCV(SDCAClassifier):
         with warnings.catch_warnings():  # sklearn's Parallel carries this filter into its workers
             warnings.filterwarnings("ignore", message=_FIT_WARNING, category=ConvergenceWarning)
             paths = Parallel(n_jobs=self.n_jobs, prefer=None if self.client is None else "threads")(
-                delayed(path)(X[train], labels, Cs, loss=self.loss, solver=self.solver, tol=self.tol,
+                delayed(path)(X[train], labels, Cs, loss=self.loss, solver=solver, tol=self.tol,
                               max_epochs=self.max_iter, fit_intercept=self.fit_intercept,
                               intercept_scaling=self.intercept_scaling, n_partitions=self.n_partitions,
                               random_state=seed, verbose=int(self.verbose), sample_weight=weight,

@@ -103,6 +103,26 @@ def test_three_classes_fit_one_problem_after_another():
     assert np.all(np.asarray(model.gap_) <= 1e-8 * np.abs(model.primal_))
 
 
+@pytest.mark.parametrize("penalty,l1_ratio", [("l1", None), ("elasticnet", 0.5)])
+def test_cross_validation_takes_the_penalty_along_its_paths(penalty, l1_ratio):
+    """SDCAClassifierCV(penalty=...): every fold's path is the penalised one (the fold's fit at a C equals
+    SDCAClassifier's with that penalty, exact zeros included), and the refit is SDCAClassifier's at C_."""
+    from sklearn.model_selection import StratifiedKFold
+
+    X, y = load_dataset("heart")
+    Cs, folds = [0.01, 0.1, 1.0], StratifiedKFold(3)
+    params = dict(loss="logistic", penalty=penalty, l1_ratio=l1_ratio, tol=1e-10, max_iter=100_000)
+    cv = daskdca.SDCAClassifierCV(Cs=Cs, cv=folds, **params).fit(X, y)
+    refit = SDCAClassifier(C=cv.C_, **params).fit(X, y)
+    np.testing.assert_allclose(cv.coef_, refit.coef_, rtol=0, atol=1e-6)
+    assert (cv.coef_ == 0).any()
+    train, test = next(folds.split(X, y))
+    fold = SDCAClassifier(C=Cs[0], **params).fit(X[train], y[train])
+    assert cv.scores_[0, 0] == pytest.approx(fold.score(X[test], y[test]), abs=1e-12)
+    with pytest.raises(ValueError, match="needs l1_ratio"):
+        daskdca.SDCAClassifierCV(Cs=Cs, loss="logistic", penalty="elasticnet").fit(X, y)
+
+
 @pytest.mark.parametrize("kwargs,match", [
     (dict(penalty="l1", l1_ratio=0.5), "leave l1_ratio=None"),  # penalty="l1" alone: tests/test_l1.py
     (dict(penalty="elasticnet"), "needs l1_ratio"),
