@@ -42,13 +42,14 @@ from suite import load_data  # noqa: E402
 
 # A generated set of at least 5 M non-zeros (the cluster benchmarks ask for that): rows, features, and the generator's
 # nnz_per_row (about 30 distinct features a row remain: 5.0 M nnz in all).
-GENERATED = {"gen5m": (170_000, 20_000, 40.0), "url10": (240_000, 3_231_961, 115.0)}
+GENERATED = {"gen5m": (170_000, 20_000, 40.0), "url10": (240_000, 3_231_961, 115.0),
+             "url": (2_396_130, 3_231_961, 155.0)}
 
 
 def load_data_set(name, data_dir, work_dir):
     """``(X, y)`` of a suite data set (``suite.load_data``), of the generated 5 M nnz set ``gen5m``, or of
     ``url10``, a generated set of a tenth of URL's rows and all its features (240,000 x 3,231,961, about 115
-    stored values a row as in URL: about 28 M)."""
+    stored values a row as in URL: about 28 M), or of ``url``, URL's full size (2,396,130 rows, about 257 M)."""
     if name not in GENERATED:
         return load_data(name, data_dir, work_dir)
     from daskdca import datasets, store

@@ -39,12 +39,13 @@ With ``N`` nodes, ``K = N`` workers and one partition per worker::
   (pessimistic for large K); ``--latency-share 1`` puts the slope in ``latency(d)`` and ``c = 0``.
   The resident engine is a star (the driver receives K contributions and sends K totals), not a tree;
   ``--topology star`` replaces ``log2 K`` by ``K - 1`` (equal at K = 2).
-* ``rounds(K)``: measured, benchmarks/RESULTS.md, "Rounds against K on a URL-shaped set, a tenth of its
-  rows" (url10: 240,000 x 3,231,961, 19.85 M nnz, logistic, tol 1e-4 certified), plain CoCoA+ and inside
-  Catalyst, lam 1e-4 and 1e-6, K = 1, 2, 4, ..., 64; serial SDCA's epochs for N = 1.  A K between two
-  measured ones is interpolated linearly in ``log2 K``.  Cells that stopped at a 60 s cap (``>N``) were
-  not measured: from them the model gives a lower bound ``>=`` only.  The same rounds are used for the
-  full URL rows (10x url10's) and for the Criteo-sized problem: an assumption, not a measurement.
+* ``rounds(K)``: measured, plain CoCoA+ and inside Catalyst, logistic, tol 1e-4 certified, lam 1e-4 and
+  1e-6, K = 1, 2, 4, ..., 64; serial SDCA's epochs for N = 1.  For the URL-sized problem on a generated
+  set of URL's full size, benchmarks/RESULTS.md, "Rounds against K on a URL-shaped set at full size"
+  (2,396,130 x 3,231,961, 257.7 M nnz); for the Criteo-sized problem those of url10, "Rounds against K on
+  a URL-shaped set, a tenth of its rows" (240,000 x 3,231,961, 19.85 M nnz), an assumption, not a
+  measurement.  A K between two measured ones is interpolated linearly in ``log2 K``.  Cells that stopped
+  at a seconds cap (``>N``) were not measured: from them the model gives a lower bound ``>=`` only.
 * ``setup``: ``--setup-s`` (default 0) plus, with ``--load-mb-s``, each node's share of the data read at
   that rate.  By default the tables are the rounds' time alone.
 * The old model (benchmarks/RESULTS.md, "Engine: a cost model fitted here and projected to 16 and 64
@@ -83,6 +84,21 @@ ROUNDS = {
     },
 }
 
+# the same at URL's full size (benchmarks/RESULTS.md, "Rounds against K on a URL-shaped set at full size")
+ROUNDS_URL = {
+    1e-4: {
+        "serial": 3,
+        "plain": {1: 3, 2: 3, 4: 3, 8: 4, 16: 4, 32: 4, 64: 5},
+        "catalyst": {1: 3, 2: 3, 4: 3, 8: 4, 16: 4, 32: 4, 64: 5},
+    },
+    1e-6: {
+        "serial": 4,
+        "plain": {1: 4, 2: ("gt", 16), 4: ("gt", 20), 8: ("gt", 20), 16: ("gt", 21), 32: ("gt", 17),
+                  64: ("gt", 18)},
+        "catalyst": {1: 4, 2: 15, 4: 20, 8: 20, 16: 19, 32: ("gt", 22), 64: ("gt", 20)},
+    },
+}
+
 # resident-round overhead (s) at K = 2 against d (benchmarks/RESULTS.md, "Engine: resident rounds")
 RESIDENT = {"plain": ((100, 4.3e-3), (100_000, 8.8e-3)), "catalyst": ((100, 4.2e-3), (100_000, 11.7e-3))}
 
@@ -94,7 +110,7 @@ RECORDED_RATES = (451_592 / 4.3e-3, 451_592 / 1.9e-3)
 
 PROBLEMS = {
     "url": {"label": "URL-sized, 2,396,130 x 3,231,961, 277 M nnz", "n": 2_396_130, "d": 3_231_961,
-            "nnz": 277e6, "probe": (40_000, 3_231_961, 170.0)},
+            "nnz": 277e6, "probe": (40_000, 3_231_961, 170.0), "rounds": ROUNDS_URL},
     "criteo": {"label": "Criteo-sized, 4e9 rows x 39 nnz, d = 2^24", "n": 4e9, "d": 2 ** 24, "nnz": 4e9 * 39,
                "probe": (80_000, 2 ** 24, 48.0)},
 }
@@ -186,7 +202,7 @@ def project(problem, lam, rates, args, speedup=1.0, old=False, latency_share=Non
     r_sweep, r_gap = rates
     t_comp = (problem["nnz"] / r_sweep + problem["nnz"] / r_gap) / speedup
     d = problem["d"]
-    table = ROUNDS[lam]
+    table = problem.get("rounds", ROUNDS)[lam]
     out = {}
     for N in args.nodes:
         bytes_node = problem["nnz"] / N * 12 + 3 * d * 8
