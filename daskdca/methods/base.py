@@ -461,5 +461,5 @@ def check_l1_ratio(l1_ratio, method):
             "lam (1 - l1_ratio)/2 ||w||^2 > 0, and adding a small eps/2 ||w||^2 (Shalev-Shwartz & Zhang 2016) "
             "certifies the L1 problem only for eps of order tol * lam / max|w*_j|, where the dual steps crawl "
             "(their curvature is ||x_i||^2 / (eps n)).  Use daskdca.methods.l1.L1SDCA() (daskdca.l1; penalty='l1' in the "
-            "estimators), which certifies the L1 problem through a sequence of elastic nets in memory, or "
+            "estimators), which certifies the L1 problem through a sequence of elastic nets, or "
             "l1_ratio < 1, e.g. 0.99 (that elastic net is what the fit then solves and certifies).")

@@ -33,9 +33,10 @@ at the iterate ``w`` (``primal_from_dual = False``); the drivers recompute both
 from scratch, except out of core, where the inner plan adds each block's
 ``X_b^T alpha_b`` of the round's start as the block is read
 (:attr:`~daskdca.methods.sdca.LocalSDCAPlan.certifies_rounds`) and the round's
-report is that certificate itself (``RoundReport.certified``).  The dual of the original problem is not monotone over the
-rounds (each outer step changes the problem the local steps ascend); the
-certified gap is what the fit stops on.
+report is that certificate itself (``RoundReport.certified``).  The dual of
+the original problem is not monotone over the rounds (each outer step
+changes the problem the local steps ascend); the certified gap is what the
+fit stops on.
 """
 
 from __future__ import annotations

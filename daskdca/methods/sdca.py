@@ -582,7 +582,8 @@ class L1Global(NamedTuple):
 
 @dataclass(frozen=True)
 class L1ContinuationPlan(ProxSDCAPlan):
-    """Serial Prox-SDCA on ``P1(w) + mu/2 ||w - z||^2``, ``mu`` and ``z`` updated, certified as the L1 problem ``P1``.
+    """Prox-SDCA on ``P1(w) + mu/2 ||w - z||^2`` (serial, or CoCoA+ rounds on K partitions), ``mu`` and ``z``
+    updated, certified as the L1 problem ``P1``.
 
     ``P1(w) = 1/n sum_i phi_i(x_i.w) + lam ||w||_1``.  With ``z = 0`` the
     subproblem is the elastic net of :class:`ProxSDCAPlan` at total weight
@@ -604,7 +605,9 @@ class L1ContinuationPlan(ProxSDCAPlan):
     optimisation's error), the round ends with the next subproblem: ``z``
     the round's model when ``recentre``, ``mu <- max(mu / decrease, mu_min)``;
     the duals stay (their box does not depend on the penalty, as along
-    :func:`daskdca.path`) and ``u`` is recomputed from scratch.  The dual point the drivers
+    :func:`daskdca.path`) and ``u`` is recomputed from scratch (on ``K > 1``
+    partitions, where no partition holds all the rows, carried over rescaled:
+    :meth:`combine`).  The dual point the drivers
     certify is ``beta`` (``dual_point``), and
     :func:`daskdca.problem.objectives` with ``l1_ratio = 1`` recomputes
     ``P1(w)`` and ``D1(beta)`` from scratch.
@@ -637,7 +640,7 @@ class L1ContinuationPlan(ProxSDCAPlan):
         """The gap sums at the round's start (``alpha`` and ``beta``), then the proximal steps.
 
         One partition: the steps on ``u`` itself, the next subproblem decided
-        here from the round's sums (:meth:`_next_subproblem`), and the
+        here from the round's sums (:meth:`_next_mu`), and the
         contribution is ``u`` and ``z`` of the round's end (stacked) with the
         scalars ``(loss_sum, lam ||w||_1, conj_sum(beta), n_steps, next mu)``.
         ``K > 1`` partitions (CoCoA+, adding, ``sigma' = K``: the elastic net's
@@ -661,7 +664,7 @@ class L1ContinuationPlan(ProxSDCAPlan):
         else:
             loss_sum, conj_alpha, conj_beta, n_steps = self._whole(rows, alpha, state, ctx, u, w_u)
         l1 = self.lam * float(np.abs(state.w).sum())
-        next_mu, z = self._next_subproblem(state, loss_sum, l1, conj_alpha, conj_beta)
+        next_mu, z = self._next_mu(state, loss_sum, l1, conj_alpha, conj_beta), state.z
         if next_mu is not None:
             # the duals stay, u = z + X^T alpha / (mu n) afresh (no drift carried over)
             z = w_u if self.recentre else z
@@ -671,8 +674,8 @@ class L1ContinuationPlan(ProxSDCAPlan):
         scalars = np.array([loss_sum, l1, conj_beta, float(n_steps), next_mu])
         return DualLocal(alpha), Contribution(np.concatenate([u, z]), scalars)
 
-    def _next_subproblem(self, state, loss_sum, l1, conj_alpha, conj_beta):
-        """``(next mu, z)`` when the round's start closes the subproblem, else ``(None, z)``.
+    def _next_mu(self, state, loss_sum, l1, conj_alpha, conj_beta):
+        """The next subproblem's ``mu`` when the round's start closes this one, else None.
 
         It closes when the subproblem's gap
         ``1/n sum_i [phi_i(x_i.w) + phi_i*(-alpha_i)] + mu (u - z).w`` is at
@@ -683,8 +686,8 @@ class L1ContinuationPlan(ProxSDCAPlan):
         gap_l1 = loss_sum / n + l1 + conj_beta / n
         gap_sub = loss_sum / n + conj_alpha / n + mu * float((state.u - state.z) @ state.w)
         if gap_sub <= self.switch * gap_l1 and (self.recentre or mu > self.mu_min):
-            return max(mu / self.decrease, self.mu_min), state.z
-        return None, state.z
+            return max(mu / self.decrease, self.mu_min)
+        return None
 
     def _whole(self, rows, alpha, state, ctx, u, w_u):
         """One partition in memory: the round's sums and serial steps on ``u``; returns
@@ -743,7 +746,7 @@ class L1ContinuationPlan(ProxSDCAPlan):
         """``u``, ``z`` and ``mu`` of the round's end, ``w = grad g_z*``; the L1 gap of the round's start.
 
         With ``K > 1`` partitions ``u += sum_k du_k``, and the next subproblem
-        is decided here (:meth:`_next_subproblem`); ``u - z = X^T alpha / (mu n)``
+        is decided here (:meth:`_next_mu`); ``u - z = X^T alpha / (mu n)``
         is carried over rescaled by ``mu / mu'`` (a partition holds only its own
         rows to recompute it).
         """
@@ -755,7 +758,7 @@ class L1ContinuationPlan(ProxSDCAPlan):
             loss_sum, conj_alpha, conj_beta, steps = total.scalars
             l1 = self.lam * float(np.abs(state.w).sum())
             u, z, mu = apply_vector(state.u, total.vector), state.z, float(state.mu)
-            next_mu, _ = self._next_subproblem(state, loss_sum, l1, conj_alpha, conj_beta)
+            next_mu = self._next_mu(state, loss_sum, l1, conj_alpha, conj_beta)
             if next_mu is None:
                 next_mu = mu
             else:
