@@ -105,6 +105,17 @@ def _logistic_terms(y, z, s):
 
 
 @njit(nogil=True, cache=True)
+def _row_terms(loss_kind, loss_param, y, z, s):
+    """``(s phi(z), s phi'(z), (s phi)*(-alpha), s phi''(z))`` of one row at its margin ``z``, with
+    ``alpha = -s phi'(z)`` (:func:`_logistic_terms` for the logistic loss, one ``exp``)."""
+    if loss_kind == LOGISTIC:
+        return _logistic_terms(y, z, s)
+    c = s * loss_derivative(loss_kind, loss_param, y, z)
+    return (weighted_loss_value(loss_kind, loss_param, y, z, s), c,
+            weighted_conjugate_value(loss_kind, loss_param, y, -c, s), s * loss_curvature(loss_kind, loss_param, y, z))
+
+
+@njit(nogil=True, cache=True)
 def newton_sums(indptr, indices, data, y, weight, w, row_start, row_end, loss_kind, loss_param, sums, out):
     """Newton's sums at ``w`` over rows ``[row_start, row_end)``, added to ``sums`` and ``out`` in place.
 
@@ -121,16 +132,9 @@ def newton_sums(indptr, indices, data, y, weight, w, row_start, row_end, loss_ki
         z = 0.0
         for p in range(start, end):
             z += data[p] * w[indices[p]]
-        s = row_weight(weight, i)
-        if loss_kind == LOGISTIC:
-            loss, c, conj, h = _logistic_terms(y[i], z, s)
-            sums[0] += loss
-            sums[1] += conj
-        else:
-            c = s * loss_derivative(loss_kind, loss_param, y[i], z)
-            sums[0] += weighted_loss_value(loss_kind, loss_param, y[i], z, s)
-            sums[1] += weighted_conjugate_value(loss_kind, loss_param, y[i], -c, s)
-            h = s * loss_curvature(loss_kind, loss_param, y[i], z)
+        loss, c, conj, h = _row_terms(loss_kind, loss_param, y[i], z, row_weight(weight, i))
+        sums[0] += loss
+        sums[1] += conj
         if c != 0.0:
             for p in range(start, end):
                 out[indices[p]] += c * data[p]
@@ -160,13 +164,7 @@ def gradient_curvature_sums(indptr, indices, data, y, weight, w, row_start, row_
         z = 0.0
         for p in range(start, end):
             z += data[p] * w[indices[p]]
-        s = row_weight(weight, i)
-        if loss_kind == LOGISTIC:
-            loss, c, _, h = _logistic_terms(y[i], z, s)
-        else:
-            loss = weighted_loss_value(loss_kind, loss_param, y[i], z, s)
-            c = s * loss_derivative(loss_kind, loss_param, y[i], z)
-            h = s * loss_curvature(loss_kind, loss_param, y[i], z)
+        loss, c, _, h = _row_terms(loss_kind, loss_param, y[i], z, row_weight(weight, i))
         loss_sum += loss
         curvature[i] = h
         if c != 0.0:

@@ -120,7 +120,7 @@ from daskdca.methods.base import (
     dense,
 )
 from daskdca.methods.dual import DualGlobal
-from daskdca.methods.sdca import ProxGlobal
+from daskdca.methods.sdca import ProxGlobal, ProxStart
 from daskdca.partitions import objective_sums_part, row_view
 
 __all__ = ["AggressiveGlobal", "AggressiveLocal", "AggressivePlan", "MinibatchSDCA", "MinibatchLocal",
@@ -521,7 +521,7 @@ class MinibatchPlan(PlanBase):
 
 
 @dataclass(frozen=True)
-class ProxMinibatchPlan(MinibatchPlan):
+class ProxMinibatchPlan(ProxStart, MinibatchPlan):
     """:class:`MinibatchSDCA` with ``l1_ratio = rho > 0`` (the elastic net) resolved for one data set.
 
     The rounds of :class:`MinibatchPlan` on the proximal dual of Shalev-Shwartz &
@@ -543,14 +543,6 @@ class ProxMinibatchPlan(MinibatchPlan):
     l1_ratio: float = 0.0
     threshold: float = 0.0
     primal_from_dual = False
-
-    def init_global(self):
-        return ProxGlobal(np.zeros(self.d), np.zeros(self.d))
-
-    def init_global_from(self, w):
-        """A warm start at ``alpha0`` given ``w = X^T alpha0 / (lam n)``: ``v = w / (1 - rho)``, ``w = grad g*(v)``."""
-        v = np.array(w, dtype=np.float64, copy=True) / (1.0 - self.l1_ratio)
-        return ProxGlobal(soft_threshold_vector(v, self.threshold), v)
 
     def _report(self, measured, loss_sum, conj_sum, w, steps):
         """``P(w) = loss_sum/n + lam'/2 ||w||^2 + lam rho ||w||_1`` and

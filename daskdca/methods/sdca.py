@@ -422,8 +422,21 @@ class ProxGlobal(NamedTuple):
     v: np.ndarray
 
 
+class ProxStart:
+    """The elastic-net plans' starting global state (:class:`ProxSDCAPlan`, and mini-batch SDCA's
+    ``ProxMinibatchPlan``), from their ``d``, ``l1_ratio`` and ``threshold``."""
+
+    def init_global(self):
+        return ProxGlobal(np.zeros(self.d), np.zeros(self.d))
+
+    def init_global_from(self, w):
+        """A warm start at ``alpha0`` given ``w = X^T alpha0 / (lam n)``: ``v = w / (1 - rho)``, ``w = grad g*(v)``."""
+        v = np.array(w, dtype=np.float64, copy=True) / (1.0 - self.l1_ratio)
+        return ProxGlobal(soft_threshold_vector(v, self.threshold), v)
+
+
 @dataclass(frozen=True)
-class ProxSDCAPlan(LocalSDCAPlan):
+class ProxSDCAPlan(ProxStart, LocalSDCAPlan):
     """Serial SDCA and CoCoA+ rounds for the elastic net, by proximal dual steps (``l1_ratio = rho > 0``).
 
     Solves ``min_w 1/n sum_i phi_i(x_i.w) + lam ((1 - rho)/2 ||w||^2 + rho ||w||_1)``
@@ -463,14 +476,6 @@ class ProxSDCAPlan(LocalSDCAPlan):
     primal_from_dual = False
     # not among the plans fitted one-vs-rest together (Capabilities.multi_class is False with l1_ratio > 0)
     local_problems = None
-
-    def init_global(self):
-        return ProxGlobal(np.zeros(self.d), np.zeros(self.d))
-
-    def init_global_from(self, w):
-        """A warm start at ``alpha0`` given ``w = X^T alpha0 / (lam n)``: ``v = w / (1 - rho)``, ``w = grad g*(v)``."""
-        v = np.array(w, dtype=np.float64, copy=True) / (1.0 - self.l1_ratio)
-        return ProxGlobal(soft_threshold_vector(v, self.threshold), v)
 
     def local(self, part, local, state, ctx):
         """One round on one partition: gap sums at ``w``, then the proximal steps on ``H_k``.
