@@ -16,10 +16,14 @@ clock and their start is excluded, except in the "ten fits" case, which is about
   (``in_memory=False``: rounds, one partition per worker).
 - ``ten``: ten ``daskdca.fit(dask_array)`` calls without a client: the first (which starts the
   process's LocalCluster) and the median of the other nine.
+- ``penalised``: a9a, logistic, ``lam = 1/n`` (``C = 1``), to a certified 1e-6, with the pure L1
+  (``l1_ratio=1``) and the elastic-net (``l1_ratio=0.5``) penalties: ``solver="auto"`` in this process and
+  with a 2-worker client (the route L2 takes), and the proximal methods' rounds across the 2 workers
+  (``L1SDCA()``, ``CoCoAPlus(l1_ratio=0.5)``: the old route of a penalised fit with a client).
 
 Usage::
 
-    python benchmarks/routes.py [--cases a9a,kdd,store,ten] [--reps 3] [--kdd-rows 1000000]
+    python benchmarks/routes.py [--cases a9a,kdd,store,ten,penalised] [--reps 3] [--kdd-rows 1000000]
 """
 
 from __future__ import annotations
@@ -168,6 +172,25 @@ def case_store(reps, folder):
          "in memory, serial SDCA")
 
 
+def case_penalised(reps):
+    from daskdca.methods.l1 import L1SDCA
+
+    X, y = load_dataset("a9a")
+    base = dict(loss="logistic", lam=1.0 / X.shape[0], tol=1e-6, random_state=0)
+    for rho, rounds_method in ((1.0, L1SDCA()), (0.5, daskdca.CoCoAPlus(l1_ratio=0.5))):
+        kw = {**base, "l1_ratio": rho}
+        daskdca.fit(X, y, **kw)  # numba compiled before the clock
+        with local_client(2) as client:
+            daskdca.fit(X, y, client=client, **{**kw, "tol": 1e-2})  # the workers compile too
+            daskdca.fit(X, y, client=client, solver=rounds_method, **{**base, "tol": 1e-2})
+            rows = median_times({
+                "in memory, auto": lambda: daskdca.fit(X, y, **kw),
+                "2 workers, auto": lambda: daskdca.fit(X, y, client=client, **kw),
+                "2 workers, rounds": lambda: daskdca.fit(X, y, client=client, solver=rounds_method, **base),
+            }, reps)
+        show(f"a9a, logistic, C = 1, l1_ratio {rho:g}, to a certified 1e-6", rows, "in memory, auto")
+
+
 def case_ten():
     import dask.array as da
 
@@ -188,7 +211,7 @@ def case_ten():
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", default="a9a,kdd,store,ten")
+    parser.add_argument("--cases", default="a9a,kdd,store,ten,penalised")
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--kdd-rows", type=int, default=1_000_000)
     parser.add_argument("--kdd-lam", type=float, default=1e-6)
@@ -205,6 +228,8 @@ def main():
             case_store(args.reps, folder)
     if "ten" in cases:
         case_ten()
+    if "penalised" in cases:
+        case_penalised(args.reps)
 
 
 if __name__ == "__main__":

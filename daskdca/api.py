@@ -8,6 +8,8 @@ method's capabilities, and hands it to the in-process driver
 
 from __future__ import annotations
 
+import math
+import numbers
 import os
 import time
 import warnings
@@ -18,14 +20,15 @@ from sklearn.utils.metaestimators import available_if
 
 from daskdca.driver import fit_in_process
 from daskdca.losses import get_loss
-from daskdca.methods import check_supported
+from daskdca.methods import REGISTRY, check_supported
 from daskdca.methods.multiclass import OneVsRestMethod
 from daskdca.methods.multinomial import MultinomialSDCA
 from daskdca.methods.multinomial import check_dual_init as _check_dual_init_multinomial
 from daskdca.methods.multinomial_lbfgs import MultinomialLBFGS
 from daskdca.partitions import random_row_order, store_partition_ranges
 from daskdca.problem import check_sample_weight, relative_gap
-from daskdca.routes import Workers, _resolve_solver, _sdca_options, choose_route, data_bytes, explicit_route
+from daskdca.routes import (Workers, _resolve_solver, _sdca_options, choose_route, data_bytes, explicit_route,
+                            route_method)
 from daskdca.prediction import Predictor, check_frame_columns, proba_kind, proba_refusal
 from daskdca.prediction import output as prediction_output
 from daskdca.prediction import score as prediction_score
@@ -266,6 +269,33 @@ class LinearModel:
                 f"primal={shown(self.primal_, '.6g')}, gap={shown(self.gap_, '.3g')}, converged={self.converged_})")
 
 
+def _l1_ratio_options(l1_ratio, solver, auto):
+    """``(rho, options)``: the L1 share of the penalty (0.0 for None) and the options it adds to a solver named
+    by a string (None for ``solver="auto"``, whose route decides, and where none is given); refuses an
+    ``l1_ratio`` outside ``[0, 1]``, with a solver object, or with a named solver without one."""
+    if l1_ratio is None:
+        return 0.0, None
+    if isinstance(l1_ratio, bool) or not isinstance(l1_ratio, numbers.Real) or not math.isfinite(l1_ratio) or \
+            not 0 <= l1_ratio <= 1:
+        raise ValueError(f"l1_ratio must be a number in [0, 1] (the L1 share of the penalty; 1 is pure L1), got "
+                         f"{l1_ratio!r}.")
+    rho = float(l1_ratio)
+    if auto:
+        return rho, None
+    if not isinstance(solver, str):
+        raise ValueError(f"l1_ratio={l1_ratio!r} configures solver='auto' or a solver given by name; with a solver "
+                         f"object ({solver!r}) set it on the object instead (e.g. daskdca.SDCA(l1_ratio=0.5)).")
+    if solver not in REGISTRY:
+        return rho, None  # _resolve_solver names the solvers there are
+    takers = sorted(name for name, cls in REGISTRY.items()
+                    if "l1_ratio" in getattr(cls, "__dataclass_fields__", {}) and name != "l1_sdca")
+    if solver not in takers:
+        pure = " (the pure L1 problem is solver='auto' with l1_ratio=1)" if solver == "l1_sdca" else ""
+        raise ValueError(f"l1_ratio applies to solver='auto' and {takers}, got solver={solver!r} with "
+                         f"l1_ratio={l1_ratio!r}; drop l1_ratio or change the solver{pure}.")
+    return rho, {"l1_ratio": rho}
+
+
 def _default_partitions(method, on_cluster):
     if method.capabilities.many_partitions and method.name == "cocoa+" and not on_cluster:
         return DEFAULT_COCOA_PARTITIONS
@@ -295,14 +325,16 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
         batch_size=None, local_iters=1.0, n_partitions=None, random_state=0, verbose=0,
         callback=None, client=None, in_memory=None, checkpoint=None, checkpoint_every=None,
         resume=False, overwrite=False, storage_options=None, dual_init=None, sample_weight=None,
-        class_weight=None):
+        class_weight=None, l1_ratio=None):
     """Fit ``min_w P(w) = 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2`` by dual coordinate ascent.
 
     The dual is ``D(alpha) = -1/n sum_i phi_i*(-alpha_i) - lam/2 ||w(alpha)||^2``
     with ``w(alpha) = X^T alpha / (lam n)``; labels sit inside the loss,
     ``phi_i(z) = phi(y_i z)``.  LIBLINEAR's ``C`` equals ``1/(lam n)``.
     There is no intercept.  The fit stops when the duality gap, recomputed
-    from the dual variables alone, satisfies ``P - D <= tol * |P|``.
+    from the dual variables alone, satisfies ``P - D <= tol * |P|``.  With
+    ``l1_ratio = rho`` the penalty is ``lam ((1 - rho)/2 ||w||^2 + rho ||w||_1)``
+    and the certificate that problem's.
 
     Parameters
     ----------
@@ -492,6 +524,19 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
         leaves the other rows at their ``sample_weight``.  In-memory X, or a
         store of more than two classes (a two-class store needs its row
         weights stored: ``write_store(..., sample_weight=...)``).
+    l1_ratio : float in [0, 1] or None, default=None
+        The L1 share ``rho`` of the penalty, which becomes
+        ``lam ((1 - rho)/2 ||w||^2 + rho ||w||_1)`` (scikit-learn's elastic
+        net with ``alpha = lam``; ``rho = 1`` is the pure L1 penalty
+        ``lam ||w||_1``); the fit certifies that problem's gap.  None is 0,
+        the problem above.  With ``solver="auto"`` the route is chosen as for
+        ``rho = 0`` (:mod:`daskdca.routes`) and runs the proximal methods:
+        serial SDCA or CoCoA+ with ``l1_ratio`` (Prox-SDCA) for ``rho < 1``,
+        :class:`~daskdca.methods.l1.L1SDCA` for ``rho = 1`` (as
+        :func:`daskdca.l1.fit_l1`).  A solver named by a string takes it when
+        its method has an ``l1_ratio`` (``"sdca"``, ``"cocoa+"``,
+        ``"minibatch_sdca"``; ``rho < 1``); a solver object carries its own.
+        Two classes, or a regression loss.
 
     Returns
     -------
@@ -540,17 +585,20 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
         X, y, feature_names = pandas_input(X, y)
     on_cluster = client is not None or _is_cluster_input(X)
     auto = solver is None or (isinstance(solver, str) and solver == "auto")
+    l1_ratio, named_options = _l1_ratio_options(l1_ratio, solver, auto)
     if auto and batch_size is not None:  # the routes' solvers take no batch: the same error as solver="sdca"
         _resolve_solver("sdca", batch_size=batch_size, local_iters=local_iters, on_cluster=on_cluster)
     if auto:
-        # the routes run serial SDCA or CoCoA+, which accept the same losses, weights and warm starts: CoCoA+'s
-        # capabilities check the input here, and the route picks between them once the data is known
+        # the routes run serial SDCA or CoCoA+ (L1SDCA for pure L1), which accept the same losses, weights and
+        # warm starts: the rounds' method checks the input here, and the route picks once the data is known
         provisional = "cocoa+" if on_cluster or (n_partitions or 1) > 1 else "sdca"
-        method = _resolve_solver(provisional, batch_size=None, local_iters=local_iters, on_cluster=on_cluster,
-                                 loss_name=loss_obj.name)
+        if l1_ratio == 1:
+            provisional = "l1_sdca"
+        method = route_method(provisional, {"l1_ratio": l1_ratio} if 0 < l1_ratio < 1 else None,
+                              local_iters=local_iters, on_cluster=on_cluster, loss_name=loss_obj.name)
     else:
         method = _resolve_solver(solver, batch_size=batch_size, local_iters=local_iters, on_cluster=on_cluster,
-                                 loss_name=loss_obj.name)
+                                 loss_name=loss_obj.name, options=named_options)
     if n_partitions is None and not auto:
         n_partitions = _default_partitions(method, on_cluster)
     # on a cluster None means one partition per worker: several, as far as the check goes
@@ -561,7 +609,7 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
         _check_warm_start_supported(method, resume)
     if on_cluster:
         model = _fit_cluster(X, y, loss_obj=loss_obj, lam=lam, method=None if auto else method,
-                             local_iters=local_iters, tol=tol, max_rounds=max_rounds, max_epochs=max_epochs,
+                             l1_ratio=l1_ratio, local_iters=local_iters, tol=tol, max_rounds=max_rounds, max_epochs=max_epochs,
                              n_partitions=n_partitions, seed=seed, verbose=verbose, callback=callback,
                              client=client, in_memory=in_memory, checkpoint=checkpoint,
                              checkpoint_every=checkpoint_every, resume=resume, overwrite=overwrite,
@@ -585,9 +633,9 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
     if auto:
         route = choose_route(on_cluster=False, n=n, nnz=X.nnz, lam=lam, d=d, loss_name=loss_obj.name,
                              warm_start=dual_init is not None, sdca_options=_sdca_options(local_iters),
-                             n_partitions=n_partitions)
-        method = _resolve_solver(route.solver, batch_size=None, local_iters=local_iters, on_cluster=False,
-                                 loss_name=loss_obj.name, options=route.options)
+                             n_partitions=n_partitions, l1_ratio=l1_ratio)
+        method = route_method(route.solver, route.options, local_iters=local_iters, on_cluster=False,
+                              loss_name=loss_obj.name)
         n_partitions = _default_partitions(method, False) if n_partitions is None else n_partitions
     else:
         route = explicit_route(method.name, on_cluster=False, n_partitions=n_partitions)
@@ -684,7 +732,7 @@ def _driver_loss(method, problems, loss_obj):
     return loss_obj
 
 
-def _fit_cluster(X, y, *, loss_obj, lam, method, local_iters, tol, max_rounds, max_epochs, n_partitions, seed,
+def _fit_cluster(X, y, *, loss_obj, lam, method, l1_ratio, local_iters, tol, max_rounds, max_epochs, n_partitions, seed,
                  verbose, callback, client, in_memory, checkpoint, checkpoint_every, resume, overwrite,
                  storage_options, dual_init, sample_weight, class_weight, feature_names):
     """A fit with a cluster: ``method`` None is ``solver="auto"``, which picks the route here, once the data's
@@ -711,7 +759,7 @@ def _fit_cluster(X, y, *, loss_obj, lam, method, local_iters, tol, max_rounds, m
     with engine.cluster_client(client) as active:
         workers = Workers(*engine.worker_resources(active))
         job = _ClusterJob(loss_obj=loss_obj, lam=lam, method=method, local_iters=local_iters, seed=seed,
-                          workers=workers, needs_rounds=needs_rounds, n_partitions=n_partitions)
+                          workers=workers, needs_rounds=needs_rounds, n_partitions=n_partitions, l1_ratio=l1_ratio)
         job.verbose = verbose
         job.callback, job.checkpoint_every = callback, checkpoint_every
         job.feature_names = feature_names
@@ -757,8 +805,9 @@ class _ClusterJob:
     """What a cluster fit carries between its steps: the route's inputs, the staging folder, the arrays' own
     labels, rows order and problems."""
 
-    def __init__(self, *, loss_obj, lam, method, local_iters, seed, workers, needs_rounds, n_partitions):
+    def __init__(self, *, loss_obj, lam, method, local_iters, seed, workers, needs_rounds, n_partitions, l1_ratio):
         self.loss_obj, self.lam, self.method, self.local_iters = loss_obj, lam, method, local_iters
+        self.l1_ratio = l1_ratio  # the L1 share solver="auto" solves with
         self.seed, self.workers, self.needs_rounds, self.n_partitions = seed, workers, needs_rounds, n_partitions
         self.tmpdir = None
         self.staged = None  # the staging store of in-memory arrays that go to rounds
@@ -776,9 +825,9 @@ class _ClusterJob:
         route = choose_route(on_cluster=True, n=n, nnz=nnz, lam=self.lam, d=d, loss_name=self.loss_obj.name,
                              warm_start=warm_start, sdca_options=_sdca_options(self.local_iters),
                              workers=self.workers, size=size,
-                             needs_rounds=self.needs_rounds, n_partitions=self.n_partitions)
-        self.method = _resolve_solver(route.solver, batch_size=None, local_iters=self.local_iters, on_cluster=True,
-                                      loss_name=self.loss_obj.name, options=route.options)
+                             needs_rounds=self.needs_rounds, n_partitions=self.n_partitions, l1_ratio=self.l1_ratio)
+        self.method = route_method(route.solver, route.options, local_iters=self.local_iters, on_cluster=True,
+                                   loss_name=self.loss_obj.name)
         return route
 
     def staging_folder(self):

@@ -100,11 +100,12 @@ _SHARED_PARAMETERS = {
     ``ElasticNet`` and the ``SGD`` estimators, ``C = 1/(lam n)`` in
     ``LogisticRegression``, up to their unregularised intercepts), solved
     by proximal SDCA and certified as that problem, so ``coef_`` can hold
-    exact zeros: serial, in this process and on one partition, with
-    ``"sdca"``, and with ``solver="auto"`` where there is no client and
-    one partition; CoCoA+ rounds with ``"cocoa+"``, and with ``"auto"``
-    given a client or ``n_partitions`` > 1; proximal mini-batch SDCA with
-    ``"minibatch_sdca"``; a solver object raises (give a ``daskdca.SDCA``,
+    exact zeros: with ``solver="auto"`` on the route :func:`daskdca.fit`
+    chooses for ``"l2"`` (serial in this process, the whole fit on one
+    worker where the data fits one given a ``client``, else CoCoA+ rounds;
+    CoCoA+ rounds on ``n_partitions`` > 1); serial, in this process and on
+    one partition, with ``"sdca"``; CoCoA+ rounds with ``"cocoa+"``;
+    proximal mini-batch SDCA with ``"minibatch_sdca"``; a solver object raises (give a ``daskdca.SDCA``,
     ``daskdca.CoCoAPlus`` or ``daskdca.MinibatchSDCA`` object its own
     ``l1_ratio`` instead, with ``penalty="l2"``).  ``"l1"``:
     ``lam ||w||_1`` alone, ``LogisticRegression(penalty="l1",
@@ -113,11 +114,12 @@ _SHARED_PARAMETERS = {
     ||w - z||^2``, the centre ``z`` moved to the model as it converges) and
     certified as the L1 problem itself: ``primal_``, ``dual_`` and ``gap_``
     are ``P1(w)``, the L1 dual at the rescaled dual point and their
-    difference (:mod:`daskdca.l1`), and ``coef_`` holds exact zeros.  In
-    this process on one partition, or with a ``client`` or ``n_partitions``
-    > 1 in CoCoA+ rounds on each subproblem, with ``solver`` ``"auto"``,
-    ``"sdca"``, ``"cocoa+"`` or an ``L1SDCA`` object; ``l1_ratio`` must be
-    None.""",
+    difference (:mod:`daskdca.l1`), and ``coef_`` holds exact zeros.  With
+    ``solver="auto"`` on the route chosen as for ``"l2"`` (on one worker
+    where the data fits one given a ``client``); with ``"sdca"``,
+    ``"cocoa+"`` or an ``L1SDCA`` object in this process on one partition,
+    or with a ``client`` or ``n_partitions`` > 1 in CoCoA+ rounds on each
+    subproblem; ``l1_ratio`` must be None.""",
     "max_iter": """max_iter : int, default=1000
     The most passes over the data for each problem, whatever the solver
     (:func:`daskdca.fit`'s ``max_epochs``, as scikit-learn's SAG and SAGA
@@ -371,6 +373,15 @@ class _SDCAMixin:
         "l1_ratio": [Interval(Real, 0, 1, closed="both"), None],
     }
 
+    def _fit_solver(self):
+        """``(solver, l1_ratio)`` for :func:`daskdca.fit`: with ``solver="auto"`` and ``penalty="l1"`` or
+        ``"elasticnet"``, ``"auto"`` and the penalty's L1 share (1 for pure L1), so the fit chooses the route as
+        for ``"l2"``; otherwise the method of :meth:`_solver_for_penalty` and None."""
+        method = self._solver_for_penalty()  # checks penalty, l1_ratio and solver together
+        if self.penalty == "l2" or not (self.solver is None or self.solver == "auto"):
+            return method, None
+        return "auto", 1.0 if self.penalty == "l1" else float(self.l1_ratio)
+
     def _solver_for_penalty(self):
         """The solver :func:`daskdca.fit` runs: ``solver`` for ``penalty="l2"``; for ``"elasticnet"``, serial
         SDCA or CoCoA+ with ``l1_ratio`` (Prox-SDCA, Shalev-Shwartz & Zhang 2016): with ``solver="auto"``,
@@ -539,13 +550,14 @@ class _SDCAMixin:
                 f"n_samples={n} is fewer than the {partitions} row partitions of solver={self.solver!r}; "
                 f"set n_partitions <= {n} or fit more samples."
             )
+        solver, l1_ratio = self._fit_solver() if solver is None else (solver, None)
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=_FIT_WARNING, category=ConvergenceWarning)
             return api.fit(
-                X, y, loss=loss, lam=lam, solver=self._solver_for_penalty() if solver is None else solver, tol=self.tol,
+                X, y, loss=loss, lam=lam, solver=solver, tol=self.tol,
                 max_epochs=self.max_iter, n_partitions=n_partitions, random_state=seed, client=client,
                 verbose=int(self.verbose), dual_init=dual_init, sample_weight=sample_weight,
-                class_weight=class_weight,
+                class_weight=class_weight, l1_ratio=l1_ratio,
             )
 
     def _warn_unconverged(self, labels, stacklevel=4):

@@ -30,8 +30,14 @@ all of them even when it fits one: Newton's iterates do not depend on the
 partitions, so the workers share each pass.  Otherwise serial SDCA runs, inside Catalyst's
 accelerated proximal-point loop (Lin, Mairal & Harchaoui, "Catalyst
 acceleration for first-order convex optimization", JMLR 2018, Algorithm 1)
-when ``lam n < CATALYST_LAM_N``, and rounds are CoCoA+'s.  An explicit
-``solver=`` is always obeyed; the route then only says where it runs.
+when ``lam n < CATALYST_LAM_N``, and rounds are CoCoA+'s.  With an L1
+share ``l1_ratio = rho > 0`` (the penalty ``lam ((1 - rho)/2 ||w||^2 +
+rho ||w||_1)``) the routes are the same and the methods their proximal
+forms: serial SDCA and CoCoA+ with ``l1_ratio`` (Prox-SDCA, Shalev-Shwartz
+& Zhang, Math. Program. 2016), or, for ``rho = 1`` (pure L1),
+:class:`~daskdca.methods.l1.L1SDCA` on one partition or in rounds; Catalyst
+and Newton take the L2 penalty only.  An explicit ``solver=`` is always
+obeyed; the route then only says where it runs.
 
 The multinomial (softmax) problem of ``K > 2`` classes, which the
 estimators fit for ``loss="logistic"`` (:func:`choose_multinomial_route`),
@@ -40,8 +46,8 @@ the primal L-BFGS method (:mod:`daskdca.methods.multinomial_lbfgs`) runs,
 else multinomial SDCA (:mod:`daskdca.methods.multinomial`); a warm start
 goes to multinomial SDCA, the only one of the two that takes duals.
 
-:func:`_resolve_solver` makes the method object of a route's (or a user's)
-solver name, with the settings a cluster needs.
+:func:`_resolve_solver` makes the method object of a user's solver name, with
+the settings a cluster needs, and :func:`route_method` that of a route's.
 """
 
 from __future__ import annotations
@@ -49,10 +55,12 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from daskdca.methods import REGISTRY
+from daskdca.methods.l1 import L1SDCA
 from daskdca.methods.newton import NEWTON_LOSSES  # the losses the Newton method takes
 
 __all__ = ["CATALYST_LAM_N", "NEWTON_LAM_N", "NEWTON_LOSSES", "NEWTON_MAX_FEATURES", "NEWTON_ROUNDS_MIN_NNZ", "ONE_WORKER_MEMORY_FRACTION", "Route",
-           "Workers", "choose_multinomial_route", "choose_route", "data_bytes", "explicit_route", "fits_one_worker"]
+           "Workers", "choose_multinomial_route", "choose_route", "data_bytes", "explicit_route", "fits_one_worker",
+           "route_method"]
 
 #: Serial SDCA runs inside Catalyst when ``lam n`` (``1/C`` in LIBLINEAR's terms) is below this.  Measured
 #: (benchmarks/RESULTS.md, "Catalyst around serial SDCA"): at lam n = 0.03-0.05 (lam 1e-6 on a9a, w8a,
@@ -148,6 +156,17 @@ def _serial_solver(lam, n, newton):
     return "sdca", {}, f"lam n = {lam * n:.3g} >= {CATALYST_LAM_N:g}: plain SDCA"
 
 
+def _penalised_solvers(l1_ratio):
+    """``(serial solver, its options, why; rounds solver, its options, why)`` for an L1 share ``l1_ratio > 0``:
+    the proximal forms of serial SDCA and CoCoA+, or :class:`~daskdca.methods.l1.L1SDCA` for pure L1."""
+    if l1_ratio == 1:
+        why = "l1_ratio = 1, the pure L1 penalty: L1SDCA's sequence of elastic nets"
+        return "l1_sdca", {}, why, "l1_sdca", {}, f"{why}, in CoCoA+ rounds"
+    options = {"l1_ratio": float(l1_ratio)}
+    why = f"l1_ratio = {l1_ratio:g}: the elastic net by proximal SDCA; Catalyst and Newton take the L2 penalty only"
+    return "sdca", options, why, "cocoa+", options, f"{why}, in CoCoA+ rounds"
+
+
 def _rounds_solver(newton):
     if newton:
         return "newton", "primal Newton rounds (few features: a handful of rounds)"
@@ -165,7 +184,7 @@ def fits_one_worker(size, workers):
 
 
 def choose_route(*, on_cluster, n, nnz, lam, d=None, loss_name=None, warm_start=False, sdca_options=(),
-                 workers=None, size=None, needs_rounds=(), n_partitions=None):
+                 workers=None, size=None, needs_rounds=(), n_partitions=None, l1_ratio=0.0):
     """The route of a ``solver="auto"`` fit.
 
     Parameters
@@ -192,6 +211,9 @@ def choose_route(*, on_cluster, n, nnz, lam, d=None, loss_name=None, warm_start=
         The options given that only rounds honour (e.g. ``"checkpoint"``).
     n_partitions : int or None
         Partitions the user asked for; a number above 1 means CoCoA+ rounds.
+    l1_ratio : float, default=0.0
+        The L1 share ``rho`` in ``[0, 1]`` of the penalty ``lam ((1 - rho)/2 ||w||^2 + rho ||w||_1)``; above 0
+        the methods are the proximal ones (:func:`_penalised_solvers`), never Newton or Catalyst.
 
     Returns
     -------
@@ -199,18 +221,24 @@ def choose_route(*, on_cluster, n, nnz, lam, d=None, loss_name=None, warm_start=
     """
     size = data_bytes(n, nnz) if size is None else int(size)
     newton = (d is not None and loss_name in NEWTON_LOSSES and d <= NEWTON_MAX_FEATURES and not warm_start
-              and not sdca_options)
-    solver, options, why_solver = _serial_solver(lam, n, newton)
-    rounds_solver, why_rounds = _rounds_solver(newton)
+              and not sdca_options and l1_ratio == 0)
+    if l1_ratio > 0:
+        solver, options, why_solver, rounds_solver, rounds_options, why_rounds = _penalised_solvers(l1_ratio)
+        # the partitions the user asked for take the proximal rounds
+        asked = rounds_solver, rounds_options, why_rounds
+    else:
+        solver, options, why_solver = _serial_solver(lam, n, newton)
+        (rounds_solver, why_rounds), rounds_options = _rounds_solver(newton), {}
+        asked = "cocoa+", {}, "CoCoA+ rounds"
     if n_partitions is not None and n_partitions > 1:
-        return Route("rounds" if on_cluster else "in_process", "cocoa+", {}, n_partitions,
-                     f"n_partitions={n_partitions} asks for {n_partitions} partitions: CoCoA+ rounds")
+        return Route("rounds" if on_cluster else "in_process", asked[0], asked[1], n_partitions,
+                     f"n_partitions={n_partitions} asks for {n_partitions} partitions: {asked[2]}")
     if not on_cluster:
         return Route("in_process", solver, options, 1,
                      f"in-memory data and no client: one partition here ({why_solver})")
     workers = workers or Workers((), ())
     if needs_rounds:
-        return Route("rounds", rounds_solver, {}, None,
+        return Route("rounds", rounds_solver, rounds_options, None,
                      f"{', '.join(needs_rounds)} given, which only rounds honour: {why_rounds} over "
                      f"{max(1, workers.n_workers)} partition(s), one per worker")
     if newton and workers.n_workers > 1 and nnz >= NEWTON_ROUNDS_MIN_NNZ:
@@ -224,7 +252,7 @@ def choose_route(*, on_cluster, n, nnz, lam, d=None, loss_name=None, warm_start=
                      f"the data ({_size_text(size)} in memory) fits one worker (within {_room_text(workers)}): "
                      f"the whole fit is one task, no rounds ({why_solver})")
     room = f"more than {_room_text(workers)}" if workers.n_workers else "the cluster has no workers"
-    return Route("rounds", rounds_solver, {}, None,
+    return Route("rounds", rounds_solver, rounds_options, None,
                  f"the data ({_size_text(size)} in memory) does not fit one worker ({room}): {why_rounds} over "
                  f"{max(1, workers.n_workers)} partitions, one per worker")
 
@@ -352,6 +380,16 @@ def _resolve_solver(solver, *, batch_size, local_iters, on_cluster, loss_name=No
     if on_cluster and solver == "spdc" and loss_name != "hinge":
         return REGISTRY["cocoa+"](local_solver="spdc", local_batch_size=batch_size)
     return cls(**options)
+
+
+def route_method(solver, options, *, local_iters, on_cluster, loss_name):
+    """The method object of a route's ``solver`` name and ``options``: :func:`_resolve_solver`'s, and
+    :class:`~daskdca.methods.l1.L1SDCA` for ``"l1_sdca"`` (pure L1, which a user asks for with ``l1_ratio=1``
+    or an ``L1SDCA`` object, not by name)."""
+    if solver == L1SDCA.name:
+        return L1SDCA(local_iters=local_iters, **(options or {}))
+    return _resolve_solver(solver, batch_size=None, local_iters=local_iters, on_cluster=on_cluster,
+                           loss_name=loss_name, options=options)
 
 
 def _sdca_options(local_iters):

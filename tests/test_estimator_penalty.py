@@ -59,9 +59,9 @@ def test_minibatch_sdca_solves_the_same_elastic_net():
     assert np.array_equal(np.abs(w) > 1e-3, np.abs(w_serial) > 1e-3) and (w == 0).any()
 
 
-def test_elastic_net_with_a_client_runs_cocoa_rounds_to_the_same_optimum():
-    """solver="auto" with a client: CoCoA+ rounds with the same proximal steps, not an error; the certified
-    optimum and its zeros are the serial fit's."""
+def test_elastic_net_with_a_client_takes_the_route_of_l2():
+    """solver="auto" with a client: the route L2 takes (here the data fits one worker: the serial fit there, its
+    bits); solver="cocoa+": CoCoA+ rounds with the same proximal steps, to the same certified optimum and zeros."""
     from distributed import Client, LocalCluster
 
     X, y = load_dataset("heart")
@@ -70,7 +70,10 @@ def test_elastic_net_with_a_client_runs_cocoa_rounds_to_the_same_optimum():
     serial = SDCAClassifier(**params).fit(X, y)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
             Client(cluster) as client:
-        rounds = SDCAClassifier(client=client, **params).fit(X, y)
+        auto = SDCAClassifier(client=client, **params).fit(X, y)
+        rounds = SDCAClassifier(client=client, solver="cocoa+", **params).fit(X, y)
+    assert auto.route_.name == "one_worker" and auto.route_.solver == "sdca"
+    np.testing.assert_array_equal(auto.coef_, serial.coef_)
     assert rounds.route_.solver == "cocoa+" and rounds.route_.name == "rounds"
     assert rounds.primal_ == pytest.approx(serial.primal_, rel=1e-9)
     assert rounds.gap_ <= 1e-10 * abs(rounds.primal_)

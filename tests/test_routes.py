@@ -55,6 +55,23 @@ ROUTE_CASES = [
                                       workers=Workers((1,), (4 * GiB,))), "rounds", "cocoa+", {}),
     ("no workers known", dict(on_cluster=True, n=100, nnz=1000, lam=1e-4, workers=Workers((), ())), "rounds",
      "cocoa+", {}),
+    # an L1 share: the same routes, the proximal methods (never Catalyst or Newton)
+    ("elastic net, small lam n", dict(on_cluster=False, n=1000, nnz=10_000, lam=1e-7, d=10, loss_name="logistic",
+                                      l1_ratio=0.5), "in_process", "sdca", {"l1_ratio": 0.5}),
+    ("elastic net fits one worker", dict(on_cluster=True, n=10**5, nnz=10**6, lam=1e-7, l1_ratio=0.25,
+                                         workers=Workers((1, 1), (4 * GiB, 4 * GiB))), "one_worker", "sdca",
+     {"l1_ratio": 0.25}),
+    ("elastic net too big", dict(on_cluster=True, n=10**8, nnz=10**9, lam=1e-6, l1_ratio=0.5,
+                                 workers=Workers((1, 1), (4 * GiB, 4 * GiB))), "rounds", "cocoa+", {"l1_ratio": 0.5}),
+    ("elastic net, partitions asked", dict(on_cluster=False, n=1000, nnz=10, lam=1e-3, n_partitions=3, l1_ratio=0.5),
+     "in_process", "cocoa+", {"l1_ratio": 0.5}),
+    ("pure L1 in memory", dict(on_cluster=False, n=1000, nnz=10_000, lam=1e-7, d=10, loss_name="logistic",
+                               l1_ratio=1.0), "in_process", "l1_sdca", {}),
+    ("pure L1 fits one worker", dict(on_cluster=True, n=10**5, nnz=10**6, lam=1e-4, l1_ratio=1.0,
+                                     workers=Workers((1, 1), (4 * GiB, 4 * GiB))), "one_worker", "l1_sdca", {}),
+    ("pure L1 with a checkpoint", dict(on_cluster=True, n=100, nnz=1000, lam=1e-4, l1_ratio=1.0,
+                                       needs_rounds=["checkpoint"], workers=Workers((1,), (4 * GiB,))), "rounds",
+     "l1_sdca", {}),
 ]
 
 
@@ -120,6 +137,52 @@ def test_auto_in_memory_runs_serial_sdca_and_records_why():
     # an explicit solver is obeyed, and the route says so
     explicit = daskdca.fit(X, y, loss="logistic", lam=small_lam, tol=1e-8, solver="sdca")
     assert explicit.solver.acceleration == "auto" and "given" in explicit.route_.reason
+
+
+def test_auto_with_an_l1_share_runs_the_proximal_methods():
+    from daskdca.methods.l1 import L1SDCA
+
+    X, y = load_dataset("heart")
+    kw = dict(loss="logistic", lam=1e-2, tol=1e-8)
+    elastic = daskdca.fit(X, y, l1_ratio=0.5, **kw)
+    assert elastic.route_.name == "in_process" and "l1_ratio = 0.5" in elastic.route_.reason
+    assert elastic.solver == daskdca.SDCA(l1_ratio=0.5)
+    named = daskdca.fit(X, y, solver=daskdca.SDCA(l1_ratio=0.5), **kw)
+    np.testing.assert_array_equal(elastic.coef_, named.coef_)
+    np.testing.assert_array_equal(elastic.dual_coef_, named.dual_coef_)
+    assert (elastic.primal_, elastic.gap_) == (named.primal_, named.gap_)
+    # a solver named by a string takes the share as its own
+    by_name = daskdca.fit(X, y, solver="sdca", l1_ratio=0.5, **kw)
+    np.testing.assert_array_equal(elastic.coef_, by_name.coef_)
+    # l1_ratio = 1: the pure L1 problem, L1SDCA's bits
+    pure = daskdca.fit(X, y, l1_ratio=1.0, **kw)
+    assert isinstance(pure.solver, L1SDCA) and pure.converged_
+    l1 = daskdca.fit(X, y, solver=L1SDCA(), **kw)
+    np.testing.assert_array_equal(pure.coef_, l1.coef_)
+    assert (pure.primal_, pure.dual_) == (l1.primal_, l1.dual_)
+    assert (pure.coef_ == 0).any()
+    # partitions asked: the proximal CoCoA+ rounds
+    parts = daskdca.fit(X, y, l1_ratio=0.5, n_partitions=2, **kw)
+    rounds = daskdca.fit(X, y, solver=daskdca.CoCoAPlus(l1_ratio=0.5), n_partitions=2, **kw)
+    assert parts.solver.name == "cocoa+" and parts.route_.n_partitions == 2
+    np.testing.assert_array_equal(parts.coef_, rounds.coef_)
+    # 0 is the L2 problem, bit for bit
+    np.testing.assert_array_equal(daskdca.fit(X, y, l1_ratio=0.0, **kw).coef_, daskdca.fit(X, y, **kw).coef_)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(l1_ratio=1.5), "l1_ratio must be a number in \\[0, 1\\]"),
+    (dict(l1_ratio="0.5"), "l1_ratio must be a number"),
+    (dict(l1_ratio=True), "l1_ratio must be a number"),
+    (dict(l1_ratio=float("nan")), "l1_ratio must be a number"),
+    (dict(l1_ratio=0.5, solver=daskdca.SDCA()), "set it on the object"),
+    (dict(l1_ratio=0.5, solver="pegasos"), "l1_ratio applies to solver='auto' and"),
+    (dict(l1_ratio=1.0, solver="sdca"), "l1_ratio=1 \\(pure L1\\) is not supported"),
+])
+def test_l1_ratio_is_checked(kwargs, match):
+    X, y = load_dataset("heart")
+    with pytest.raises(ValueError, match=match):
+        daskdca.fit(X, y, loss="logistic", lam=1e-2, **kwargs)
 
 
 def test_newton_route_rule():
@@ -212,6 +275,29 @@ def test_one_worker_route_gives_the_in_process_bits(client, tmp_path):
     ck = daskdca.fit(store, loss="logistic", lam=1e-3, tol=1e-8, client=client, checkpoint=tmp_path / "ck")
     assert ck.route_.name == "rounds" and "checkpoint" in ck.route_.reason
     assert ck.route_.n_partitions == 2  # one per worker
+
+
+def test_penalised_auto_fits_take_the_one_worker_route(client):
+    """With a client, an L1 share routes as L2 does: data that fits one worker is one task there, with the bits
+    of the fit in this process (the estimators' penalty='l1' and 'elasticnet' included)."""
+    X, y = load_dataset("heart")
+    kw = dict(loss="logistic", lam=1e-2, tol=1e-8)
+    for rho in (0.5, 1.0):
+        here = daskdca.fit(X, y, l1_ratio=rho, **kw)
+        there = daskdca.fit(X, y, l1_ratio=rho, client=client, **kw)
+        assert there.route_.name == "one_worker" and f"l1_ratio = {rho:g}" in there.route_.reason
+        np.testing.assert_array_equal(here.coef_, there.coef_)
+        np.testing.assert_array_equal(here.dual_coef_, there.dual_coef_)
+        assert (here.primal_, here.dual_, here.n_rounds_) == (there.primal_, there.dual_, there.n_rounds_)
+    for params in (dict(penalty="l1"), dict(penalty="elasticnet", l1_ratio=0.5)):
+        local = daskdca.SDCAClassifier(loss="logistic", C=1.0, tol=1e-8, **params).fit(X, y)
+        remote = daskdca.SDCAClassifier(loss="logistic", C=1.0, tol=1e-8, client=client, **params).fit(X, y)
+        assert remote.route_.name == "one_worker"
+        np.testing.assert_array_equal(local.coef_, remote.coef_)
+        np.testing.assert_array_equal(local.intercept_, remote.intercept_)
+    # what only rounds honour still takes rounds, with the proximal method
+    rounds = daskdca.fit(X, y, l1_ratio=0.5, client=client, callback=lambda record, state: None, **kw)
+    assert rounds.route_.name == "rounds" and rounds.solver == daskdca.CoCoAPlus(l1_ratio=0.5) and rounds.converged_
 
 
 def test_client_address_string(client):
