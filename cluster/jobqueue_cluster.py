@@ -277,7 +277,13 @@ def make_cluster(system, *, cores=4, memory="16GB", walltime="01:00:00", process
     from dask_jobqueue import PBSCluster, SLURMCluster
 
     cls = _secure_class(SLURMCluster if system == "slurm" else PBSCluster)
-    prologue = [f"export NUMBA_CACHE_DIR={numba_cache_dir}", "export OMP_NUM_THREADS=1", *extra_prologue]
+    from daskdca.engine.clients import WORKER_MALLOC_ENVIRON
+
+    # the allocator settings of daskdca's own LocalClusters, in the Dask config the workers' nannies read (Dask's
+    # config from the environment: a literal dict, merged into its default pre-spawn environment)
+    malloc = repr(dict(sorted(WORKER_MALLOC_ENVIRON.items())))
+    prologue = [f"export NUMBA_CACHE_DIR={numba_cache_dir}", "export OMP_NUM_THREADS=1",
+                f'export DASK_DISTRIBUTED__NANNY__PRE_SPAWN_ENVIRON="{malloc}"', *extra_prologue]
     scheduler_options = {"dashboard_address": dashboard_address, "dashboard": dashboard_address is not None}
     if scheduler_host is not None:
         scheduler_options["host"] = scheduler_host

@@ -1,5 +1,6 @@
 """The Dask engine on LocalCluster: optimum, determinism, faults, resume, out of core."""
 
+import copy
 import os
 import re
 import signal
@@ -12,6 +13,7 @@ from sklearn.exceptions import ConvergenceWarning
 distributed = pytest.importorskip("distributed")
 
 import daskdca  # noqa: E402
+from daskdca.engine.clients import WORKER_MALLOC_ENVIRON  # noqa: E402
 from daskdca.partitions import random_row_order  # noqa: E402
 from daskdca.store import StoreError, convert_svmlight, write_store  # noqa: E402
 
@@ -524,6 +526,14 @@ def test_jobqueue_configs_build_their_job_scripts():
         finally:
             cluster.close()
         assert "export NUMBA_CACHE_DIR=/scratch/$USER/numba" in script
+        # the workers' allocator settings reach their nannies through Dask's config from the environment
+        [line] = [line for line in script.splitlines() if "PRE_SPAWN_ENVIRON" in line]
+        name, value = line.removeprefix("export ").split("=", 1)
+        merged = dask.config.update(copy.deepcopy(dask.config.config),
+                                    dask.config.collect_env({name: value.strip('"')}))
+        environ = merged["distributed"]["nanny"]["pre-spawn-environ"]
+        assert {key: environ[key] for key in WORKER_MALLOC_ENVIRON} == WORKER_MALLOC_ENVIRON
+        assert "OMP_NUM_THREADS" in environ  # Dask's own entries kept
         assert ("#SBATCH" in script) if kind == "slurm" else ("#PBS" in script)
         assert "distributed.cli.dask_worker" in script
     with pytest.raises(ValueError, match="unknown batch system 'lsf'"):

@@ -38,8 +38,29 @@ def test_embedded_local_cluster_when_no_client(tmp_path):
         started.scheduler_info()["workers"]))
     with pytest.raises(ValueError):
         distributed.default_client()  # the process's own cluster is never the user's default client
+    # its workers start with glibc's largest dynamic allocator thresholds, not Dask's 64 KiB trim
+    assert_worker_malloc_environ(started)
     close_embedded()
     assert started.status in ("closed", "closing")
     assert store.n_blocks == 2
 
 
+
+
+def assert_worker_malloc_environ(client):
+    """Every worker process of ``client`` runs with :data:`daskdca.engine.clients.WORKER_MALLOC_ENVIRON`."""
+    import os
+
+    from daskdca.engine.clients import WORKER_MALLOC_ENVIRON
+
+    names = sorted(WORKER_MALLOC_ENVIRON)
+    seen = client.run(lambda: {name: os.environ.get(name) for name in names})
+    assert seen and all(environ == WORKER_MALLOC_ENVIRON for environ in seen.values())
+    assert WORKER_MALLOC_ENVIRON == {"MALLOC_MMAP_THRESHOLD_": "33554432", "MALLOC_TRIM_THRESHOLD_": "67108864"}
+
+
+def test_local_client_workers_use_the_allocator_settings():
+    from daskdca.engine import local_client
+
+    with local_client(1) as client:
+        assert_worker_malloc_environ(client)
