@@ -7,8 +7,11 @@ The same in process (2 partitions in turn, one thread) gives the arithmetic:
 ``ideal = in-process round / 2`` is a round whose two halves run at once with
 no communication, and ``overhead = cluster round - ideal``.
 
-Run: ``python benchmarks/round_overhead.py [--reps 3] [--plain]`` (one process, the cluster started before the clock;
-medians of the repeats).  Results: benchmarks/RESULTS.md, "Engine: resident rounds".
+Run: ``python benchmarks/round_overhead.py [--reps 3] [--plain] [--allocators]`` (one process, the cluster started
+before the clock; medians of the repeats).  The cluster's workers run with the allocator settings of the clusters
+daskdca starts (:data:`daskdca.engine.clients.WORKER_MALLOC_ENVIRON`); ``--allocators`` also times the resident
+rounds on a second cluster with Dask's own (``MALLOC_TRIM_THRESHOLD_=65536``).  Results: benchmarks/RESULTS.md,
+"Engine: resident rounds" and "The workers' allocator".
 """
 
 from __future__ import annotations
@@ -57,23 +60,42 @@ def main():
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--plain", action="store_true",
                         help="plain CoCoA+ (acceleration=None) instead of the default, CoCoA+ inside Catalyst")
+    parser.add_argument("--allocators", action="store_true",
+                        help="also the resident rounds on workers with Dask's allocator setting")
     args = parser.parse_args()
     solver = daskdca.CoCoAPlus(acceleration=None) if args.plain else "cocoa+"
     from distributed import Client, LocalCluster
 
+    from daskdca.engine.clients import _worker_environ
+
     cases = [("d = 100, 2,000 rows x 5 nnz", make(2_000, 100, 5)),
              ("d = 100,000, 2,000 rows x 5 nnz", make(2_000, 100_000, 5)),
              ("d = 100,000, 250,000 rows x 20 nnz (5 M nnz)", make(250_000, 100_000, 20))]
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                      silence_logs=40) as cluster, Client(cluster) as client:
+
+    def cluster(**kwargs):
+        return LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                            silence_logs=40, **kwargs)
+
+    with _worker_environ():
+        ours = cluster()
+    # Dask's own setting, written out: the nannies above left daskdca's values in this process's environment
+    with dask.config.set({f"distributed.nanny.pre-spawn-environ.{name}": value for name, value in
+                          (("MALLOC_TRIM_THRESHOLD_", "65536"), ("MALLOC_MMAP_THRESHOLD_", "131072"))}):
+        theirs = cluster() if args.allocators else None
+    with ours, Client(ours) as client, (theirs or ours), Client(theirs or ours) as dask_client:
         for name, (X, y) in cases:
             seconds_per_round(X[:200], y[:200], client, "resident", solver)  # compile on the workers before the clock
+            if args.allocators:
+                seconds_per_round(X[:200], y[:200], dask_client, "resident", solver)
             rows = {}
             for _ in range(args.reps):
                 rows.setdefault("in process (2 partitions in turn)", []).append(
                     seconds_per_round(X, y, None, "resident", solver))
                 for rounds in ("resident", "tasks"):
                     rows.setdefault(rounds, []).append(seconds_per_round(X, y, client, rounds, solver))
+                if args.allocators:
+                    rows.setdefault("resident, Dask's allocator", []).append(
+                        seconds_per_round(X, y, dask_client, "resident", solver))
             inproc = float(np.median(rows.pop("in process (2 partitions in turn)")))
             ideal = inproc / 2
             print(f"\n### {name}, logistic, lam 1e-4, 2 partitions, {'plain CoCoA+' if args.plain else 'CoCoA+'}\n")
