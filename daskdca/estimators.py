@@ -1599,7 +1599,7 @@ class SDCAClassifierCV(SDCAClassifier):
             for n in {min(len(train) for train, _ in folds), X.shape[0]}:
                 _lam_of(C, n)
         scorer = check_scoring(self, scoring=self.scoring)
-        solver = self._solver_for_penalty()  # the L2, elastic-net or L1 method of every path (checked here)
+        solver, l1_ratio = self._fit_solver()  # the L2, elastic-net or L1 problem of every path (checked here)
         X = _canonical(X)
         seed = _seed(self.random_state)
         scores = np.empty((len(folds), Cs.shape[0]))
@@ -1624,7 +1624,7 @@ class SDCAClassifierCV(SDCAClassifier):
                               max_epochs=self.max_iter, fit_intercept=self.fit_intercept,
                               intercept_scaling=self.intercept_scaling, n_partitions=self.n_partitions,
                               random_state=seed, verbose=int(self.verbose), sample_weight=weight,
-                              client=self.client)
+                              client=self.client, l1_ratio=l1_ratio)
                 for train, labels, weight in problems)
         unconverged = sum(int((~p.converged).sum()) for p in paths)
         for f, (_, test) in enumerate(folds):

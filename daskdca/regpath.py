@@ -93,7 +93,7 @@ def _check_Cs(Cs):
 
 def path(X, y, Cs, *, loss="hinge", solver=None, tol=1e-6, max_rounds=None, max_epochs=None, fit_intercept=True,
          intercept_scaling=1.0, n_partitions=None, random_state=0, keep_dual=False, verbose=0, sample_weight=None,
-         client=None):
+         client=None, l1_ratio=None):
     """Solve ``min 1/n sum_i phi_i(x_i.w + b) + lam/2 (||w||^2 + (b/s)^2)`` for each ``lam = 1 / (C n)``, C in Cs.
 
     ``b`` is LIBLINEAR's regularised intercept, ``s = intercept_scaling``
@@ -129,7 +129,8 @@ def path(X, y, Cs, *, loss="hinge", solver=None, tol=1e-6, max_rounds=None, max_
         starts (``capabilities.warm_start``).  An elastic-net solver object
         (``daskdca.SDCA(l1_ratio=0.5)``, ``daskdca.CoCoAPlus(l1_ratio=0.5)``)
         gives the elastic-net path, ``lam ((1 - l1_ratio)/2 ||w||^2 +
-        l1_ratio ||w||_1)`` at each ``lam``, warm-started along it.
+        l1_ratio ||w||_1)`` at each ``lam``, warm-started along it; so does
+        ``l1_ratio`` below.
     tol : float, default=1e-6
         Relative duality gap at which each fit stops.
     max_rounds, max_epochs : int or None, default=None
@@ -162,7 +163,12 @@ def path(X, y, Cs, *, loss="hinge", solver=None, tol=1e-6, max_rounds=None, max_
         feasible).  A store carries its own weights instead.
     client : distributed.Client or None, default=None
         Run every fit on this Dask cluster (a store always runs on one: this
-        client, else the default client, else a LocalCluster per fit).
+        client, else the default client, else the process's own LocalCluster,
+        started once).
+    l1_ratio : float in [0, 1] or None, default=None
+        As in :func:`daskdca.fit`: the L1 share of every fit's penalty, with
+        ``solver=None`` (``"auto"``) or a solver named by a string; 1 is the
+        pure L1 path (each point certified as the L1 problem).
 
     Returns
     -------
@@ -224,7 +230,7 @@ def path(X, y, Cs, *, loss="hinge", solver=None, tol=1e-6, max_rounds=None, max_
     for C in Cs:
         model = fit(X, y, loss=loss, lam=1.0 / (C * n), solver=solver, tol=tol, max_rounds=max_rounds,
                     max_epochs=max_epochs, n_partitions=n_partitions, random_state=seed, verbose=verbose, dual_init=alpha,
-                    sample_weight=sample_weight, client=client)
+                    sample_weight=sample_weight, client=client, l1_ratio=l1_ratio)
         alpha = model.dual_coef_
         models.append(model)
     W = np.stack([np.asarray(m.coef_, dtype=np.float64) for m in models])

@@ -96,6 +96,21 @@ def test_intercept_point_matches_liblinear_logistic_regression():
         assert res.intercept[k] == pytest.approx(float(ref.intercept_[0]), abs=1e-4)
 
 
+def test_l1_ratio_gives_the_penalised_path_of_the_solver_objects():
+    """``path(l1_ratio=rho)`` is the path of ``SDCA(l1_ratio=rho)``, and of ``L1SDCA()`` for ``rho = 1``: the same
+    bits at every C, each point certified as its own problem."""
+    from daskdca.methods.l1 import L1SDCA
+
+    X, y = load_dataset("heart")
+    Cs = [0.01, 0.1, 1.0]
+    for rho, method in ((0.5, daskdca.SDCA(l1_ratio=0.5)), (1.0, L1SDCA())):
+        auto = daskdca.path(X, y, Cs, loss="logistic", tol=1e-8, l1_ratio=rho)
+        named = daskdca.path(X, y, Cs, loss="logistic", tol=1e-8, solver=method)
+        np.testing.assert_array_equal(auto.coef, named.coef)
+        np.testing.assert_array_equal(auto.gap, named.gap)
+        assert auto.converged.all() and (auto.coef == 0).any()
+
+
 def test_the_warm_started_path_takes_fewer_rounds_than_cold_fits():
     X, y = _a9a_head()
     n = X.shape[0]

@@ -295,6 +295,13 @@ def test_penalised_auto_fits_take_the_one_worker_route(client):
         assert remote.route_.name == "one_worker"
         np.testing.assert_array_equal(local.coef_, remote.coef_)
         np.testing.assert_array_equal(local.intercept_, remote.intercept_)
+    # the cross-validated estimator's paths and refit take the same route
+    cv_params = dict(loss="logistic", penalty="l1", Cs=[0.1, 1.0], cv=2, tol=1e-8)
+    cv_local = daskdca.SDCAClassifierCV(**cv_params).fit(X, y)
+    cv_remote = daskdca.SDCAClassifierCV(client=client, **cv_params).fit(X, y)
+    assert cv_remote.route_.name == "one_worker"
+    np.testing.assert_array_equal(cv_local.scores_, cv_remote.scores_)
+    np.testing.assert_array_equal(cv_local.coef_, cv_remote.coef_)
     # what only rounds honour still takes rounds, with the proximal method
     rounds = daskdca.fit(X, y, l1_ratio=0.5, client=client, callback=lambda record, state: None, **kw)
     assert rounds.route_.name == "rounds" and rounds.solver == daskdca.CoCoAPlus(l1_ratio=0.5) and rounds.converged_
