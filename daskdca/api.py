@@ -287,12 +287,10 @@ def _l1_ratio_options(l1_ratio, solver, auto):
                          f"object ({solver!r}) set it on the object instead (e.g. daskdca.SDCA(l1_ratio=0.5)).")
     if solver not in REGISTRY:
         return rho, None  # _resolve_solver names the solvers there are
-    takers = sorted(name for name, cls in REGISTRY.items()
-                    if "l1_ratio" in getattr(cls, "__dataclass_fields__", {}) and name != "l1_sdca")
+    takers = sorted(name for name, cls in REGISTRY.items() if "l1_ratio" in getattr(cls, "__dataclass_fields__", {}))
     if solver not in takers:
-        pure = " (the pure L1 problem is solver='auto' with l1_ratio=1)" if solver == "l1_sdca" else ""
         raise ValueError(f"l1_ratio applies to solver='auto' and {takers}, got solver={solver!r} with "
-                         f"l1_ratio={l1_ratio!r}; drop l1_ratio or change the solver{pure}.")
+                         f"l1_ratio={l1_ratio!r}; drop l1_ratio or change the solver.")
     return rho, {"l1_ratio": rho}
 
 
@@ -535,8 +533,10 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
         :class:`~daskdca.methods.l1.L1SDCA` for ``rho = 1`` (as
         :func:`daskdca.l1.fit_l1`).  A solver named by a string takes it when
         its method has an ``l1_ratio`` (``"sdca"``, ``"cocoa+"``,
-        ``"minibatch_sdca"``; ``rho < 1``); a solver object carries its own.
-        Two classes, or a regression loss.
+        ``"minibatch_sdca"``, ``"spdc"``; ``rho < 1``); a solver object
+        carries its own.  Two classes, or a regression loss (more classes:
+        :class:`daskdca.SDCAClassifier` with ``penalty``, one problem after
+        another).
 
     Returns
     -------
@@ -609,8 +609,8 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
         _check_warm_start_supported(method, resume)
     if on_cluster:
         model = _fit_cluster(X, y, loss_obj=loss_obj, lam=lam, method=None if auto else method,
-                             l1_ratio=l1_ratio, local_iters=local_iters, tol=tol, max_rounds=max_rounds, max_epochs=max_epochs,
-                             n_partitions=n_partitions, seed=seed, verbose=verbose, callback=callback,
+                             l1_ratio=l1_ratio, local_iters=local_iters, tol=tol, max_rounds=max_rounds,
+                             max_epochs=max_epochs, n_partitions=n_partitions, seed=seed, verbose=verbose, callback=callback,
                              client=client, in_memory=in_memory, checkpoint=checkpoint,
                              checkpoint_every=checkpoint_every, resume=resume, overwrite=overwrite,
                              storage_options=storage_options, dual_init=dual_init, sample_weight=sample_weight,

@@ -105,9 +105,10 @@ _SHARED_PARAMETERS = {
     worker where the data fits one given a ``client``, else CoCoA+ rounds;
     CoCoA+ rounds on ``n_partitions`` > 1); serial, in this process and on
     one partition, with ``"sdca"``; CoCoA+ rounds with ``"cocoa+"``;
-    proximal mini-batch SDCA with ``"minibatch_sdca"``; a solver object raises (give a ``daskdca.SDCA``,
-    ``daskdca.CoCoAPlus`` or ``daskdca.MinibatchSDCA`` object its own
-    ``l1_ratio`` instead, with ``penalty="l2"``).  ``"l1"``:
+    proximal mini-batch SDCA with ``"minibatch_sdca"``; a solver object
+    raises (give a ``daskdca.SDCA``, ``daskdca.CoCoAPlus`` or
+    ``daskdca.MinibatchSDCA`` object its own ``l1_ratio`` instead, with
+    ``penalty="l2"``).  ``"l1"``:
     ``lam ||w||_1`` alone, ``LogisticRegression(penalty="l1",
     solver="liblinear")`` and ``LinearSVC(penalty="l1", dual=False)``, solved
     by :class:`daskdca.methods.l1.L1SDCA` (proximal SDCA on ``lam ||w||_1 + mu/2

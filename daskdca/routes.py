@@ -160,11 +160,11 @@ def _penalised_solvers(l1_ratio):
     """``(serial solver, its options, why; rounds solver, its options, why)`` for an L1 share ``l1_ratio > 0``:
     the proximal forms of serial SDCA and CoCoA+, or :class:`~daskdca.methods.l1.L1SDCA` for pure L1."""
     if l1_ratio == 1:
-        why = "l1_ratio = 1, the pure L1 penalty: L1SDCA's sequence of elastic nets"
-        return "l1_sdca", {}, why, "l1_sdca", {}, f"{why}, in CoCoA+ rounds"
+        return ("l1_sdca", {}, "l1_ratio = 1, the pure L1 penalty: L1SDCA's sequence of elastic nets",
+                "l1_sdca", {}, "L1SDCA's CoCoA+ rounds (l1_ratio = 1, the pure L1 penalty)")
     options = {"l1_ratio": float(l1_ratio)}
     why = f"l1_ratio = {l1_ratio:g}: the elastic net by proximal SDCA; Catalyst and Newton take the L2 penalty only"
-    return "sdca", options, why, "cocoa+", options, f"{why}, in CoCoA+ rounds"
+    return "sdca", options, why, "cocoa+", options, f"proximal CoCoA+ rounds (l1_ratio = {l1_ratio:g}, the elastic net)"
 
 
 def _rounds_solver(newton):

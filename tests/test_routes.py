@@ -185,6 +185,14 @@ def test_l1_ratio_is_checked(kwargs, match):
         daskdca.fit(X, y, loss="logistic", lam=1e-2, **kwargs)
 
 
+def test_l1_ratio_with_more_classes_names_the_method_and_the_fix():
+    X, y = load_dataset("heart")
+    three = np.where(X[:, 0].toarray().ravel() > 0.3, 2.0, y)
+    with pytest.raises(ValueError, match=r"solver=SDCA\(.*l1_ratio=0.5.*cannot fit the one-vs-rest.*l1_ratio=0.*"
+                                         r"SDCAClassifier"):
+        daskdca.fit(X, three, loss="logistic", lam=1e-2, l1_ratio=0.5)
+
+
 def test_newton_route_rule():
     workers = Workers((1, 1), (4 * GiB, 4 * GiB))
     few = dict(n=10**5, nnz=10**6, d=100, loss_name="logistic")

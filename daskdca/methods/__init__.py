@@ -133,10 +133,13 @@ def check_supported(method, *, loss_name, n_partitions, on_cluster, sample_weigh
     capability_table : What each method supports.
     """
     c = method.capabilities
+    # a method whose settings narrowed its class's capabilities (SDCA(l1_ratio=0.5)) is shown whole
+    who = method.name if c == getattr(type(method), "capabilities", c) else method
     if multi_class and not c.multi_class:
         raise ValueError(
-            f"solver={method.name!r} cannot fit the one-vs-rest problems of more than two classes together; the "
-            f"solvers that can: {_supporting(lambda cap: cap.multi_class)} (CoCoAPlus with local_solver='sdca'). "
+            f"solver={who!r} cannot fit the one-vs-rest problems of more than two classes together; the "
+            f"solvers that can: {_supporting(lambda cap: cap.multi_class)} (CoCoAPlus with local_solver='sdca', "
+            "and l1_ratio=0: the problems fitted together are certified with the L2 penalty). "
             "Use one of them, binarise y, or use daskdca.SDCAClassifier, which fits the problems one after "
             "another with any solver.")
     if sample_weight and not c.sample_weight:
@@ -145,8 +148,6 @@ def check_supported(method, *, loss_name, n_partitions, on_cluster, sample_weigh
             f"problem); the solvers that do: {_supporting(lambda cap: cap.sample_weight)} "
             "(CoCoAPlus with local_solver='sdca').")
     if loss_name not in c.losses:
-        # a method whose settings narrowed its class's capabilities (CoCoAPlus(local_solver="sdna")) is shown whole
-        who = method.name if c == getattr(type(method), "capabilities", c) else method
         raise ValueError(
             f"solver={who!r} does not support loss={loss_name!r} (it supports {list(c.losses)}); "
             f"solvers for {loss_name!r}: {_supporting(lambda cap: loss_name in cap.losses)}.")
