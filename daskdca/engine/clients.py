@@ -38,7 +38,7 @@ __all__ = ["WORKER_MALLOC_ENVIRON", "close_embedded", "cluster_client", "embedde
 #: block an out-of-core sweep reads, and each buffer it frees, is mapped and unmapped afresh: its pages are
 #: faulted in and zeroed on every read.  These are the values the dynamic threshold reaches at most on 64-bit
 #: Linux (32 MiB, trimming above twice that).  Measured (benchmarks/RESULTS.md, "The workers' allocator"): one
-#: out-of-core fit of the 1,000,000 x 100,000 store in one process took 4.7-5.1 s with Dask's setting, 3.8 s with
+#: out-of-core fit of the 1,000,000 x 100,000 store in one process took 4.7-5.1 s with Dask's setting, 3.8-4.2 s with
 #: glibc's defaults and 3.3-3.9 s with these.
 WORKER_MALLOC_ENVIRON = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(64 << 20)}
 
