@@ -74,3 +74,34 @@ def test_runs_of_items_reduce_to_the_bits_of_the_whole_tree(n_items):
             for a, b in zip(bounds[:-1], bounds[1:]):
                 nodes.update(tree_reduce_within(items[a:b], a, n_items, combine))
             assert _finish_tree(nodes, n_items, combine) == tree_reduce(items, combine)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_a_loaded_store_partition_is_the_vstack_of_its_blocks(tmp_path, weighted):
+    """``StorePartition.load`` holds the rows, labels, norms and weights of
+    ``scipy.sparse.vstack`` of the blocks it spans, with the stored index dtype and an int64 ``indptr``."""
+    from daskdca.partitions import StorePartition, load_block_rows
+
+    rng = np.random.default_rng(3)
+    dense = rng.standard_normal((500, 40)) * (rng.random((500, 40)) < 0.1)
+    dense[7] = 0.0  # an empty row
+    X = sp.csr_matrix(dense)
+    y = np.where(rng.standard_normal(500) > 0, 1.0, -1.0)
+    weight = rng.uniform(0.5, 2.0, 500) if weighted else None
+    store = daskdca.write_store(tmp_path / "s.zarr", X, y, block_rows=60, shuffle=False, sample_weight=weight)
+    part = StorePartition(store, 2, store.n_blocks - 1, None)  # an inner run of blocks
+    rows = part.load().rows
+    blocks = [load_block_rows(store, k, None) for k in range(2, store.n_blocks - 1)]
+    joined = sp.vstack([b.csr() for b in blocks], format="csr")
+    assert rows.indptr.dtype == np.int64 and rows.indices.dtype == blocks[0].indices.dtype
+    np.testing.assert_array_equal(rows.indptr, joined.indptr)
+    np.testing.assert_array_equal(rows.indices, joined.indices)
+    np.testing.assert_array_equal(rows.data, joined.data)
+    lo, hi = int(store.block_row_offsets[2]), int(store.block_row_offsets[store.n_blocks - 1])
+    np.testing.assert_array_equal(rows.y, y[lo:hi])
+    np.testing.assert_array_equal(rows.csr().toarray(), X[lo:hi].toarray())
+    np.testing.assert_array_equal(rows.sqnorm, np.concatenate([b.sqnorm for b in blocks]))
+    if weighted:
+        np.testing.assert_array_equal(rows.weight, weight[lo:hi])
+    else:
+        assert rows.weight.size == 0  # unweighted: every weight 1
