@@ -17,6 +17,7 @@ rounds on a second cluster with Dask's own (``MALLOC_TRIM_THRESHOLD_=65536``).  
 from __future__ import annotations
 
 import argparse
+import contextlib
 import time
 import warnings
 
@@ -72,17 +73,19 @@ def main():
              ("d = 100,000, 2,000 rows x 5 nnz", make(2_000, 100_000, 5)),
              ("d = 100,000, 250,000 rows x 20 nnz (5 M nnz)", make(250_000, 100_000, 20))]
 
-    def cluster(**kwargs):
+    def cluster():
         return LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                            silence_logs=40, **kwargs)
+                            silence_logs=40)
 
-    with _worker_environ():
-        ours = cluster()
-    # Dask's own setting, written out: the nannies above left daskdca's values in this process's environment
-    with dask.config.set({f"distributed.nanny.pre-spawn-environ.{name}": value for name, value in
-                          (("MALLOC_TRIM_THRESHOLD_", "65536"), ("MALLOC_MMAP_THRESHOLD_", "131072"))}):
-        theirs = cluster() if args.allocators else None
-    with ours, Client(ours) as client, (theirs or ours), Client(theirs or ours) as dask_client:
+    with contextlib.ExitStack() as stack:
+        with _worker_environ():
+            client = stack.enter_context(Client(stack.enter_context(cluster())))
+        dask_client = None
+        if args.allocators:
+            # Dask's own setting, written out: the nannies above left daskdca's values in this process's environment
+            with dask.config.set({f"distributed.nanny.pre-spawn-environ.{name}": value for name, value in
+                                  (("MALLOC_TRIM_THRESHOLD_", "65536"), ("MALLOC_MMAP_THRESHOLD_", "131072"))}):
+                dask_client = stack.enter_context(Client(stack.enter_context(cluster())))
         for name, (X, y) in cases:
             seconds_per_round(X[:200], y[:200], client, "resident", solver)  # compile on the workers before the clock
             if args.allocators:

@@ -28,7 +28,7 @@ from daskdca.methods.multinomial_lbfgs import MultinomialLBFGS
 from daskdca.partitions import random_row_order, store_partition_ranges
 from daskdca.problem import check_sample_weight, relative_gap
 from daskdca.routes import (Workers, _resolve_solver, _sdca_options, choose_route, data_bytes, explicit_route,
-                            route_method)
+                            provisional_method, route_method)
 from daskdca.prediction import Predictor, check_frame_columns, proba_kind, proba_refusal
 from daskdca.prediction import output as prediction_output
 from daskdca.prediction import score as prediction_score
@@ -589,13 +589,8 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
     if auto and batch_size is not None:  # the routes' solvers take no batch: the same error as solver="sdca"
         _resolve_solver("sdca", batch_size=batch_size, local_iters=local_iters, on_cluster=on_cluster)
     if auto:
-        # the routes run serial SDCA or CoCoA+ (L1SDCA for pure L1), which accept the same losses, weights and
-        # warm starts: the rounds' method checks the input here, and the route picks once the data is known
-        provisional = "cocoa+" if on_cluster or (n_partitions or 1) > 1 else "sdca"
-        if l1_ratio == 1:
-            provisional = "l1_sdca"
-        method = route_method(provisional, {"l1_ratio": l1_ratio} if 0 < l1_ratio < 1 else None,
-                              local_iters=local_iters, on_cluster=on_cluster, loss_name=loss_obj.name)
+        method = provisional_method(rounds=on_cluster or (n_partitions or 1) > 1, l1_ratio=l1_ratio,
+                                    local_iters=local_iters, on_cluster=on_cluster, loss_name=loss_obj.name)
     else:
         method = _resolve_solver(solver, batch_size=batch_size, local_iters=local_iters, on_cluster=on_cluster,
                                  loss_name=loss_obj.name, options=named_options)

@@ -375,21 +375,20 @@ class _SDCAMixin:
     }
 
     def _fit_solver(self):
-        """``(solver, l1_ratio)`` for :func:`daskdca.fit`: with ``solver="auto"`` and ``penalty="l1"`` or
-        ``"elasticnet"``, ``"auto"`` and the penalty's L1 share (1 for pure L1), so the fit chooses the route as
-        for ``"l2"``; otherwise the method of :meth:`_solver_for_penalty` and None."""
-        method = self._solver_for_penalty()  # checks penalty, l1_ratio and solver together
-        if self.penalty == "l2" or not (self.solver is None or self.solver == "auto"):
-            return method, None
-        return "auto", 1.0 if self.penalty == "l1" else float(self.l1_ratio)
+        """``(solver, l1_ratio)`` for :func:`daskdca.fit`, with ``penalty``, ``l1_ratio`` and ``solver`` checked
+        together.
 
-    def _solver_for_penalty(self):
-        """The solver :func:`daskdca.fit` runs: ``solver`` for ``penalty="l2"``; for ``"elasticnet"``, serial
-        SDCA or CoCoA+ with ``l1_ratio`` (Prox-SDCA, Shalev-Shwartz & Zhang 2016): with ``solver="auto"``,
-        CoCoA+ where there is a client or more than one partition, serial SDCA otherwise; ``"minibatch_sdca"``
-        with ``l1_ratio`` (proximal mini-batch steps); for ``"l1"``,
-        :class:`daskdca.methods.l1.L1SDCA` (CoCoA+ rounds on each subproblem with a client or several
-        partitions)."""
+        ``penalty="l2"``: ``solver`` and None.  With ``solver="auto"``,
+        ``"l1"`` and ``"elasticnet"`` give ``"auto"`` and the penalty's L1
+        share (1 for pure L1), so the fit chooses the route and the proximal
+        method as for ``"l2"`` (:mod:`daskdca.routes`).  A named solver gives
+        its method with ``l1_ratio`` (Prox-SDCA, Shalev-Shwartz & Zhang 2016):
+        ``"sdca"`` and ``"cocoa+"`` give :class:`daskdca.methods.l1.L1SDCA`
+        for ``"l1"`` (an ``L1SDCA`` object is taken as it is), and
+        ``SDCA``, ``CoCoAPlus`` or ``MinibatchSDCA`` with ``l1_ratio`` for
+        ``"elasticnet"``.
+        """
+        from daskdca.methods.base import check_l1_ratio
         from daskdca.methods.cocoa import SDCA, CoCoAPlus
         from daskdca.methods.minibatch import MinibatchSDCA
 
@@ -397,7 +396,7 @@ class _SDCAMixin:
             if self.l1_ratio is not None:
                 raise ValueError(f"l1_ratio={self.l1_ratio!r} is used only with penalty='elasticnet'; set "
                                  "penalty='elasticnet' or leave l1_ratio=None.")
-            return self.solver
+            return self.solver, None
         if self.penalty == "l1":
             # the pure L1 problem: daskdca.methods.l1.L1SDCA, certified by the rescaled dual point
             from daskdca.methods.l1 import L1SDCA
@@ -407,10 +406,13 @@ class _SDCAMixin:
                                  f"l1_ratio={self.l1_ratio!r}; leave l1_ratio=None, or use penalty='elasticnet' "
                                  "with l1_ratio in [0, 1).")
             if isinstance(self.solver, L1SDCA):
-                return self.solver
-            if (self.solver is None or isinstance(self.solver, str)) and _solver_name(self.solver) in (
-                    "auto", "sdca", "cocoa+"):
-                return L1SDCA()
+                return self.solver, None
+            if self.solver is None or isinstance(self.solver, str):
+                name = _solver_name(self.solver)
+                if name == "auto":
+                    return "auto", 1.0
+                if name in ("sdca", "cocoa+"):
+                    return L1SDCA(), None
             raise ValueError(f"penalty='l1' is solved by solver='auto', 'sdca' or 'cocoa+' (daskdca.methods.l1.L1SDCA) "
                              f"or an L1SDCA object, not solver={self.solver!r}.")
         if self.l1_ratio is None:
@@ -419,17 +421,14 @@ class _SDCAMixin:
         if self.solver is not None and not isinstance(self.solver, str):
             raise ValueError(f"penalty='elasticnet' with the solver object {self.solver!r}: set l1_ratio on the "
                              "object (e.g. daskdca.SDCA(l1_ratio=0.5)) and leave penalty='l2'.")
+        rho = float(self.l1_ratio)
+        methods = {"sdca": SDCA, "cocoa+": CoCoAPlus, "minibatch_sdca": MinibatchSDCA}
         name = _solver_name(self.solver)
-        if name == "auto" and (self.client is not None or (self.n_partitions or 1) > 1):
-            # serial SDCA takes one partition in this process: rounds across the workers (or partitions) are
-            # CoCoA+'s, with the same proximal steps
-            return CoCoAPlus(l1_ratio=float(self.l1_ratio))
-        if name in ("auto", "sdca"):
-            return SDCA(l1_ratio=float(self.l1_ratio))
-        if name == "cocoa+":
-            return CoCoAPlus(l1_ratio=float(self.l1_ratio))
-        if name == "minibatch_sdca":
-            return MinibatchSDCA(l1_ratio=float(self.l1_ratio))
+        if name == "auto":
+            check_l1_ratio(rho, SDCA.__name__)  # l1_ratio = 1 is penalty='l1', refused with the fix
+            return "auto", rho
+        if name in methods:
+            return methods[name](l1_ratio=rho), None
         raise ValueError(f"penalty='elasticnet' is solved by solver='auto', 'sdca', 'cocoa+' or 'minibatch_sdca', "
                          f"not solver={self.solver!r}.")
 

@@ -60,7 +60,7 @@ from daskdca.methods.newton import NEWTON_LOSSES  # the losses the Newton method
 
 __all__ = ["CATALYST_LAM_N", "NEWTON_LAM_N", "NEWTON_LOSSES", "NEWTON_MAX_FEATURES", "NEWTON_ROUNDS_MIN_NNZ", "ONE_WORKER_MEMORY_FRACTION", "Route",
            "Workers", "choose_multinomial_route", "choose_route", "data_bytes", "explicit_route", "fits_one_worker",
-           "route_method"]
+           "provisional_method", "route_method"]
 
 #: Serial SDCA runs inside Catalyst when ``lam n`` (``1/C`` in LIBLINEAR's terms) is below this.  Measured
 #: (benchmarks/RESULTS.md, "Catalyst around serial SDCA"): at lam n = 0.03-0.05 (lam 1e-6 on a9a, w8a,
@@ -225,14 +225,14 @@ def choose_route(*, on_cluster, n, nnz, lam, d=None, loss_name=None, warm_start=
     if l1_ratio > 0:
         solver, options, why_solver, rounds_solver, rounds_options, why_rounds = _penalised_solvers(l1_ratio)
         # the partitions the user asked for take the proximal rounds
-        asked = rounds_solver, rounds_options, why_rounds
+        asked_solver, asked_options, asked_why = rounds_solver, rounds_options, why_rounds
     else:
         solver, options, why_solver = _serial_solver(lam, n, newton)
         (rounds_solver, why_rounds), rounds_options = _rounds_solver(newton), {}
-        asked = "cocoa+", {}, "CoCoA+ rounds"
+        asked_solver, asked_options, asked_why = "cocoa+", {}, "CoCoA+ rounds"
     if n_partitions is not None and n_partitions > 1:
-        return Route("rounds" if on_cluster else "in_process", asked[0], asked[1], n_partitions,
-                     f"n_partitions={n_partitions} asks for {n_partitions} partitions: {asked[2]}")
+        return Route("rounds" if on_cluster else "in_process", asked_solver, asked_options, n_partitions,
+                     f"n_partitions={n_partitions} asks for {n_partitions} partitions: {asked_why}")
     if not on_cluster:
         return Route("in_process", solver, options, 1,
                      f"in-memory data and no client: one partition here ({why_solver})")
@@ -380,6 +380,19 @@ def _resolve_solver(solver, *, batch_size, local_iters, on_cluster, loss_name=No
     if on_cluster and solver == "spdc" and loss_name != "hinge":
         return REGISTRY["cocoa+"](local_solver="spdc", local_batch_size=batch_size)
     return cls(**options)
+
+
+def provisional_method(*, rounds, l1_ratio, local_iters, on_cluster, loss_name):
+    """The method whose capabilities check a ``solver="auto"`` fit's input before its route is known: the
+    rounds' method (``rounds``: a cluster or several partitions) or the serial one, for the L1 share
+    ``l1_ratio`` (:func:`_penalised_solvers` above 0); the route picks between them (and Newton or Catalyst,
+    which accept the same input) once the data is known."""
+    if l1_ratio > 0:
+        serial, serial_options, _, many, many_options, _ = _penalised_solvers(l1_ratio)
+        solver, options = (many, many_options) if rounds else (serial, serial_options)
+    else:
+        solver, options = ("cocoa+" if rounds else "sdca"), None
+    return route_method(solver, options, local_iters=local_iters, on_cluster=on_cluster, loss_name=loss_name)
 
 
 def route_method(solver, options, *, local_iters, on_cluster, loss_name):
