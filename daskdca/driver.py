@@ -150,6 +150,12 @@ class FitState:
         self.global_state, self.local_states = global_state, local_states
         self.round, self.n_epochs = round_index, n_epochs
         self._w = self._alpha = None
+        self._row_order = None  # the caller's row of each partition row, where the executor does not map them
+
+    def _in_row_order(self, row_order):
+        """This state, with :attr:`alpha` read from partitions that hold the caller's rows ``row_order``."""
+        self._row_order = row_order
+        return self
 
     @property
     def w(self):
@@ -160,7 +166,11 @@ class FitState:
     @property
     def alpha(self):
         if self._alpha is None:
-            self._alpha = self._executor.dual_points(self._plan, self.global_state, self.local_states)
+            alpha = self._executor.dual_points(self._plan, self.global_state, self.local_states)
+            if self._row_order is not None:
+                alpha, partition_order = np.empty_like(alpha), alpha
+                alpha[..., self._row_order] = partition_order
+            self._alpha = alpha
         return self._alpha
 
 
