@@ -7,11 +7,19 @@ The same in process (2 partitions in turn, one thread) gives the arithmetic:
 ``ideal = in-process round / 2`` is a round whose two halves run at once with
 no communication, and ``overhead = cluster round - ideal``.
 
+The resident rounds are timed as they run by default (the actors called
+straight on their workers, the next round's first call sent before this
+process's own combine), without the round sent ahead
+(``daskdca.engine.resident.AHEAD_SECONDS = 0`` for the fit), with the calls
+through the scheduler (a second client on the same cluster made with
+``direct_to_workers=False``), and with neither (the resident rounds as they
+ran before both).
+
 Run: ``python benchmarks/round_overhead.py [--reps 3] [--plain] [--allocators]`` (one process, the cluster started
 before the clock; medians of the repeats).  The cluster's workers run with the allocator settings of the clusters
 daskdca starts (:data:`daskdca.engine.clients.WORKER_MALLOC_ENVIRON`); ``--allocators`` also times the resident
 rounds on a second cluster with Dask's own (``MALLOC_TRIM_THRESHOLD_=65536``).  Results: benchmarks/RESULTS.md,
-"Engine: resident rounds" and "The workers' allocator".
+"Engine: resident rounds", "The workers' allocator" and "Engine: actor calls straight to the workers".
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ import argparse
 import contextlib
 import time
 import warnings
+from unittest import mock
 
 import dask
 import numpy as np
@@ -27,6 +36,7 @@ import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
 import daskdca
+from daskdca.engine import resident
 
 R_SHORT, R_LONG = 10, 110
 
@@ -42,13 +52,14 @@ def make(n, d, nnz_per_row, seed=0):
     return X, y
 
 
-def seconds_per_round(X, y, client, rounds, solver="cocoa+"):
+def seconds_per_round(X, y, client, rounds, solver="cocoa+", ahead=True):
     kwargs = dict(loss="logistic", lam=1e-4, solver=solver, n_partitions=2, tol=0.0, random_state=0)
     if client is not None:
         kwargs["client"] = client
     times = []
+    no_ahead = contextlib.nullcontext() if ahead else mock.patch.object(resident, "AHEAD_SECONDS", 0.0)
     for max_rounds in (R_SHORT, R_LONG):
-        with warnings.catch_warnings(), dask.config.set({"daskdca.rounds": rounds}):
+        with warnings.catch_warnings(), dask.config.set({"daskdca.rounds": rounds}), no_ahead:
             warnings.simplefilter("ignore", ConvergenceWarning)
             t = time.perf_counter()
             daskdca.fit(X, y, max_rounds=max_rounds, **kwargs)
@@ -80,6 +91,8 @@ def main():
     with contextlib.ExitStack() as stack:
         with _worker_environ():
             client = stack.enter_context(Client(stack.enter_context(cluster())))
+        scheduled = stack.enter_context(Client(client.scheduler.address, direct_to_workers=False,
+                                               set_as_default=False))
         dask_client = None
         if args.allocators:
             # Dask's own setting, written out: the nannies above left daskdca's values in this process's environment
@@ -94,8 +107,14 @@ def main():
             for _ in range(args.reps):
                 rows.setdefault("in process (2 partitions in turn)", []).append(
                     seconds_per_round(X, y, None, "resident", solver))
-                for rounds in ("resident", "tasks"):
-                    rows.setdefault(rounds, []).append(seconds_per_round(X, y, client, rounds, solver))
+                rows.setdefault("resident", []).append(seconds_per_round(X, y, client, "resident", solver))
+                rows.setdefault("resident, no round sent ahead", []).append(
+                    seconds_per_round(X, y, client, "resident", solver, ahead=False))
+                rows.setdefault("resident, calls through the scheduler", []).append(
+                    seconds_per_round(X, y, scheduled, "resident", solver))
+                rows.setdefault("resident, through the scheduler, no round ahead (before)", []).append(
+                    seconds_per_round(X, y, scheduled, "resident", solver, ahead=False))
+                rows.setdefault("tasks", []).append(seconds_per_round(X, y, client, "tasks", solver))
                 if args.allocators:
                     rows.setdefault("resident, Dask's allocator", []).append(
                         seconds_per_round(X, y, dask_client, "resident", solver))

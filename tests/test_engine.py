@@ -251,6 +251,101 @@ def test_resident_rounds_move_to_workers_that_join(tmp_path):
     assert seen[2] == [1] and seen[5] == [0, 1] and seen[12] == [1, 1]
 
 
+def _count_proxied_calls(dask_scheduler):
+    """Count the calls the scheduler passes on to a worker (its ``proxy`` handler: an actor call that does not go
+    straight to the actor's worker) in ``dask_scheduler.daskdca_proxied``."""
+    if getattr(dask_scheduler, "daskdca_proxied", None) is None:
+        handler = dask_scheduler.handlers["proxy"]
+
+        async def proxy(*args, **kwargs):
+            dask_scheduler.daskdca_proxied += 1
+            return await handler(*args, **kwargs)
+
+        dask_scheduler.handlers["proxy"] = proxy
+    dask_scheduler.daskdca_proxied = 0
+
+
+def _proxied_calls(dask_scheduler):
+    return dask_scheduler.daskdca_proxied
+
+
+@pytest.mark.parametrize("unreachable", [False, True])
+def test_resident_calls_go_straight_to_the_workers(client, monkeypatch, caplog, unreachable):
+    """With Dask's default client the actors' calls go from this process to their workers, none through the
+    scheduler; a client made with ``direct_to_workers=False`` keeps Dask's proxies, whose every call goes
+    through the scheduler, and so does a fit whose workers this process cannot reach (here: every direct call
+    fails to connect).  The iterates are the in-process ones in each case."""
+    from daskdca.engine import resident
+
+    X, y = load_dataset("rcv1_1k")
+    kwargs = dict(loss="logistic", lam=1e-4, solver="cocoa+", n_partitions=2, tol=1e-12, max_rounds=6,
+                  random_state=3)
+    with pytest.warns(ConvergenceWarning):
+        local = daskdca.fit(X, y, **kwargs)
+    if unreachable:
+        class Unreachable:
+            async def actor_execute(self, **msg):
+                raise OSError("connection refused (the test's unreachable worker)")
+
+        monkeypatch.setattr(resident._DirectActor, "_worker_rpc", property(lambda self: Unreachable()))
+    with distributed.Client(client.scheduler.address, direct_to_workers=False, set_as_default=False) as scheduled:
+        proxied = {}
+        for name, c in (("default", client), ("direct_to_workers=False", scheduled)):
+            c.run_on_scheduler(_count_proxied_calls)
+            with pytest.warns(ConvergenceWarning), caplog.at_level("INFO", logger="daskdca"):
+                remote = daskdca.fit(X, y, client=c, **kwargs)
+            proxied[name] = c.run_on_scheduler(_proxied_calls)
+            np.testing.assert_array_equal(remote.coef_, local.coef_)
+    # at least one call per actor a round when they go through the scheduler
+    assert proxied["direct_to_workers=False"] >= 2 * 6
+    if unreachable:
+        assert proxied["default"] >= 2 * 6 and "calls to the workers go through the scheduler" in caplog.text
+    else:
+        assert proxied["default"] == 0
+
+
+def test_resident_rounds_send_the_next_round_ahead(client, monkeypatch, tmp_path):
+    """A short round sends the next round's first call before this process makes its own combine: each round's
+    step is sent once (the one sent ahead is the one used) and only the round sent ahead of the fit's end is
+    computed for nothing; the copies of the states (every 2 rounds) and the callback's reads of the dual point
+    come between them in turn, and the iterates are the in-process ones.  The callback's dual point is in the
+    caller's row order on the cluster as in process (in-memory arrays held, or staged as a store for a
+    checkpoint)."""
+    from daskdca.engine import resident
+
+    monkeypatch.setattr(resident, "AHEAD_SECONDS", float("inf"))  # every round counts as short
+    sent = []
+    send_step = resident.ResidentExecutor._send_step
+
+    def recorded(self, phase_index, spec, r, *args):
+        sent.append(r)
+        return send_step(self, phase_index, spec, r, *args)
+
+    monkeypatch.setattr(resident.ResidentExecutor, "_send_step", recorded)
+    X, y = load_dataset("rcv1_1k")
+    kwargs = dict(loss="logistic", lam=1e-4, solver="cocoa+", n_partitions=4, tol=1e-12, max_rounds=8,
+                  random_state=4)
+    read, seen = [], []
+    with pytest.warns(ConvergenceWarning):
+        local = daskdca.fit(X, y, callback=lambda record, state: read.append(state.alpha.copy()), **kwargs)
+    with pytest.warns(ConvergenceWarning):
+        remote = daskdca.fit(X, y, client=client, checkpoint_every=2,
+                             callback=lambda record, state: seen.append(state.alpha.copy()), **kwargs)
+    assert sent[:9] == list(range(9))
+    np.testing.assert_array_equal(remote.coef_, local.coef_)
+    np.testing.assert_array_equal(remote.dual_coef_, local.dual_coef_)
+    assert len(seen) == len(read) >= 7
+    for a, b in zip(seen, read):
+        np.testing.assert_array_equal(a, b)  # the callback's dual point in the caller's row order, as in process
+    staged = []  # the arrays staged as a store (a checkpointed fit): the same dual points
+    with pytest.warns(ConvergenceWarning):
+        daskdca.fit(X, y, client=client, checkpoint=str(tmp_path / "ck"), callback=lambda record, state: staged.append(
+            state.alpha.copy()), **kwargs)
+    assert len(staged) == len(read)
+    for a, b in zip(staged, read):
+        np.testing.assert_array_equal(a, b)
+
+
 @pytest.mark.parametrize("in_memory", [True, False])
 def test_minibatch_sdca_on_cluster_repeats_the_in_process_solver(client, tmp_path_factory, in_memory):
     """Round by round: the same sigma^2, batches, steps and sums in process and on the cluster.

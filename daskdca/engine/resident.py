@@ -9,6 +9,7 @@ direct calls instead of a graph of tasks:
                                                      local steps of its run of partitions (its threads)
                 <-- the tree nodes its run decides -- keeps the new local states (version r + 1)
     rest of the fixed-order tree -> total_r; combine(G_r, total_r) -> G_{r+1}, RoundReport
+    (a short round: step(phase 0, total_r, round r + 1) is sent before this process's own combine)
 
 A Dask round of tasks costs tens of milliseconds of scheduling before any
 arithmetic (benchmarks/RESULTS.md, "Engine: round overhead"); a call to an
@@ -45,10 +46,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import dask
 import numpy as np
+from distributed import Actor
 
 from daskdca.driver import sum_arrays
 from daskdca.engine.checkpoint import (
@@ -116,6 +119,10 @@ class _Resident:
     def set_plan(self, plan):
         self.plan = plan
 
+    def ping(self):
+        """True: the answer of a call that does nothing (:meth:`ResidentExecutor._place` asks it directly)."""
+        return True
+
     def sums(self, fn, args):
         """``fn(partition, *args)`` of each partition, in order."""
         return self._map(lambda part: fn(part, *args))
@@ -158,7 +165,8 @@ class _Resident:
         self.versions[target] = tuple(out[0] for out in outs)
         for key in [key for key in self.versions if key not in keep]:
             del self.versions[key]
-        return tree_reduce_within([out[1] for out in outs], self.first, self.n_partitions, add_contributions)
+        nodes = tree_reduce_within([out[1] for out in outs], self.first, self.n_partitions, add_contributions)
+        return {key: _pack(node) for key, node in nodes.items()}
 
     def dual_points(self, version, G):
         return self._map(lambda part, state: self.plan.dual_point(part, state, G), self.versions[version])
@@ -218,6 +226,28 @@ def _unpack(total):
     flat = np.zeros(int(np.prod(shape)), dtype=np.float64)
     flat[nz] = values
     return total._replace(vector=flat.reshape(shape))
+
+
+class _DirectActor(Actor):
+    """A proxy of an actor whose calls go from this process to the actor's worker, not through the scheduler.
+
+    Dask's own proxy sends a call through the scheduler unless the client
+    was made with ``direct_to_workers=True`` (Dask's documentation,
+    "Actors"); a round is two calls, so the scheduler's hop in each
+    direction was a share of every round (benchmarks/RESULTS.md, "Engine:
+    actor calls straight to the workers").  The call itself is Dask's: the
+    worker's ``actor_execute`` over the client's connection pool.
+    """
+
+    @property
+    def _worker_rpc(self):
+        return self._client.rpc(self._address)
+
+
+#: A round whose calls took less than this (seconds) sends the next round's first call before this process makes its
+#: own combine (:meth:`ResidentExecutor._round`); the round sent ahead of a fit's end is computed for nothing, so this
+#: bounds what that costs, once a fit.
+AHEAD_SECONDS = 0.1
 
 
 class _WorkerLost(Exception):
@@ -282,7 +312,8 @@ class ResidentExecutor(DaskExecutor):
         forever).
     """
 
-    # the global state lives here, so the next round cannot start before this process has combined
+    # the driver reads each round's report before it asks for the next: the report comes from this process's own
+    # combine (the actors start the next round before it, :meth:`_round`)
     lookahead = False
 
     def __init__(self, client, sources, info, random_state, *, mode, run_id, checkpoint, checkpoint_every,
@@ -301,6 +332,7 @@ class ResidentExecutor(DaskExecutor):
         self.live = {}        # version -> global state of that version, for the versions the driver may hold
         self.pending = None   # ("combine", phase, total, ctx) that made self.last_global from the actors' state
         self.last_global = None
+        self.ahead = None     # (round, sent, calls, answers): the next round's first call, sent before the combine
         self._place()
 
     # -- placement and the actors' lives
@@ -317,7 +349,7 @@ class ResidentExecutor(DaskExecutor):
         scheduler's own no-workers timeout).
         """
         self._release()
-        self.pending = self.last_global = None  # new actors hold no global state
+        self.pending = self.last_global = self.ahead = None  # new actors hold no global state
         self._check_scheduler(what)
         workers = self._workers()
         K, W = len(self.parts), max(1, len(workers))
@@ -342,8 +374,32 @@ class ResidentExecutor(DaskExecutor):
             actor._client, actor._future = self.client, future
         self.addresses = [actor._address for actor in self.actors]
         self.n_slots = len(workers)
+        if self.client.direct_to_workers is not False:
+            self._call_directly(what)
         if self.plan is not None:
             self._call_all("set_plan", [(self.plan,)] * len(self.actors), what)
+
+    def _call_directly(self, what):
+        """Call the actors straight on their workers (:class:`_DirectActor`) when this process reaches them.
+
+        A client made with ``direct_to_workers=False`` (or Dask's config
+        ``distributed.client.direct-to-workers: false``) keeps Dask's proxies,
+        whose calls go through the scheduler, as its gathers do.  A worker
+        this process cannot connect to keeps them too: one ``ping`` per actor
+        tells.
+        """
+        scheduled = self.actors
+        direct = []
+        for actor, future in zip(scheduled, self.futures):
+            proxy = _DirectActor(actor._cls, actor._address, actor.key)
+            proxy._client, proxy._future = self.client, future
+            direct.append(proxy)
+        self.actors = direct
+        try:
+            self._call_all("ping", [()] * len(direct), what)
+        except _WorkerLost as exc:
+            logger.info("daskdca: calls to the workers go through the scheduler (%s)", exc)
+            self.actors = scheduled
 
     def _release(self):
         if self.futures:
@@ -359,10 +415,17 @@ class ResidentExecutor(DaskExecutor):
     def _call_all(self, method, args, what):
         """``actor.method(*args[g])`` on every group's actor at once; the answers in group order.
 
-        Raises :class:`_WorkerLost` when an actor's worker is gone, the
-        cluster errors of :class:`DaskExecutor` when the scheduler is lost,
-        and a method's own error as it is.
+        A round's call sent ahead is answered first (an actor runs its calls
+        one at a time, in the order they come).  Raises :class:`_WorkerLost`
+        when an actor's worker is gone, the cluster errors of
+        :class:`DaskExecutor` when the scheduler is lost, and a method's own
+        error as it is.
         """
+        self._settle_ahead(what)
+        return self._answers(self._send(method, args, what), what)
+
+    def _send(self, method, args, what):
+        """``actor.method(*args[g])`` sent to every group's actor; the calls in flight."""
         self._check_scheduler(what)
         calls = []
         for g, (actor, a) in enumerate(zip(self.actors, args)):
@@ -370,6 +433,10 @@ class ResidentExecutor(DaskExecutor):
                 calls.append(getattr(actor, method)(*a))
             except RuntimeError as exc:  # the proxy knows its worker is gone ("Worker holding Actor was lost")
                 raise _WorkerLost(f"worker {self.addresses[g]} lost ({exc})") from exc
+        return calls
+
+    def _answers(self, calls, what):
+        """The answers of calls in flight, in group order (the errors of :meth:`_call_all`)."""
         answers = []
         for g, call in enumerate(calls):
             while True:
@@ -422,30 +489,63 @@ class ResidentExecutor(DaskExecutor):
         """The fixed-order tree's total from the nodes each group decided (as the task executor's tree)."""
         have = {}
         for nodes in nodes_per_group:
-            have.update(nodes)
+            have.update((key, _unpack(node)) for key, node in nodes.items())
         root = (0, 0)
         for root, children in tree_nodes(len(self.parts)):
             if root not in have:
                 have[root] = add_contributions(*[have.pop(child) for child in children])
         return have[root]
 
-    def _round(self, G, r, keep):
+    def _send_step(self, phase_index, spec, r, source, target, keep):
+        """The step of phase ``phase_index`` of round ``r`` sent to every actor: ``(time sent, calls)``."""
+        args = [(phase_index, spec, self._ctxs(r, ks), source, target, keep) for ks in self.members]
+        return time.perf_counter(), self._send("step", args, f"round {r}")
+
+    def _settle_ahead(self, what):
+        """Wait for the answers of the round sent ahead, if any, and keep them for :meth:`_round`."""
+        if self.ahead is not None and self.ahead[3] is None:
+            r, sent, calls, _ = self.ahead
+            self.ahead = (r, sent, calls, self._answers(calls, what))
+
+    def _round(self, G, r, keep, send_ahead=False):
         """Round ``r`` from version ``r`` (kept with ``keep``); returns ``(G', report)`` (version ``r + 1``).
 
         The actors get the global state whole only when theirs is not the
         one the driver made last; else the reduced total it was made from
-        (:meth:`_Resident.step`).
+        (:meth:`_Resident.step`).  With ``send_ahead``, when the round's
+        calls took under :data:`AHEAD_SECONDS`, round ``r + 1``'s first call
+        (which needs the total, not the combined state) is sent before this
+        process makes its own combine, so the two combines overlap; the
+        next ``_round(G', r + 1, ...)`` takes its answers, and any other
+        call waits for them first, so the actors' states and this process's
+        stay those of the rounds in turn.
         """
         phases = self.plan.phases()
         source = r
         for i, phase in enumerate(phases):
             target = r + 1 if i == len(phases) - 1 else (r, phase.name)
-            spec = self.pending if self.pending is not None and G is self.last_global else ("full", G)
-            nodes = self._call_all("step", [(i, spec, self._ctxs(r, ks), source, target, keep | {target})
-                                            for ks in self.members], f"round {r}")
+            ahead, self.ahead = self.ahead, None
+            if ahead is not None and not (i == 0 and ahead[0] == r and G is self.last_global):
+                # not the call sent ahead: its answers come first, and the actors' state is no longer the last one
+                # this process made, so the whole state goes with the call
+                if ahead[3] is None:
+                    self._answers(ahead[2], f"round {ahead[0]}")
+                ahead, self.last_global = None, None
+            if ahead is None:
+                spec = self.pending if self.pending is not None and G is self.last_global else ("full", G)
+                ahead = (r, *self._send_step(i, spec, r, source, target, keep | {target}), None)
+            _, sent, calls, nodes = ahead
+            if nodes is None:
+                nodes = self._answers(calls, f"round {r}")
+            seconds = time.perf_counter() - sent
             total = self._total(nodes)
+            pending = ("combine", i, _pack(total), self.ctx(r, -1))
+            if send_ahead and i == len(phases) - 1 and seconds < AHEAD_SECONDS:
+                first = r + 2 if len(phases) == 1 else (r + 1, phases[0].name)
+                # the driver may still certify this stretch's start (its report is the start's): keep it too
+                self.ahead = (r + 1, *self._send_step(0, pending, r + 1, r + 1, first, keep | {r + 1, first}), None)
             G, report = phase.combine(G, total, self.ctx(r, -1))
-            self.pending, self.last_global = ("combine", i, _pack(total), self.ctx(r, -1)), G
+            self.pending, self.last_global = pending, G
             source = target
         return G, report
 
@@ -522,7 +622,7 @@ class ResidentExecutor(DaskExecutor):
         def stretch():
             G_now, first, steps = G, None, 0.0
             for rnd in range(r, r + n):
-                G_now, report = self._round(G_now, rnd, {r})
+                G_now, report = self._round(G_now, rnd, {r}, send_ahead=rnd == r + n - 1)
                 first = report if first is None else first
                 steps += report.steps
             return G_now, first._replace(steps=steps)
