@@ -8,12 +8,9 @@ The same in process (2 partitions in turn, one thread) gives the arithmetic:
 no communication, and ``overhead = cluster round - ideal``.
 
 The resident rounds are timed as they run by default (the actors called
-straight on their workers, the next round's first call sent before this
-process's own combine), without the round sent ahead
-(``daskdca.engine.resident.AHEAD_SECONDS = 0`` for the fit), with the calls
-through the scheduler (a second client on the same cluster made with
-``direct_to_workers=False``), and with neither (the resident rounds as they
-ran before both).
+straight on their workers) and with their calls through the scheduler (a
+second client on the same cluster made with ``direct_to_workers=False``, how
+every call went before).
 
 Run: ``python benchmarks/round_overhead.py [--reps 3] [--plain] [--allocators]`` (one process, the cluster started
 before the clock; medians of the repeats).  The cluster's workers run with the allocator settings of the clusters
@@ -28,7 +25,6 @@ import argparse
 import contextlib
 import time
 import warnings
-from unittest import mock
 
 import dask
 import numpy as np
@@ -36,7 +32,6 @@ import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
 import daskdca
-from daskdca.engine import resident
 
 R_SHORT, R_LONG = 10, 110
 
@@ -52,14 +47,13 @@ def make(n, d, nnz_per_row, seed=0):
     return X, y
 
 
-def seconds_per_round(X, y, client, rounds, solver="cocoa+", ahead=True):
+def seconds_per_round(X, y, client, rounds, solver="cocoa+"):
     kwargs = dict(loss="logistic", lam=1e-4, solver=solver, n_partitions=2, tol=0.0, random_state=0)
     if client is not None:
         kwargs["client"] = client
     times = []
-    no_ahead = contextlib.nullcontext() if ahead else mock.patch.object(resident, "AHEAD_SECONDS", 0.0)
     for max_rounds in (R_SHORT, R_LONG):
-        with warnings.catch_warnings(), dask.config.set({"daskdca.rounds": rounds}), no_ahead:
+        with warnings.catch_warnings(), dask.config.set({"daskdca.rounds": rounds}):
             warnings.simplefilter("ignore", ConvergenceWarning)
             t = time.perf_counter()
             daskdca.fit(X, y, max_rounds=max_rounds, **kwargs)
@@ -108,12 +102,8 @@ def main():
                 rows.setdefault("in process (2 partitions in turn)", []).append(
                     seconds_per_round(X, y, None, "resident", solver))
                 rows.setdefault("resident", []).append(seconds_per_round(X, y, client, "resident", solver))
-                rows.setdefault("resident, no round sent ahead", []).append(
-                    seconds_per_round(X, y, client, "resident", solver, ahead=False))
-                rows.setdefault("resident, calls through the scheduler", []).append(
+                rows.setdefault("resident, calls through the scheduler (before)", []).append(
                     seconds_per_round(X, y, scheduled, "resident", solver))
-                rows.setdefault("resident, through the scheduler, no round ahead (before)", []).append(
-                    seconds_per_round(X, y, scheduled, "resident", solver, ahead=False))
                 rows.setdefault("tasks", []).append(seconds_per_round(X, y, client, "tasks", solver))
                 if args.allocators:
                     rows.setdefault("resident, Dask's allocator", []).append(

@@ -9,7 +9,6 @@ direct calls instead of a graph of tasks:
                                                      local steps of its run of partitions (its threads)
                 <-- the tree nodes its run decides -- keeps the new local states (version r + 1)
     rest of the fixed-order tree -> total_r; combine(G_r, total_r) -> G_{r+1}, RoundReport
-    (a short round: step(phase 0, total_r, round r + 1) is sent before this process's own combine)
 
 A Dask round of tasks costs tens of milliseconds of scheduling before any
 arithmetic (benchmarks/RESULTS.md, "Engine: round overhead"); a call to an
@@ -46,7 +45,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import dask
@@ -120,7 +118,7 @@ class _Resident:
         self.plan = plan
 
     def ping(self):
-        """True: the answer of a call that does nothing (:meth:`ResidentExecutor._place` asks it directly)."""
+        """True: the answer of a call that does nothing (:meth:`ResidentExecutor._call_directly` asks it)."""
         return True
 
     def sums(self, fn, args):
@@ -165,8 +163,7 @@ class _Resident:
         self.versions[target] = tuple(out[0] for out in outs)
         for key in [key for key in self.versions if key not in keep]:
             del self.versions[key]
-        nodes = tree_reduce_within([out[1] for out in outs], self.first, self.n_partitions, add_contributions)
-        return {key: _pack(node) for key, node in nodes.items()}
+        return tree_reduce_within([out[1] for out in outs], self.first, self.n_partitions, add_contributions)
 
     def dual_points(self, version, G):
         return self._map(lambda part, state: self.plan.dual_point(part, state, G), self.versions[version])
@@ -231,23 +228,18 @@ def _unpack(total):
 class _DirectActor(Actor):
     """A proxy of an actor whose calls go from this process to the actor's worker, not through the scheduler.
 
-    Dask's own proxy sends a call through the scheduler unless the client
-    was made with ``direct_to_workers=True`` (Dask's documentation,
-    "Actors"); a round is two calls, so the scheduler's hop in each
-    direction was a share of every round (benchmarks/RESULTS.md, "Engine:
-    actor calls straight to the workers").  The call itself is Dask's: the
-    worker's ``actor_execute`` over the client's connection pool.
+    Dask's own proxy hands a call to the scheduler, which passes it on to
+    the worker, unless its client was made with ``direct_to_workers=True``
+    (the setting Dask's gathers and scatters read too); a round is one call
+    per worker, so the scheduler's hop there and back was a share of every
+    round (benchmarks/RESULTS.md, "Engine: actor calls straight to the
+    workers").  The call itself is Dask's: the worker's ``actor_execute``
+    over the client's connection pool.
     """
 
     @property
     def _worker_rpc(self):
         return self._client.rpc(self._address)
-
-
-#: A round whose calls took less than this (seconds) sends the next round's first call before this process makes its
-#: own combine (:meth:`ResidentExecutor._round`); the round sent ahead of a fit's end is computed for nothing, so this
-#: bounds what that costs, once a fit.
-AHEAD_SECONDS = 0.1
 
 
 class _WorkerLost(Exception):
@@ -312,8 +304,7 @@ class ResidentExecutor(DaskExecutor):
         forever).
     """
 
-    # the driver reads each round's report before it asks for the next: the report comes from this process's own
-    # combine (the actors start the next round before it, :meth:`_round`)
+    # the global state lives here, so the next round cannot start before this process has combined
     lookahead = False
 
     def __init__(self, client, sources, info, random_state, *, mode, run_id, checkpoint, checkpoint_every,
@@ -332,7 +323,6 @@ class ResidentExecutor(DaskExecutor):
         self.live = {}        # version -> global state of that version, for the versions the driver may hold
         self.pending = None   # ("combine", phase, total, ctx) that made self.last_global from the actors' state
         self.last_global = None
-        self.ahead = None     # (round, sent, calls, answers): the next round's first call, sent before the combine
         self._place()
 
     # -- placement and the actors' lives
@@ -349,7 +339,7 @@ class ResidentExecutor(DaskExecutor):
         scheduler's own no-workers timeout).
         """
         self._release()
-        self.pending = self.last_global = self.ahead = None  # new actors hold no global state
+        self.pending = self.last_global = None  # new actors hold no global state
         self._check_scheduler(what)
         workers = self._workers()
         K, W = len(self.parts), max(1, len(workers))
@@ -415,17 +405,10 @@ class ResidentExecutor(DaskExecutor):
     def _call_all(self, method, args, what):
         """``actor.method(*args[g])`` on every group's actor at once; the answers in group order.
 
-        A round's call sent ahead is answered first (an actor runs its calls
-        one at a time, in the order they come).  Raises :class:`_WorkerLost`
-        when an actor's worker is gone, the cluster errors of
-        :class:`DaskExecutor` when the scheduler is lost, and a method's own
-        error as it is.
+        Raises :class:`_WorkerLost` when an actor's worker is gone, the
+        cluster errors of :class:`DaskExecutor` when the scheduler is lost,
+        and a method's own error as it is.
         """
-        self._settle_ahead(what)
-        return self._answers(self._send(method, args, what), what)
-
-    def _send(self, method, args, what):
-        """``actor.method(*args[g])`` sent to every group's actor; the calls in flight."""
         self._check_scheduler(what)
         calls = []
         for g, (actor, a) in enumerate(zip(self.actors, args)):
@@ -433,10 +416,6 @@ class ResidentExecutor(DaskExecutor):
                 calls.append(getattr(actor, method)(*a))
             except RuntimeError as exc:  # the proxy knows its worker is gone ("Worker holding Actor was lost")
                 raise _WorkerLost(f"worker {self.addresses[g]} lost ({exc})") from exc
-        return calls
-
-    def _answers(self, calls, what):
-        """The answers of calls in flight, in group order (the errors of :meth:`_call_all`)."""
         answers = []
         for g, call in enumerate(calls):
             while True:
@@ -489,63 +468,30 @@ class ResidentExecutor(DaskExecutor):
         """The fixed-order tree's total from the nodes each group decided (as the task executor's tree)."""
         have = {}
         for nodes in nodes_per_group:
-            have.update((key, _unpack(node)) for key, node in nodes.items())
+            have.update(nodes)
         root = (0, 0)
         for root, children in tree_nodes(len(self.parts)):
             if root not in have:
                 have[root] = add_contributions(*[have.pop(child) for child in children])
         return have[root]
 
-    def _send_step(self, phase_index, spec, r, source, target, keep):
-        """The step of phase ``phase_index`` of round ``r`` sent to every actor: ``(time sent, calls)``."""
-        args = [(phase_index, spec, self._ctxs(r, ks), source, target, keep) for ks in self.members]
-        return time.perf_counter(), self._send("step", args, f"round {r}")
-
-    def _settle_ahead(self, what):
-        """Wait for the answers of the round sent ahead, if any, and keep them for :meth:`_round`."""
-        if self.ahead is not None and self.ahead[3] is None:
-            r, sent, calls, _ = self.ahead
-            self.ahead = (r, sent, calls, self._answers(calls, what))
-
-    def _round(self, G, r, keep, send_ahead=False):
+    def _round(self, G, r, keep):
         """Round ``r`` from version ``r`` (kept with ``keep``); returns ``(G', report)`` (version ``r + 1``).
 
         The actors get the global state whole only when theirs is not the
         one the driver made last; else the reduced total it was made from
-        (:meth:`_Resident.step`).  With ``send_ahead``, when the round's
-        calls took under :data:`AHEAD_SECONDS`, round ``r + 1``'s first call
-        (which needs the total, not the combined state) is sent before this
-        process makes its own combine, so the two combines overlap; the
-        next ``_round(G', r + 1, ...)`` takes its answers, and any other
-        call waits for them first, so the actors' states and this process's
-        stay those of the rounds in turn.
+        (:meth:`_Resident.step`).
         """
         phases = self.plan.phases()
         source = r
         for i, phase in enumerate(phases):
             target = r + 1 if i == len(phases) - 1 else (r, phase.name)
-            ahead, self.ahead = self.ahead, None
-            if ahead is not None and not (i == 0 and ahead[0] == r and G is self.last_global):
-                # not the call sent ahead: its answers come first, and the actors' state is no longer the last one
-                # this process made, so the whole state goes with the call
-                if ahead[3] is None:
-                    self._answers(ahead[2], f"round {ahead[0]}")
-                ahead, self.last_global = None, None
-            if ahead is None:
-                spec = self.pending if self.pending is not None and G is self.last_global else ("full", G)
-                ahead = (r, *self._send_step(i, spec, r, source, target, keep | {target}), None)
-            _, sent, calls, nodes = ahead
-            if nodes is None:
-                nodes = self._answers(calls, f"round {r}")
-            seconds = time.perf_counter() - sent
+            spec = self.pending if self.pending is not None and G is self.last_global else ("full", G)
+            nodes = self._call_all("step", [(i, spec, self._ctxs(r, ks), source, target, keep | {target})
+                                            for ks in self.members], f"round {r}")
             total = self._total(nodes)
-            pending = ("combine", i, _pack(total), self.ctx(r, -1))
-            if send_ahead and i == len(phases) - 1 and seconds < AHEAD_SECONDS:
-                first = r + 2 if len(phases) == 1 else (r + 1, phases[0].name)
-                # the driver may still certify this stretch's start (its report is the start's): keep it too
-                self.ahead = (r + 1, *self._send_step(0, pending, r + 1, r + 1, first, keep | {r + 1, first}), None)
             G, report = phase.combine(G, total, self.ctx(r, -1))
-            self.pending, self.last_global = pending, G
+            self.pending, self.last_global = ("combine", i, _pack(total), self.ctx(r, -1)), G
             source = target
         return G, report
 
@@ -622,7 +568,7 @@ class ResidentExecutor(DaskExecutor):
         def stretch():
             G_now, first, steps = G, None, 0.0
             for rnd in range(r, r + n):
-                G_now, report = self._round(G_now, rnd, {r}, send_ahead=rnd == r + n - 1)
+                G_now, report = self._round(G_now, rnd, {r})
                 first = report if first is None else first
                 steps += report.steps
             return G_now, first._replace(steps=steps)
