@@ -60,7 +60,22 @@ def assert_worker_malloc_environ(client):
 
 
 def test_local_client_workers_use_the_allocator_settings():
+    """Also after a cluster with Dask's own settings has started in this process (its nanny leaves
+    ``MALLOC_TRIM_THRESHOLD_=65536`` in the process's environment, which a later nanny would read before the
+    config), and after a restart; the environment is given back as it was once the cluster has started (a nanny
+    writes its values there again at each restart, as Dask's do)."""
+    import os
+
     from daskdca.engine import local_client
 
     with local_client(1) as client:
+        assert_worker_malloc_environ(client)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  silence_logs=40) as cluster, distributed.Client(cluster) as dask_client:
+        dask_client.wait_for_workers(1, timeout=60)
+    before = dict(os.environ)
+    with local_client(1) as client:
+        assert dict(os.environ) == before
+        assert_worker_malloc_environ(client)
+        client.restart()  # a nanny's restart keeps them
         assert_worker_malloc_environ(client)

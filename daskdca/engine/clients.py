@@ -43,11 +43,32 @@ __all__ = ["WORKER_MALLOC_ENVIRON", "close_embedded", "cluster_client", "embedde
 WORKER_MALLOC_ENVIRON = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(64 << 20)}
 
 
+@contextlib.contextmanager
 def _worker_environ():
-    """``dask.config.set`` of :data:`WORKER_MALLOC_ENVIRON` in the nannies' pre-spawn environment (the rest of
-    Dask's kept), for the LocalClusters daskdca starts."""
-    return dask.config.set({f"distributed.nanny.pre-spawn-environ.{name}": value
-                            for name, value in WORKER_MALLOC_ENVIRON.items()})
+    """:data:`WORKER_MALLOC_ENVIRON` in the nannies' pre-spawn environment (the rest of Dask's kept) while the
+    LocalClusters daskdca starts are made.
+
+    A nanny takes a pre-spawn variable from this process's environment when
+    it is there, before Dask's config
+    (https://distributed.dask.org/en/stable/worker-memory.html, "Automatically
+    trim memory"), and every nanny writes its values into that environment
+    before it starts a worker: after any other cluster's nanny in this
+    process, Dask's ``MALLOC_TRIM_THRESHOLD_=65536`` would win over the
+    config.  So the values go in both while the nannies are made (each keeps
+    them for its restarts), and the environment is put back after.
+    """
+    saved = {name: os.environ.get(name) for name in WORKER_MALLOC_ENVIRON}
+    try:
+        os.environ.update(WORKER_MALLOC_ENVIRON)
+        with dask.config.set({f"distributed.nanny.pre-spawn-environ.{name}": value
+                              for name, value in WORKER_MALLOC_ENVIRON.items()}):
+            yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 # The LocalCluster that fits without a client start: one per process, reused by every later such fit
