@@ -12,8 +12,8 @@ direct calls instead of a graph of tasks:
 
 A Dask round of tasks costs tens of milliseconds of scheduling before any
 arithmetic (benchmarks/RESULTS.md, "Engine: round overhead"); a call to an
-actor goes from this process to the worker and back without the scheduler
-(Dask's documentation, "Actors"), which is how XGBoost's and LightGBM's Dask
+actor (Dask's documentation, "Actors") goes from this process to the worker
+and back without the scheduler (:class:`_DirectActor`), which is how XGBoost's and LightGBM's Dask
 interfaces keep their iterations off the scheduler too (one long-lived
 worker-side object per worker, fed through a communication layer).  The global state lives in
 this process, and a copy of it in each actor, which receives the reduced

@@ -111,6 +111,11 @@ class CoCoAPlus:
     ----------
     local_iters : float, default=1.0
         Rows visited per round, in multiples of the partition's rows (H / n_k).
+        More passes a round make each round's communication a smaller share
+        of it, but inside Catalyst on a9a and ijcnn1 they did not cut the
+        rounds (691, 683, 679 and 680 rounds at 1, 2, 4 and 8 passes on a9a),
+        so the fit took longer (benchmarks/RESULTS.md, "CoCoA+ rounds against
+        the local passes per round").
     sampling : {"permutation", "iid"} or None, default=None
         Of the SDCA local solver: a fresh random permutation for every pass
         (None means this), or rows drawn with replacement.  The other local
