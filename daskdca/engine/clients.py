@@ -49,10 +49,10 @@ def _worker_environ():
     LocalClusters daskdca starts are made.
 
     A nanny takes a pre-spawn variable from this process's environment when
-    it is there, before Dask's config
-    (https://distributed.dask.org/en/stable/worker-memory.html, "Automatically
-    trim memory"), and every nanny writes its values into that environment
-    before it starts a worker: after any other cluster's nanny in this
+    it is there, before Dask's config, and every nanny writes its values into
+    that environment before it starts a worker (``_get_env_variables`` and
+    ``WorkerProcess.start`` in Dask's source,
+    https://docs.dask.org/en/latest/_modules/distributed/nanny.html): after any other cluster's nanny in this
     process, Dask's ``MALLOC_TRIM_THRESHOLD_=65536`` would win over the
     config.  So the values go in both while the nannies are made (each keeps
     them for its restarts), and the environment is put back after.
