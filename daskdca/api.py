@@ -68,7 +68,7 @@ class LinearModel:
 
     The model solves ``min_w 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2``, or
     with an L1 share ``rho`` (the solver's ``l1_ratio``; 1 for
-    :class:`~daskdca.methods.L1SDCA`) ``min_w 1/n sum_i phi_i(x_i.w) + lam ((1 -
+    :class:`~daskdca.methods.l1.L1SDCA`) ``min_w 1/n sum_i phi_i(x_i.w) + lam ((1 -
     rho)/2 ||w||^2 + rho ||w||_1)``, whose primal and dual the certificate
     reports.  :func:`daskdca.fit` builds it; the parameters are what it is
     built from, the attributes what to read.
