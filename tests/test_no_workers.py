@@ -183,7 +183,15 @@ def test_a_killed_scheduler_raises_scheduler_lost_error(tmp_path):
         with distributed.Client(scheduler_file=str(scheduler_file), timeout=30) as client:
             client.wait_for_workers(1, timeout=30)
             address = client.scheduler.address
-            kill = _after_round(4, lambda: os.killpg(procs[0].pid, signal.SIGKILL))
+            def kill_scheduler():
+                os.killpg(procs[0].pid, signal.SIGKILL)
+                # the rounds go straight to the worker, so they could run on to the end of the fit before the
+                # client has seen its scheduler go: wait until it has
+                deadline = time.monotonic() + 5
+                while client.status == "running" and time.monotonic() < deadline:
+                    time.sleep(0.01)
+
+            kill = _after_round(4, kill_scheduler)
             with pytest.raises(engine.SchedulerLostError) as info:
                 _fit(client, checkpoint=tmp_path / "ck", callback=kill)
             assert time.monotonic() - kill.times[0] < 10.0

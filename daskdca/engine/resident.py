@@ -327,7 +327,14 @@ class ResidentExecutor(DaskExecutor):
 
     # -- placement and the actors' lives
     def _workers(self):
-        """``{address: nthreads}`` of the workers now."""
+        """``{address: nthreads}`` of the workers now.
+
+        A lost scheduler raises first (:meth:`_check_scheduler`): the rounds
+        go straight to the workers, so a round can end after the scheduler
+        died, and asking it for its workers would wait out the client's
+        connect timeout (30 s by default).
+        """
+        self._check_scheduler("the list of workers")
         workers = self.client.scheduler_info(n_workers=-1).get("workers", {})
         return {a: max(1, int(workers[a].get("nthreads") or 1)) for a in sorted(workers)}
 
