@@ -11,6 +11,7 @@ import math
 import os
 import stat
 
+import dask
 import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
@@ -319,7 +320,9 @@ def test_client_address_string(client):
     X, y = load_dataset("heart")
     m = daskdca.fit(X, y, loss="logistic", lam=1e-3, tol=1e-8, client=client.scheduler.address)
     assert m.route_.name == "one_worker" and m.converged_
-    with pytest.raises(ValueError, match="no Dask scheduler answered"):
+    # nothing listens on port 9: the fit waits Dask's connect timeout, shortened here
+    with dask.config.set({"distributed.comm.timeouts.connect": "2s"}), \
+            pytest.raises(ValueError, match="no Dask scheduler answered"):
         daskdca.fit(X, y, client="tcp://127.0.0.1:9")
     with pytest.raises(TypeError, match="client must be"):
         daskdca.fit(X, y, client=3.5)

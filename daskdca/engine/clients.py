@@ -139,7 +139,8 @@ def cluster_client(client):
     Raises
     ------
     ValueError
-        When no scheduler answers at an address.
+        When no scheduler answers at an address within Dask's connect
+        timeout (the config value ``distributed.comm.timeouts.connect``).
     TypeError
         When ``client`` is neither a client, an address nor None.
     """
@@ -148,7 +149,8 @@ def cluster_client(client):
     if isinstance(client, (str, os.PathLike)):
         address = os.fspath(client)
         try:
-            connected = Client(address, set_as_default=False, timeout="30s")
+            # Dask's connect timeout (``distributed.comm.timeouts.connect``, 30 s by default) bounds the wait
+            connected = Client(address, set_as_default=False)
         except (OSError, TimeoutError) as exc:
             raise ValueError(f"client={address!r}: no Dask scheduler answered there ({type(exc).__name__}: "
                              f"{exc}); pass the address a scheduler listens on (e.g. 'tcp://host:8786'), a "
