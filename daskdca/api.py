@@ -907,8 +907,6 @@ def _fit_arrays_on_cluster(job, X, y, client, fit_args, *, dual_init, sample_wei
     if parts > 1:  # rows go to partitions in a seeded random order, as in memory
         job.row_order = random_row_order(n, job.seed)
         X, y = X[job.row_order], np.asarray(y)[job.row_order]
-        if dual_init is not None:
-            dual_init = dual_init[..., job.row_order]
         if sample_weight is not None:
             sample_weight = sample_weight[job.row_order]
     job.dual_init = dual_init
@@ -924,20 +922,6 @@ def _fit_arrays_on_cluster(job, X, y, client, fit_args, *, dual_init, sample_wei
     job.staged = store
     job.route_ = route
     return None
-
-
-def _in_caller_order(job, callback=None):
-    """The fit's callback (``job.callback`` unless given), its states' dual points in the caller's row order where
-    the partitions hold the rows in ``job.row_order`` (in-memory arrays on a cluster)."""
-    callback = job.callback if callback is None else callback
-    if callback is None or job.row_order is None:
-        return callback
-    row_order = job.row_order
-
-    def in_caller_order(record, state):
-        return callback(record, state._in_row_order(row_order))
-
-    return in_caller_order
 
 
 def _fit_held_arrays(job, X, y, sample_weight, parts, route, client, fit_args):
@@ -972,14 +956,10 @@ def _fit_held_arrays(job, X, y, sample_weight, parts, route, client, fit_args):
     info = DataInfo(n=n, d=d, partition_sizes=tuple(p.n_rows for p in partitions), loss=fit_loss, lam=job.lam,
                     max_column_nnz=max_column_nnz(X), nnz=int(X.nnz))
     result = engine.fit_partitions_on_cluster(partitions, info, client=client, method=_run_method(method, job.problems),
-                                              verbose=job.verbose, callback=_in_caller_order(job),
-                                              dual_init=job.dual_init,
-                                              checkpoint_every=job.checkpoint_every, **fit_args)
+                                              verbose=job.verbose, callback=job.callback,
+                                              dual_init=job.dual_init, checkpoint_every=job.checkpoint_every,
+                                              row_order=job.row_order, **fit_args)
     _warn_not_converged(result, fit_args["tol"], fit_args["max_epochs"])
-    if job.row_order is not None:
-        alpha = np.empty_like(result.alpha)
-        alpha[..., job.row_order] = result.alpha
-        result = result._replace(alpha=alpha)
     return LinearModel(loss=job.loss_obj, lam=job.lam, solver=method, classes=job.array_classes, result=result,
                        random_state=job.seed, n_features=d, coef=result.w,
                        route=route._replace(n_partitions=len(partitions)), feature_names=job.feature_names)
@@ -1057,14 +1037,10 @@ def _fit_store_on_cluster(job, store, client, fit_args, *, verbose, callback, in
             store, client=client, method=method_run, loss=fit_loss, lam=job.lam, positive_label=positive,
             n_partitions=n_partitions, in_memory=in_memory, checkpoint=checkpoint,
             checkpoint_every=checkpoint_every, resume=resume, checkpoint_overwrite=overwrite, verbose=verbose,
-            callback=_in_caller_order(job, callback), dual_init=dual_init, store_is_local=staged_arrays,
-            problems=problems, **fit_args)
+            callback=callback, dual_init=dual_init, store_is_local=staged_arrays, problems=problems,
+            row_order=job.row_order, **fit_args)
         route = route._replace(n_partitions=n_partitions)
     _warn_not_converged(result, fit_args["tol"], fit_args["max_epochs"])
-    if job.row_order is not None:
-        alpha = np.empty_like(result.alpha)
-        alpha[..., job.row_order] = result.alpha
-        result = result._replace(alpha=alpha)
     coef = result.w
     if store.feature_permutation is not None:
         coef = np.empty_like(result.w)

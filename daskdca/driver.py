@@ -32,6 +32,8 @@ from daskdca.partitions import (
     OneVsRestPartition,
     even_sizes,
     gram_matvec_part,
+    in_caller_order,
+    in_partition_order,
     objective_sums_part,
     random_row_order,
     rows_from_csr,
@@ -150,12 +152,6 @@ class FitState:
         self.global_state, self.local_states = global_state, local_states
         self.round, self.n_epochs = round_index, n_epochs
         self._w = self._alpha = None
-        self._row_order = None  # the caller's row of each partition row, where the executor does not map them
-
-    def _in_row_order(self, row_order):
-        """This state, with :attr:`alpha` read from partitions that hold the caller's rows ``row_order``."""
-        self._row_order = row_order
-        return self
 
     @property
     def w(self):
@@ -166,11 +162,7 @@ class FitState:
     @property
     def alpha(self):
         if self._alpha is None:
-            alpha = self._executor.dual_points(self._plan, self.global_state, self.local_states)
-            if self._row_order is not None:
-                alpha, partition_order = np.empty_like(alpha), alpha
-                alpha[..., self._row_order] = partition_order
-            self._alpha = alpha
+            self._alpha = self._executor.dual_points(self._plan, self.global_state, self.local_states)
         return self._alpha
 
 
@@ -437,9 +429,7 @@ class InProcess:
         """
         if self.dual_init is None:
             return plan.init_global(), [plan.init_local(p, self.ctx(0, k)) for k, p in enumerate(self.parts)]
-        alpha = np.asarray(self.dual_init, dtype=np.float64)
-        if self.row_order is not None:
-            alpha = alpha[..., self.row_order]
+        alpha = in_partition_order(np.asarray(self.dual_init, dtype=np.float64), self.row_order)
         bounds = np.concatenate(([0], np.cumsum([p.n_rows for p in self.parts])))
         alphas = [alpha[..., a:b] for a, b in zip(bounds[:-1], bounds[1:])]
         w = tree_reduce([xt_alpha_part(p, a, self.info.lam_n) for p, a in zip(self.parts, alphas)], sum_arrays)
@@ -478,16 +468,9 @@ class InProcess:
     def fetch(self, value):
         return value
 
-    def _in_caller_order(self, values):
-        if self.row_order is None:
-            return values
-        out = np.empty_like(values)
-        out[..., self.row_order] = values
-        return out
-
     def dual_points(self, plan, G, Ls):
-        return self._in_caller_order(
-            np.concatenate([plan.dual_point(p, L, G) for p, L in zip(self.parts, Ls)], axis=-1))
+        return in_caller_order(np.concatenate([plan.dual_point(p, L, G) for p, L in zip(self.parts, Ls)], axis=-1),
+                               self.row_order)
 
     def certify(self, plan, G, Ls):
         """``(w, alpha, P, D)`` from the dual point alone (module docstring)."""
@@ -498,7 +481,7 @@ class InProcess:
         sums = tree_reduce([objective_sums_part(p, a, w, info.loss) for p, a in zip(self.parts, alphas)],
                            sum_arrays)
         primal, dual = objectives(info, sums, w, w_alpha, getattr(plan, "l1_ratio", 0.0))
-        return w, self._in_caller_order(np.concatenate(alphas, axis=-1)), primal, dual
+        return w, in_caller_order(np.concatenate(alphas, axis=-1), self.row_order), primal, dual
 
 
 def in_process_partitions(X, y, n_partitions, random_state, weight=None, problems=None):

@@ -46,6 +46,8 @@ __all__ = [
     "StorePartition",
     "even_sizes",
     "gram_matvec_part",
+    "in_caller_order",
+    "in_partition_order",
     "objective_sums_part",
     "random_row_order",
     "rows_from_csr",
@@ -117,6 +119,25 @@ def random_row_order(n, random_state):
     Partition k gets rows ``order[offsets[k]:offsets[k + 1]]`` in that order.
     """
     return permutation_order(random_state, ROW_ASSIGNMENT_ROUND, 0, n, n, 0)
+
+
+def in_partition_order(values, row_order):
+    """``values`` (one entry per row on the last axis, in the caller's row order) in the partitions' row order.
+
+    ``row_order[j]`` is the caller's row of the ``j``-th row in partition
+    order (:func:`random_row_order`); None: the two orders are the same.
+    """
+    return values if row_order is None else values[..., row_order]
+
+
+def in_caller_order(values, row_order):
+    """``values`` (one entry per row on the last axis, in the partitions' row order) in the caller's row order:
+    the inverse of :func:`in_partition_order`."""
+    if row_order is None:
+        return values
+    out = np.empty_like(values)
+    out[..., row_order] = values
+    return out
 
 
 class MemoryPartition(NamedTuple):

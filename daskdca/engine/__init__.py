@@ -159,7 +159,7 @@ def default_partitions(store, n_workers, resumed_checkpoint=None):
 
 def fit_on_cluster(store, *, client, method, loss, lam, positive_label, tol, max_rounds, random_state, n_partitions,
                    in_memory, checkpoint, checkpoint_every, resume, verbose, callback, dual_init=None,
-                   checkpoint_overwrite=False, max_epochs=None, store_is_local=False, problems=None):
+                   checkpoint_overwrite=False, max_epochs=None, store_is_local=False, problems=None, row_order=None):
     """Run ``method`` over partitions of the store on the client's cluster.
 
     The parameters not described here are those of :func:`daskdca.fit`,
@@ -206,7 +206,8 @@ def fit_on_cluster(store, *, client, method, loss, lam, positive_label, tol, max
     callback : callable or None
         As :func:`daskdca.fit`.
     dual_init : ndarray or None, default=None
-        As :func:`daskdca.fit`, checked, in the store's row order.
+        As :func:`daskdca.fit`, checked, in the caller's row order (see
+        ``row_order``).
     checkpoint_overwrite : bool, default=False
         ``overwrite`` of :func:`daskdca.fit`.
     max_epochs : float or None, default=None
@@ -219,12 +220,16 @@ def fit_on_cluster(store, *, client, method, loss, lam, positive_label, tol, max
     problems : OneVsRest or None, default=None
         For a one-vs-rest fit, the :class:`~daskdca.partitions.OneVsRest`
         of the store's label values.
+    row_order : ndarray or None, default=None
+        ``row_order[j]`` is the caller's row of the store's ``j``-th row (a
+        staged store of in-memory arrays dealt in a seeded random order);
+        None: the store's order is the caller's.
 
     Returns
     -------
     FitResult
-        The :class:`daskdca.driver.FitResult`, in the store's row and
-        feature order.
+        The :class:`daskdca.driver.FitResult`: the store's feature order,
+        the caller's row order (a callback's ``FitState.alpha`` too).
 
     Raises
     ------
@@ -293,7 +298,7 @@ def fit_on_cluster(store, *, client, method, loss, lam, positive_label, tol, max
     if ckpt is not None:
         _check_workers_share(client, ckpt)
     common = dict(run_id=run_id, checkpoint=ckpt, checkpoint_every=checkpoint_every, signature=signature,
-                  dual_init=dual_init, no_workers_timeout=wait_for_workers)
+                  dual_init=dual_init, no_workers_timeout=wait_for_workers, row_order=row_order)
     if rounds == "resident":
         executor = ResidentExecutor(client, parts, info, random_state, mode=mode, **common)
     else:
@@ -303,7 +308,7 @@ def fit_on_cluster(store, *, client, method, loss, lam, positive_label, tol, max
 
 
 def fit_partitions_on_cluster(parts, info, *, client, method, tol, max_rounds, max_epochs, random_state, verbose,
-                              callback, dual_init=None, checkpoint_every=None):
+                              callback, dual_init=None, checkpoint_every=None, row_order=None):
     """Run ``method`` over in-memory partitions that this process holds, without a checkpoint.
 
     This is what ``daskdca.fit`` with a client runs for in-memory arrays.
@@ -336,15 +341,21 @@ def fit_partitions_on_cluster(parts, info, *, client, method, tol, max_rounds, m
     callback : callable or None
         As :func:`daskdca.fit`.
     dual_init : ndarray or None, default=None
-        As :func:`daskdca.fit`, checked, in the partitions' row order.
+        As :func:`daskdca.fit`, checked, in the caller's row order (see
+        ``row_order``).
     checkpoint_every : int or None, default=None
         Rounds between copies of the states through this process (10 when
         None).
+    row_order : ndarray or None, default=None
+        ``row_order[j]`` is the caller's row of the ``j``-th row in
+        partition order (:func:`daskdca.partitions.random_row_order`);
+        None: the partitions hold the caller's rows in order.
 
     Returns
     -------
     FitResult
-        The :class:`daskdca.driver.FitResult`, in the partitions' row order.
+        The :class:`daskdca.driver.FitResult`, in the caller's row order (a
+        callback's ``FitState.alpha`` too).
 
     See Also
     --------
@@ -361,7 +372,7 @@ def fit_partitions_on_cluster(parts, info, *, client, method, tol, max_rounds, m
                  "n_partitions": K}
     common = dict(run_id=run_id, checkpoint=None,
                   checkpoint_every=DEFAULT_CHECKPOINT_EVERY if checkpoint_every is None else checkpoint_every,
-                  signature=signature, dual_init=dual_init, no_workers_timeout=wait_for_workers)
+                  signature=signature, dual_init=dual_init, no_workers_timeout=wait_for_workers, row_order=row_order)
     logger.info("daskdca: %s on %d partitions held in memory", method.name, K)
     if configured_rounds() == "resident":
         executor = ResidentExecutor(client, list(parts), info, random_state, mode="held", **common)

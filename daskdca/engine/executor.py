@@ -62,7 +62,14 @@ from daskdca.engine.tasks import (
 )
 from daskdca.engine.watch import _scheduler_noworker_error, _unstick_function
 from daskdca.methods.base import Ctx, DataInfo, Ops, RoundReport, add_contributions, tree_nodes, tree_reduce
-from daskdca.partitions import gram_matvec_part, objective_sums_part, sqnorm_sum_part, xt_alpha_part
+from daskdca.partitions import (
+    gram_matvec_part,
+    in_caller_order,
+    in_partition_order,
+    objective_sums_part,
+    sqnorm_sum_part,
+    xt_alpha_part,
+)
 from daskdca.problem import objectives
 
 logger = logging.getLogger("daskdca")
@@ -127,11 +134,16 @@ class DaskExecutor:
         What identifies the fit (data, loss, lam, solver, seed,
         partitions), written with a checkpoint and checked on resume.
     dual_init : ndarray or None, default=None
-        A warm start's dual point, in the partitions' row order; None: the
+        A warm start's dual point, in the caller's row order; None: the
         method's own start.
     no_workers_timeout : float or None, optional
         Seconds to wait for a worker while the cluster has none (None:
         forever); by default :func:`configured_no_workers_timeout`.
+    row_order : ndarray or None, default=None
+        ``row_order[j]`` is the caller's row of the ``j``-th row in
+        partition order (in-memory arrays dealt to partitions in a seeded
+        random order); None: the partitions hold the rows in the caller's
+        order (a store).  Dual points come back in the caller's order.
     """
 
     # rounds are futures: the driver submits the next stretch before it reads a report, so the workers
@@ -139,12 +151,14 @@ class DaskExecutor:
     lookahead = True
 
     def __init__(self, client, parts, info: DataInfo, random_state, *, placement, run_id, checkpoint,
-                 checkpoint_every, signature, dual_init=None, no_workers_timeout=_FROM_CONFIG):
+                 checkpoint_every, signature, dual_init=None, no_workers_timeout=_FROM_CONFIG, row_order=None):
         self.client, self.parts, self.info, self.seed = client, parts, info, int(random_state)
         self.placement, self.run_id = placement, run_id
         self.checkpoint, self.checkpoint_every = checkpoint, checkpoint_every
         self.signature = signature
-        self.dual_init = dual_init  # the store's row order; None: the method's own start
+        self.row_order = row_order
+        # in the partitions' row order; None: the method's own start
+        self.dual_init = None if dual_init is None else in_partition_order(dual_init, row_order)
         if no_workers_timeout is _FROM_CONFIG:
             no_workers_timeout = configured_no_workers_timeout()
         self.no_workers_timeout = no_workers_timeout
@@ -510,8 +524,9 @@ class DaskExecutor:
 
     def dual_points(self, plan, G, Ls):
         name = f"daskdca-certify-{self.run_id}-{uuid.uuid4().hex[:6]}"
-        return np.concatenate(self.gather(self._compute(self._dual_points(plan, G, Ls, name)), "the dual point"),
-                              axis=-1)
+        return in_caller_order(np.concatenate(
+            self.gather(self._compute(self._dual_points(plan, G, Ls, name)), "the dual point"), axis=-1),
+            self.row_order)
 
     def certify(self, plan, G, Ls):
         """Certify the states: ``w(alpha)`` rebuilt from the dual point on the cluster, then one more pass.
@@ -530,7 +545,7 @@ class DaskExecutor:
         w : ndarray
             The model (for the dual methods ``w(alpha)``).
         alpha : ndarray
-            The dual point, in the partitions' row order.
+            The dual point, in the caller's row order.
         P : float or ndarray
             The primal objective ``P(w)``.
         D : float or ndarray
@@ -551,7 +566,7 @@ class DaskExecutor:
         alpha = np.concatenate(self.gather(futures[3:], "the dual point"), axis=-1)
         primal, dual = objectives(info, total_v, np.asarray(w_v, dtype=np.float64), w_alpha_v,
                                   getattr(plan, "l1_ratio", 0.0))
-        return np.asarray(w_v, dtype=np.float64), alpha, primal, dual
+        return np.asarray(w_v, dtype=np.float64), in_caller_order(alpha, self.row_order), primal, dual
 
     def after_rounds(self, plan, G, Ls, r, epochs, history):
         if r % self.checkpoint_every:

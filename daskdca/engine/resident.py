@@ -64,7 +64,13 @@ from daskdca.engine.checkpoint import (
 )
 from daskdca.engine.executor import DaskExecutor
 from daskdca.methods.base import Ctx, Ops, add_contributions, tree_nodes, tree_reduce, tree_reduce_within
-from daskdca.partitions import gram_matvec_part, objective_sums_part, sqnorm_sum_part, xt_alpha_part
+from daskdca.partitions import (
+    gram_matvec_part,
+    in_caller_order,
+    objective_sums_part,
+    sqnorm_sum_part,
+    xt_alpha_part,
+)
 from daskdca.problem import objectives
 
 logger = logging.getLogger("daskdca")
@@ -302,16 +308,18 @@ class ResidentExecutor(DaskExecutor):
     no_workers_timeout : float or None, default=None
         Seconds to wait for a worker while the cluster has none (None:
         forever).
+    row_order : ndarray or None, default=None
+        As :class:`DaskExecutor`.
     """
 
     # the global state lives here, so the next round cannot start before this process has combined
     lookahead = False
 
     def __init__(self, client, sources, info, random_state, *, mode, run_id, checkpoint, checkpoint_every,
-                 signature, dual_init=None, no_workers_timeout=None):
+                 signature, dual_init=None, no_workers_timeout=None, row_order=None):
         super().__init__(client, sources, info, random_state, placement=None, run_id=run_id,
                          checkpoint=checkpoint, checkpoint_every=checkpoint_every, signature=signature,
-                         dual_init=dual_init, no_workers_timeout=no_workers_timeout)
+                         dual_init=dual_init, no_workers_timeout=no_workers_timeout, row_order=row_order)
         self.mode = mode
         self.plan = None
         self.actors = []      # one Actor proxy per group
@@ -593,7 +601,7 @@ class ResidentExecutor(DaskExecutor):
     def dual_points(self, plan, G, Ls):
         per_group = self._robust("the dual point", lambda: self._call_all(
             "dual_points", [(Ls, G)] * len(self.actors), "the dual point"))
-        return np.concatenate([a for alphas in per_group for a in alphas], axis=-1)
+        return in_caller_order(np.concatenate([a for alphas in per_group for a in alphas], axis=-1), self.row_order)
 
     def certify(self, plan, G, Ls):
         """Certify the states: ``w(alpha)`` rebuilt from the dual point, then one more pass (as the task executor).
@@ -612,7 +620,7 @@ class ResidentExecutor(DaskExecutor):
         w : ndarray
             The model (for the dual methods ``w(alpha)``).
         alpha : ndarray
-            The dual point, in the partitions' row order.
+            The dual point, in the caller's row order.
         P : float or ndarray
             The primal objective ``P(w)``.
         D : float or ndarray
@@ -631,7 +639,8 @@ class ResidentExecutor(DaskExecutor):
         alphas, w_alpha, w, total = self._robust("the certificate", sums)
         primal, dual = objectives(info, total, np.asarray(w, dtype=np.float64), w_alpha,
                                   getattr(plan, "l1_ratio", 0.0))
-        return np.asarray(w, dtype=np.float64), np.concatenate(alphas, axis=-1), primal, dual
+        return np.asarray(w, dtype=np.float64), in_caller_order(np.concatenate(alphas, axis=-1), self.row_order), \
+            primal, dual
 
     def after_rounds(self, plan, G, Ls, r, epochs, history):
         if r % self.checkpoint_every:

@@ -108,7 +108,8 @@ class Executor(Protocol):
         """The :class:`~daskdca.methods.base.RoundReport` of each handle, in order."""
 
     def certify(self, plan, global_state, local_states) -> tuple:
-        """``(w, alpha, primal, dual)`` of a state, recomputed from its dual point alone."""
+        """``(w, alpha, primal, dual)`` of a state, recomputed from its dual point alone (``alpha`` in the caller's
+        row order)."""
 
     def after_rounds(self, plan, global_state, local_states, r: int, epochs: float, history: list) -> tuple:
         """``(global_state, local_states)`` after round ``r`` (a checkpoint may be written here)."""
