@@ -9,8 +9,10 @@ in this process, and removes the folder.  ``--breast-cancer`` fits
 scikit-learn's bundled breast-cancer data instead (standardised, and the
 command says so).  With a path it reads an svmlight / LIBSVM file (plain,
 .gz or .bz2) with scikit-learn's parser, or opens a store.  ``--C`` is
-LIBLINEAR's ``C`` (``lam = 1/(C n)``), ``--fit-intercept`` LIBLINEAR's
-regularised intercept, and ``--save MODEL`` writes the fitted model as data
+LIBLINEAR's ``C`` (``lam = 1/(C n)``), ``--l1-ratio RHO`` the L1 share of the
+penalty (``daskdca.fit``'s ``l1_ratio``: ``lam ((1 - RHO)/2 ||w||^2 + RHO
+||w||_1)``), ``--fit-intercept`` LIBLINEAR's regularised intercept, and
+``--save MODEL`` writes the fitted model as data
 (:mod:`daskdca.saved_model`, never a pickle), which ``daskdca predict MODEL
 DATA`` reads to score an svmlight file or a store, block by block.
 
@@ -31,7 +33,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from daskdca.api import _summary_line, fit
+from daskdca.api import _l1_ratio_options, _summary_line, fit
 from daskdca.losses import LOSSES, get_loss
 from daskdca.methods import REGISTRY as SOLVERS
 from daskdca.prediction import RunningScore, decision_scores, labels, store_coef, store_scores
@@ -182,14 +184,15 @@ def _add_store_options(parser):
 def build_parser():
     parser = _Parser(
         prog="daskdca",
-        description="L2-regularised linear models by stochastic dual coordinate ascent, "
+        description="L2-, L1- and elastic-net-regularised linear models by stochastic dual coordinate ascent, "
                     "certified by the duality gap.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser(
         "fit",
         help="fit a model, with a progress bar on the duality gap, and print its certificate",
-        description="Minimise P(w) = 1/n sum_i loss(y_i, x_i.w) + lam/2 ||w||^2, with a progress bar on the "
+        description="Minimise P(w) = 1/n sum_i loss(y_i, x_i.w) + lam/2 ||w||^2 (with --l1-ratio RHO the penalty "
+                    "is lam ((1 - RHO)/2 ||w||^2 + RHO ||w||_1) instead), with a progress bar on the "
                     "relative duality gap (-vv: also primal, dual and gap at every gap evaluation), and print the "
                     "certificate: converged or not, rounds, passes, the fit's time, primal, dual and relative "
                     "gap. Exit status 0 when the fit certified --tol, 1 when it did not within --max-epochs, 2 "
@@ -223,6 +226,11 @@ def build_parser():
     strength.add_argument("--C", type=_positive_float, default=None,
                           help="LIBLINEAR's / scikit-learn's C > 0 instead of --lam: lam = 1/(C n), n the rows "
                                "of the data")
+    p.add_argument("--l1-ratio", type=float, default=None, metavar="RHO",
+                   help="the L1 share RHO in [0, 1] of the penalty lam ((1 - RHO)/2 ||w||^2 + RHO ||w||_1), "
+                        "daskdca.fit's l1_ratio: 1 is the L1 penalty lam ||w||_1 (a sparse model), between 0 and 1 "
+                        "the elastic net; the certificate is of that penalty, and --save records RHO (default: "
+                        "none, the L2 penalty lam/2 ||w||^2); --solver auto picks a method that solves it")
     p.add_argument("--fit-intercept", action="store_true",
                    help="fit LIBLINEAR's intercept: a virtual constant feature of value --intercept-scaling whose "
                         "weight is regularised like the others (in-memory data only, not a store)")
@@ -256,7 +264,7 @@ def build_parser():
     talk.add_argument("--quiet", action="store_true", help="no progress bar: print the summary only")
     p.add_argument("--save", metavar="MODEL", default=None,
                    help="write the fitted model to this .npz file (numbers only, no pickle: coef, intercept, "
-                        "labels, loss, lam and the certificate) for `daskdca predict`")
+                        "labels, loss, lam, l1_ratio and the certificate) for `daskdca predict`")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --save file")
     _add_common_options(p)
 
@@ -478,6 +486,16 @@ def _lam(args, n, default_C=None):
     return lam, f"lam {lam:.10g} (LIBLINEAR's C = 1/(lam n) = {1.0 / (lam * n):.6g})"
 
 
+def _penalty_text(l1_ratio):
+    """The penalty of a fit with L1 share ``l1_ratio`` for the ``model:`` line ('' for the L2 penalty)."""
+    if l1_ratio == 0:
+        return ""
+    if l1_ratio == 1:
+        return ", L1 penalty lam ||w||_1 (l1_ratio 1)"
+    return (f", elastic-net penalty lam ({1 - l1_ratio:.6g}/2 ||w||^2 + {l1_ratio:.6g} ||w||_1) (l1_ratio "
+            f"{l1_ratio:.6g})")
+
+
 def _verbosity(args):
     """``daskdca.fit``'s ``verbose``: 0 with --quiet, else the count of -v, 1 without one."""
     if args.quiet:
@@ -493,6 +511,8 @@ def _check_fit_args(args):
                          "add --fit-intercept or drop --intercept-scaling.")
     if args.overwrite and args.save is None:
         raise ValueError("--overwrite applies to --save only; add --save MODEL or drop --overwrite.")
+    # daskdca.fit's own check of l1_ratio (and of the solver it configures), before any data is read or generated
+    _l1_ratio_options(args.l1_ratio, args.solver, args.solver == "auto")
     if args.data is not None:
         for given, option in ((args.rows is not None, "--rows"), (args.breast_cancer, "--breast-cancer")):
             if given:
@@ -567,7 +587,7 @@ def _fit(args):
     lam, lam_text = _lam(args, n)
     kwargs = dict(loss=loss, lam=lam, solver=args.solver, tol=args.tol, max_rounds=args.max_rounds,
                   max_epochs=args.max_epochs, batch_size=args.batch_size, local_iters=args.local_iters, n_partitions=args.n_partitions,
-                  random_state=args.random_state, verbose=_verbosity(args))
+                  random_state=args.random_state, verbose=_verbosity(args), l1_ratio=args.l1_ratio)
     if args.class_weight is not None:
         kwargs["sample_weight"] = _row_weights(args.class_weight, y)
     if args.workers:
@@ -588,7 +608,7 @@ def _fit(args):
         print(_summary_line(model, seconds))
     intercept = (f"; intercept {saved.intercept:.10g} (intercept_scaling {scaling:g}, regularised)"
                  if scaling is not None else "; no intercept")
-    print(f"model: {loss} loss, {lam_text}{intercept}")
+    print(f"model: {loss} loss, {lam_text}{_penalty_text(saved.l1_ratio)}{intercept}")
     if saved.classes is not None:
         if is_store:
             correct = sum(int(np.sum(saved.labels_of(scores) == stored)) for scores, stored in _store_blocks(X, saved))
@@ -648,7 +668,7 @@ def _demo(args):
         print(f"data: wrote {store.n:,} x {store.d:,}, {store.nnz:,} non-zeros, {store.n_blocks} blocks of "
               f"{block_rows:,} rows in {time.perf_counter() - started:.1f} s")
         kwargs = dict(loss=loss, lam=lam, tol=args.tol, max_rounds=args.max_rounds, max_epochs=args.max_epochs,
-                      random_state=seed)
+                      random_state=seed, l1_ratio=args.l1_ratio)
         # the scheduler's and the workers' scratch space goes to the folder too, not to a
         # dask-scratch-space left behind in the system's temporary folder
         with local_client(workers, scratch=folder) as client:
@@ -668,7 +688,7 @@ def _demo(args):
         X, y = store.read_all()
         read_seconds = time.perf_counter() - started
         print(f"in memory: read the {X.shape[0]:,} rows into this process in {read_seconds:.1f} s; fitting them "
-              f"with daskdca.fit's in-memory default (serial SDCA), the same loss, lam and tol", flush=True)
+              f"with daskdca.fit's in-memory default (serial SDCA), the same loss, lam, penalty and tol", flush=True)
         started = time.perf_counter()
         local = fit(X, y, **kwargs)
         local_seconds = time.perf_counter() - started
@@ -676,7 +696,8 @@ def _demo(args):
         saved = SavedModel.from_fit(model, n_samples=rows, tol=args.tol)
         correct = int(np.sum(saved.labels_of(decision_scores(X, np.atleast_2d(model.coef_), None)) == y))
         del X, y
-        print(f"model: {loss} loss, {lam_text}; no intercept; training accuracy {correct / rows:.4f}")
+        print(f"model: {loss} loss, {lam_text}{_penalty_text(saved.l1_ratio)}; no intercept; training accuracy "
+              f"{correct / rows:.4f}")
         if cluster_seconds >= local_seconds:
             ratio = f"out of core {cluster_seconds / max(local_seconds, 1e-9):.1f}x the in-memory time"
         else:

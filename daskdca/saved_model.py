@@ -2,12 +2,15 @@
 
 The model is the solution of
 
-    ``min_(w, b) 1/n sum_i phi(y_i (x_i.w + b)) + lam/2 (||w||^2 + (b/s)^2)``
+    ``min_(w, b) 1/n sum_i phi(y_i (x_i.w + b)) + lam g(w, b/s)``,
+    ``g(v) = (1 - rho)/2 ||v||^2 + rho ||v||_1``
 
-(without an intercept ``b = 0`` and the last term is absent), as fitted by
-``daskdca fit ... --save MODEL``.  With an intercept it is LIBLINEAR's: a
-virtual constant feature of value ``s = intercept_scaling`` whose weight
-``w_b`` is regularised like the others, and ``b = s * w_b``.
+(``rho = l1_ratio``: 0 is the L2 penalty ``lam/2 ||v||^2``, 1 the L1 penalty
+``lam ||v||_1``, between them the elastic net; without an intercept ``b = 0``
+and ``v = w``), as fitted by ``daskdca fit ... [--l1-ratio RHO] --save MODEL``.
+With an intercept it is LIBLINEAR's: a virtual constant feature of value
+``s = intercept_scaling`` whose weight ``w_b = b/s`` is penalised like the
+others, and ``b = s * w_b``.
 
 The file holds only numeric and text arrays, written by :func:`numpy.savez`,
 so ``np.load(path, allow_pickle=False)`` reads it: like daskdca's stores and
@@ -28,10 +31,13 @@ loss           str, ()                      the loss name (``daskdca.losses.LOSS
 loss_params    str, ()                      the loss's parameters as a JSON object, e.g.
                                             ``{"gamma": 1.0}`` for the smoothed hinge
 lam            float64, ()                  ``lam`` (LIBLINEAR's ``C = 1/(lam n)``)
+l1_ratio       float64, ()                  ``rho`` in [0, 1], the L1 share of the penalty (0.0: pure
+                                            L2); version 3 on, read as 0.0 from versions 1 and 2
 n_samples      int64, ()                    ``n``, the training rows
 n_features     int64, ()                    columns of the training data (``coef``'s length)
 primal, dual,  float64, ()                  the certificate: ``P``, ``D`` and ``P - D`` of the
-gap                                         augmented problem, as :func:`daskdca.fit` returned it
+gap                                         augmented problem with the penalty of ``l1_ratio``, as
+                                            :func:`daskdca.fit` returned it
 converged      bool, ()                     ``gap <= tol |primal|``
 rounds         int64, ()                    rounds behind the model
 epochs         float64, ()                  coordinate steps / n
@@ -40,17 +46,32 @@ solver         str, ()                      the method's name
 random_state   int64, ()                    the seed of every random stream
 ============== ============================ =====================================================
 
-Integrity (version 2): the zip archive's comment, the last 32 bytes of the
-file, is ``daskdca-xxh3-64:`` and the XXH3-64 (16 hex digits) of every byte
-before those 16 digits, so a changed byte anywhere in the file is refused
+Integrity (version >= 2): the zip archive's comment, the last 32 bytes of
+the file, is ``daskdca-xxh3-64:`` and the XXH3-64 (16 hex digits) of every
+byte before those 16 digits, so a changed byte anywhere in the file is refused
 (:func:`load_model` checks it before it parses anything).  Every field is
 then checked on its own and against the others (:func:`check_model`): types
-and shapes, finite numbers, a known loss with its parameters, two distinct
-labels for a classification loss and none for regression, no intercept
-without ``fit_intercept``, ``gap = primal - dual >= 0`` and ``converged``
-agreeing with ``gap <= tol |primal|``.  Files of version 1 (saved before the
-checksum) are still read, with every field checked, but are not covered by a
-checksum: save them again to cover them.
+and shapes, finite numbers, ``l1_ratio`` in [0, 1], a known loss with its
+parameters, two distinct labels for a classification loss and none for
+regression, no intercept without ``fit_intercept``, ``gap = primal - dual >=
+0``, ``primal`` at least the penalty ``lam g(w, b/s)`` of the saved weights
+(the mean loss is >= 0; :func:`daskdca.problem.objectives` computes the
+penalty, as it does for the fit's certificate), ``converged`` agreeing
+with ``gap <= tol |primal|``, a known solver, ``l1_sdca`` (the pure L1
+method, which ``solver="auto"`` runs for ``l1_ratio = 1``) only with
+``l1_ratio = 1`` and ``l1_ratio > 0`` only with a solver that has an
+``l1_ratio``.  These checks need no data: they bind ``l1_ratio`` to the
+certificate only through that penalty bound and the solver, and the checksum
+is what refuses any other change of it.
+
+Versions: 1, the first format (no checksum; still read, with every field
+checked, but not covered by a checksum: save such files again to cover them);
+2, the same fields and the checksum trailer; 3 (:data:`FORMAT_VERSION`), the
+field ``l1_ratio``, so that the certificate of an L1 or elastic-net fit is
+checked against its own penalty.  Files of versions 1 and 2 are read with
+``l1_ratio = 0.0`` (their certificates are of the L2 problem); each version
+has exactly its own fields, so a version-2 file with ``l1_ratio`` or a
+version-3 file without it is refused.
 """
 
 from __future__ import annotations
@@ -63,6 +84,7 @@ import math
 import os
 import tempfile
 import zipfile
+from typing import NamedTuple
 
 import numpy as np
 import xxhash
@@ -75,10 +97,11 @@ __all__ = ["FORMAT", "FORMAT_VERSION", "SavedModel", "save_model", "load_model",
 FORMAT = "daskdca-linear-model"
 #: The version :func:`save_model` writes.
 #: 1: the first format (coef, intercept, classes, loss, lam and the certificate).
-#: 2: the same fields; the file ends with the checksum trailer (_TRAILER), required.  Version 1 is still read.
-FORMAT_VERSION = 2
-READ_VERSIONS = (1, 2)
-# The zip comment that ends a version-2 file: this prefix, then the XXH3-64 of every byte before the
+#: 2: the same fields; the file ends with the checksum trailer (_TRAILER), required.
+#: 3: version 2 plus ``l1_ratio``, the L1 share of the penalty.  Versions 1 and 2 are still read (as ``l1_ratio = 0``).
+FORMAT_VERSION = 3
+READ_VERSIONS = (1, 2, 3)
+# The zip comment that ends a file of version >= 2: this prefix, then the XXH3-64 of every byte before the
 # digest, as 16 hex digits (the zip format allows a comment of up to 65,535 bytes at the end of the
 # archive: PKWARE APPNOTE.TXT 4.3.16; numpy's npz reader ignores it).
 _TRAILER = b"daskdca-xxh3-64:"
@@ -87,11 +110,22 @@ _DIGITS = 16
 # (gap = P - D exactly, converged = gap <= tol |P|); this only absorbs rounding of hand-made models.
 _SLACK = 1e-9
 
-_FLOATS = ("intercept", "intercept_scaling", "lam", "primal", "dual", "gap", "epochs", "tol")
+_FLOATS_V1 = ("intercept", "intercept_scaling", "lam", "primal", "dual", "gap", "epochs", "tol")
+_FLOATS = _FLOATS_V1 + ("l1_ratio",)
 _INTS = ("n_samples", "n_features", "rounds", "random_state")
 _BOOLS = ("fit_intercept", "converged")
 _TEXTS = ("loss", "loss_params", "solver")
-_KEYS = ("format", "format_version", "coef", "classes") + _FLOATS + _INTS + _BOOLS + _TEXTS
+# The fields each format version added: a file of version v has exactly those of the versions <= v.
+_ADDED_FIELDS = {1: ("format", "format_version", "coef", "classes") + _FLOATS_V1 + _INTS + _BOOLS + _TEXTS,
+                 2: (),
+                 3: ("l1_ratio",)}
+# The value of a field a file's version does not have: the L2 penalty of versions 1 and 2.
+_ABSENT = {"l1_ratio": 0.0}
+
+
+def _version_fields(version):
+    """The fields of a file of format ``version`` (one of READ_VERSIONS)."""
+    return tuple(name for added, names in sorted(_ADDED_FIELDS.items()) if added <= version for name in names)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,7 +160,8 @@ class SavedModel:
     n_samples, n_features : int
         Rows and columns of the training data.
     primal, dual, gap : float
-        The certificate: ``P(w)``, ``D(alpha)`` and ``P - D >= P(w) - min P``.
+        The certificate: ``P(w)``, ``D(alpha)`` and ``P - D >= P(w) - min P``,
+        of the problem with the penalty of ``l1_ratio``.
     converged : bool
         Whether ``gap <= tol * |primal|``.
     rounds : int
@@ -139,6 +174,10 @@ class SavedModel:
         The method's name.
     random_state : int
         The seed of every random stream of the fit.
+    l1_ratio : float, default=0.0
+        ``rho`` in [0, 1], the L1 share of the penalty
+        ``lam ((1 - rho)/2 ||w||^2 + rho ||w||_1)`` (``daskdca.fit``'s
+        ``l1_ratio``): 0.0 is the L2 penalty, 1.0 the L1 penalty.
     """
 
     coef: np.ndarray
@@ -160,6 +199,7 @@ class SavedModel:
     tol: float
     solver: str
     random_state: int
+    l1_ratio: float = 0.0
 
     @classmethod
     def from_fit(cls, model, *, n_samples, tol, intercept_scaling=None):
@@ -182,7 +222,9 @@ class SavedModel:
         Returns
         -------
         SavedModel
-            The saved form, ready for :func:`save_model`.
+            The saved form, ready for :func:`save_model`.  Its ``l1_ratio``
+            is that of ``model.plan_`` (0.0 where the plan has none), the L1
+            share the fit's certificate was computed with.
 
         Raises
         ------
@@ -191,6 +233,9 @@ class SavedModel:
             pickle), or ``intercept_scaling`` is not a finite number > 0.
         """
         coef = np.array(model.coef_, dtype=np.float64).ravel()
+        # the L1 share the certificate was computed with: the plan's, as the drivers read it (an L1SDCA
+        # solver has l1_ratio 0 as a setting and a plan of l1_ratio 1)
+        l1_ratio = float(getattr(model.plan_, "l1_ratio", 0.0))
         if intercept_scaling is None:
             intercept, fit_intercept, scaling = 0.0, False, 1.0
         else:
@@ -207,7 +252,7 @@ class SavedModel:
             n_samples=int(n_samples), n_features=int(coef.shape[0]), primal=float(model.primal_),
             dual=float(model.dual_), gap=float(model.gap_), converged=bool(model.converged_),
             rounds=int(model.n_rounds_), epochs=float(model.n_epochs_), tol=float(tol),
-            solver=str(model.solver.name), random_state=int(model.random_state_),
+            solver=str(model.solver.name), random_state=int(model.random_state_), l1_ratio=l1_ratio,
         )
 
     def decision_function(self, X):
@@ -527,7 +572,11 @@ def _problems(model):
     """What is impossible about the fields of ``model`` (a :class:`SavedModel`): a list of messages."""
     from daskdca.losses import LOSSES
     from daskdca.methods import REGISTRY
+    from daskdca.methods.l1 import L1SDCA
 
+    # the methods a fit can name: those of REGISTRY, and L1SDCA, which solver="auto" runs for l1_ratio=1
+    # (daskdca.routes; a user asks for it by l1_ratio, not by name)
+    solvers = {**REGISTRY, L1SDCA.name: L1SDCA}
     problems = []
     coef = model.coef
     if not isinstance(coef, np.ndarray) or coef.dtype != np.float64 or coef.ndim != 1 or coef.size < 1:
@@ -569,10 +618,19 @@ def _problems(model):
         problems.append(f"epochs is {model.epochs!r}; it is >= 0")
     if model.tol < 0:
         problems.append(f"tol is {model.tol!r}; it is >= 0")
+    if not 0 <= model.l1_ratio <= 1:
+        problems.append(f"l1_ratio is {model.l1_ratio!r}; the L1 share of the penalty is in [0, 1]")
     if not 0 <= model.random_state < 2**63:
         problems.append(f"random_state is {model.random_state}; it is in [0, 2**63)")
-    if model.solver not in REGISTRY:
-        problems.append(f"solver is {model.solver!r}, not one of {sorted(REGISTRY)}")
+    if model.solver not in solvers:
+        problems.append(f"solver is {model.solver!r}, not one of {sorted(solvers)}")
+    elif model.solver == L1SDCA.name and model.l1_ratio != 1:
+        problems.append(f"solver is {model.solver!r}, which solves the pure L1 problem (l1_ratio 1), but l1_ratio "
+                        f"is {model.l1_ratio!r}")
+    elif model.l1_ratio != 0 and "l1_ratio" not in getattr(solvers[model.solver], "__dataclass_fields__", {}):
+        takers = sorted(name for name, cls in solvers.items() if "l1_ratio" in getattr(cls, "__dataclass_fields__", {}))
+        problems.append(f"l1_ratio is {model.l1_ratio!r} but the solver {model.solver!r} fits the L2 penalty only "
+                        f"(an L1 share is fitted by {takers})")
     loss = LOSSES.get(model.loss)
     if loss is None:
         problems.append(f"loss is {model.loss!r}, not one of {sorted(LOSSES)}")
@@ -606,8 +664,14 @@ def _problems(model):
                             "ones")
     primal, dual, gap = model.primal, model.dual, model.gap
     slack = _SLACK * max(1.0, abs(primal), abs(dual))
-    if primal < -slack:
-        problems.append(f"primal is {primal!r}; the primal objective (a mean loss plus a norm) is >= 0")
+    if 0 <= model.l1_ratio <= 1 and model.lam > 0 and model.intercept_scaling > 0:
+        penalty = _penalty(model)
+        if primal < penalty - slack:
+            problems.append(f"primal is {primal!r}, below the penalty {penalty!r} of coef{_intercept_words(model)} "
+                            f"at lam {model.lam!r} and l1_ratio {model.l1_ratio!r}; the primal objective (a mean "
+                            "loss >= 0 plus that penalty) is >= it")
+    elif primal < -slack:
+        problems.append(f"primal is {primal!r}; the primal objective (a mean loss plus a penalty) is >= 0")
     if abs(gap - (primal - dual)) > slack:
         problems.append(f"gap is {gap!r} but primal - dual is {primal - dual!r}")
     elif gap < -slack:
@@ -618,6 +682,33 @@ def _problems(model):
     elif not model.converged and met and gap < model.tol * abs(primal) - slack:
         problems.append(f"converged is False but gap {gap!r} <= tol {model.tol!r} * |primal| {abs(primal)!r}")
     return problems
+
+
+class _PenaltyOnly(NamedTuple):
+    """The ``info`` of :func:`daskdca.problem.objectives` for a penalty alone (a loss sum of 0 over ``n`` rows)."""
+
+    n: int
+    lam: float
+
+
+def _penalty(model):
+    """``lam g(w, b/s)``: the penalty of ``l1_ratio`` at the saved weights, the intercept's weight included.
+
+    :func:`daskdca.problem.objectives`, which computes every fit's
+    certificate, gives it as the primal of a loss sum of zero.
+    """
+    from daskdca.problem import objectives
+
+    weights = model.coef
+    if model.fit_intercept:
+        weights = np.append(weights, model.intercept / model.intercept_scaling)
+    penalty, _ = objectives(_PenaltyOnly(n=1, lam=float(model.lam)), np.zeros(2), weights, weights,
+                            float(model.l1_ratio))
+    return float(penalty)
+
+
+def _intercept_words(model):
+    return " and intercept / intercept_scaling" if model.fit_intercept else ""
 
 
 def check_model(model, where="the model"):
@@ -651,6 +742,13 @@ def _scalar(data, name, kind, path):
     return value[()]
 
 
+def _missing_words(missing):
+    if "l1_ratio" in missing:
+        return (" (l1_ratio, the L1 share of the penalty that its certificate is of: without it the certificate "
+                "cannot be checked against its objective)")
+    return ""
+
+
 def load_model(path):
     """Read a model written by :func:`save_model` (no pickle is ever read).
 
@@ -670,9 +768,11 @@ def load_model(path):
         No file at ``path``.
     ValueError
         The file is not a daskdca saved model, is damaged, does not match
-        its checksum (version 2; version-1 files have none), has a format
-        version this daskdca does not read, or holds impossible fields
-        (:func:`check_model`).
+        its checksum (versions 2 and 3; version-1 files have none), has a
+        format version this daskdca does not read, lacks a field of its
+        version or has one its version does not have, or holds impossible
+        fields (:func:`check_model`).  Files of versions 1 and 2 are read
+        with ``l1_ratio = 0.0``.
     """
     path = os.fspath(path)
     if not os.path.exists(path):
@@ -695,27 +795,30 @@ def load_model(path):
         raise ValueError(f"{not_a_model}: {type(exc).__name__}: {exc}") from None
     if "format" not in fields or fields["format"].shape != () or str(fields["format"][()]) != FORMAT:
         raise ValueError(f"{not_a_model}: it has no format field {FORMAT!r}.")
-    version = _scalar(fields, "format_version", "iu", path)
-    if int(version) not in READ_VERSIONS:
-        raise ValueError(f"{path!r} is a saved model of format version {int(version)}; this daskdca reads "
-                         f"version 1 (files without a checksum) and {FORMAT_VERSION} only. Use the daskdca "
+    version = int(_scalar(fields, "format_version", "iu", path))
+    if version not in READ_VERSIONS:
+        raise ValueError(f"{path!r} is a saved model of format version {version}; this daskdca reads "
+                         f"version 1 (files without a checksum) to {FORMAT_VERSION} only. Use the daskdca "
                          "version that wrote it, or fit again.")
-    missing = [name for name in _KEYS if name not in fields]
+    known = _version_fields(version)
+    missing = [name for name in known if name not in fields]
     if missing:
-        raise ValueError(f"{path!r}: the saved model lacks the fields {missing}; the file is damaged.")
-    extra = sorted(set(fields) - set(_KEYS))
+        raise ValueError(f"{path!r}: the saved model lacks the fields {missing}, which format version {version} "
+                         f"has{_missing_words(missing)}; the file is damaged or was not written by daskdca. Fit "
+                         "and save the model again (daskdca fit ... --save MODEL).")
+    extra = sorted(set(fields) - set(known))
     if extra:
-        raise ValueError(f"{path!r}: the saved model has the fields {extra}, which format version {int(version)} "
+        raise ValueError(f"{path!r}: the saved model has the fields {extra}, which format version {version} "
                          "does not have; the file was changed or was not written by daskdca. Fit and save again.")
-    if int(version) >= 2 and not covered:
-        raise ValueError(f"{path!r}: a version-{int(version)} saved model ends with its checksum "
+    if version >= 2 and not covered:
+        raise ValueError(f"{path!r}: a version-{version} saved model ends with its checksum "
                          f"({_TRAILER.decode()}...), and this file does not: it was changed or damaged after "
                          "it was saved. Fit and save the model again (daskdca fit ... --save MODEL).")
     coef = fields["coef"]  # its values, and every other field, are checked by check_model below
     if coef.ndim != 1 or coef.dtype != np.float64:
         raise ValueError(f"{path!r}: coef is not a float64 vector (dtype {coef.dtype}, shape {coef.shape}); the "
                          "file is damaged. Fit and save the model again.")
-    values = {name: float(_scalar(fields, name, "f", path)) for name in _FLOATS}
+    values = {name: float(_scalar(fields, name, "f", path)) if name in fields else _ABSENT[name] for name in _FLOATS}
     values.update({name: int(_scalar(fields, name, "iu", path)) for name in _INTS})
     values.update({name: bool(_scalar(fields, name, "b", path)) for name in _BOOLS})
     values.update({name: str(_scalar(fields, name, "U", path)) for name in _TEXTS})

@@ -17,8 +17,8 @@ from sklearn.svm import LinearSVC
 
 import daskdca
 from daskdca import SDCAClassifier
-from daskdca.cli import main
-from daskdca.saved_model import FORMAT_VERSION, SavedModel, load_model
+from daskdca.cli import DEFAULT_MAX_EPOCHS, main
+from daskdca.saved_model import FORMAT_VERSION, SavedModel, check_model, load_model
 from daskdca.store import open_store, write_store
 
 from conftest import DATASETS, data_path, load_dataset, random_labels, random_sparse
@@ -81,6 +81,11 @@ def _cases(tmp_path, svm, store):
         (["fit", "--n-features", "5"], "--n-features does not apply to the demo"),
         (["fit", "--fit-intercept"], "--fit-intercept does not apply to the demo"),
         (["fit", "--random-state", "-1"], "--random-state"),
+        (["fit", str(svm), "--l1-ratio", "1.5"], "got 1.5"),
+        (["fit", str(svm), "--l1-ratio", "nan"], "got nan"),
+        (["fit", str(svm), "--l1-ratio", "half"], "--l1-ratio"),
+        (["fit", str(svm), "--solver", "newton", "--l1-ratio", "0.5"], "l1_ratio applies to"),
+        (["fit", "--l1-ratio", "-1"], "got -1.0"),
         (["fit", str(svm), "--overwrite"], "--save"),
         (["fit", str(svm), "--save", model], "--overwrite"),
         (["fit", str(svm), "--save", str(tmp_path / "nofolder" / "m.npz")], "does not exist"),
@@ -240,6 +245,7 @@ def test_saved_file_is_plain_data(heart_model):
         assert_array_equal(data["classes"], [-1.0, 1.0])
         assert str(data["loss"]) == "logistic" and float(data["lam"]) == 1 / (C * 270)
         assert {"primal", "dual", "gap", "converged", "rounds", "intercept", "n_features"} <= set(data.files)
+        assert data["l1_ratio"].dtype == np.float64 and float(data["l1_ratio"]) == 0.0  # no --l1-ratio: L2
         assert all(data[name].dtype.kind != "O" for name in data.files)
 
 
@@ -319,6 +325,47 @@ def test_save_refuses_an_existing_file_and_overwrite_replaces_it(heart, tmp_path
     assert out.read_text() == "keep"
     assert main(["predict", str(target), heart[0], "--output", str(out), "--overwrite"]) == 0
     assert len(out.read_text().splitlines()) == 270
+
+
+@pytest.mark.parametrize("rho", [1.0, 0.5])
+def test_l1_ratio_fits_and_saves_the_elastic_net(heart, tmp_path, capsys, rho):
+    """``--l1-ratio RHO`` is ``daskdca.fit(..., l1_ratio=RHO)``, bit for bit, and the model records RHO."""
+    path, X, y = heart
+    out = str(tmp_path / "l1.npz")
+    small_C = 0.05  # a strong penalty: several exact zeros on heart_scale's 13 features
+    assert main(["fit", path, "--loss", "logistic", "--C", str(small_C), "--l1-ratio", str(rho), "--quiet",
+                 "--save", out]) == 0
+    printed = capsys.readouterr().out
+    penalty = ("L1 penalty lam ||w||_1 (l1_ratio 1)" if rho == 1 else
+               "elastic-net penalty lam (0.5/2 ||w||^2 + 0.5 ||w||_1) (l1_ratio 0.5)")
+    assert f"n = 270, {penalty}; no intercept" in printed
+    saved = load_model(out)
+    check_model(saved)
+    assert saved.l1_ratio == rho and saved.solver == ("l1_sdca" if rho == 1 else "sdca")
+    lam = 1.0 / (small_C * X.shape[0])
+    ref = daskdca.fit(X, y, loss="logistic", lam=lam, l1_ratio=rho, tol=1e-6, max_epochs=DEFAULT_MAX_EPOCHS,
+                      verbose=0)
+    assert_array_equal(saved.coef, ref.coef_)
+    assert (saved.primal, saved.dual, saved.gap) == (ref.primal_, ref.dual_, ref.gap_) and saved.converged
+    assert np.sum(saved.coef == 0.0) >= 5  # exact zeros, not small values
+    ys = np.where(y == saved.classes[1], 1.0, -1.0)
+
+    def primal(w):  # the elastic-net objective, written out by hand
+        return (np.logaddexp(0.0, -ys * (X @ w)).mean()
+                + lam * ((1 - rho) / 2 * (w @ w) + rho * np.abs(w).sum()))
+
+    assert saved.primal == pytest.approx(primal(saved.coef), rel=1e-12)
+    assert main(["predict", out, path, "--kind", "scores"]) == 0
+    assert_array_equal(_lines(capsys.readouterr().out), X @ saved.coef)
+
+
+def test_l1_ratio_out_of_range_is_refused_before_the_data_is_read(heart, tmp_path, capsys):
+    out = tmp_path / "bad.npz"
+    assert main(["fit", heart[0], "--l1-ratio", "1.5", "--save", str(out)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and not out.exists()
+    line, = captured.err.splitlines()  # daskdca.fit's own message, one line
+    assert line.startswith("daskdca: error: l1_ratio must be a number in [0, 1]") and "got 1.5" in line
 
 
 class _Canary:

@@ -14,17 +14,20 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import io
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import textwrap
+import zipfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
+import xxhash
 import zarr
 
 from daskdca import saved_model
@@ -321,6 +324,13 @@ MODEL_CASES = [
     ("loss_params of another loss", dict(loss_params={"gamma": 1.0}), "loss_params"),
     ("a bad smoothed-hinge gamma", dict(loss="smoothed_hinge", loss_params={"gamma": -1.0}), "gamma"),
     ("a NaN smoothed-hinge gamma", dict(loss="smoothed_hinge", loss_params={"gamma": NAN}), "not a finite"),
+    ("l1_ratio 2", dict(l1_ratio=2.0), "l1_ratio is 2.0; the L1 share of the penalty is in [0, 1]"),
+    ("negative l1_ratio", dict(l1_ratio=-0.5), "l1_ratio is -0.5"),
+    ("NaN l1_ratio", dict(l1_ratio=NAN), "l1_ratio is nan, not a finite number"),
+    ("primal below its elastic-net penalty", dict(coef=np.array([50.0, 0.0, 0.0]), l1_ratio=0.5),
+     "below the penalty"),
+    ("pure L1 solver, elastic-net l1_ratio", dict(solver="l1_sdca", l1_ratio=0.5), "solves the pure L1 problem"),
+    ("L2-only solver with an l1_ratio", dict(solver="newton", l1_ratio=0.5), "fits the L2 penalty only"),
 ]
 
 
@@ -357,6 +367,10 @@ VALID_MODELS = [
     ("not converged", dict(dual=0.25, gap=0.25, converged=False)),
     ("integer labels", dict(classes=np.array([0, 3]))),
     ("tol 0, gap 0", dict(tol=0.0, dual=0.5, gap=0.0)),
+    ("elastic net", dict(l1_ratio=0.5)),
+    ("pure L1", dict(solver="l1_sdca", l1_ratio=1.0)),
+    ("elastic net with an intercept", dict(l1_ratio=0.25, solver="spdc", fit_intercept=True, intercept=-0.75,
+                                           intercept_scaling=10.0)),
 ]
 
 
@@ -397,20 +411,88 @@ def test_model_files_without_or_beyond_the_checksum(tmp_path):
     save_model(path, _model())
     with np.load(path, allow_pickle=False) as data:
         fields = {name: data[name] for name in data.files}
-    # version 2 without its trailer: refused
+    # version 3 without its trailer: refused
     np.savez(tmp_path / "stripped.npz", **fields)
     with pytest.raises(ValueError, match="ends with its checksum"):
         load_model(tmp_path / "stripped.npz")
-    # version 1 (saved before the checksum): read, every field checked
-    np.savez(tmp_path / "v1.npz", **{**fields, "format_version": np.array(1)})
+    # version 1 (saved before the checksum, and before l1_ratio): read, every field checked
+    old = {name: value for name, value in fields.items() if name != "l1_ratio"}
+    np.savez(tmp_path / "v1.npz", **{**old, "format_version": np.array(1)})
     assert load_model(tmp_path / "v1.npz").loss == "logistic"
-    np.savez(tmp_path / "v1bad.npz", **{**fields, "format_version": np.array(1), "intercept": np.array(NAN)})
+    np.savez(tmp_path / "v1bad.npz", **{**old, "format_version": np.array(1), "intercept": np.array(NAN)})
     with pytest.raises(ValueError, match="intercept is nan"):
         load_model(tmp_path / "v1bad.npz")
     # a field the format does not have
-    np.savez(tmp_path / "extra.npz", **{**fields, "format_version": np.array(1), "note": np.array("x")})
+    np.savez(tmp_path / "extra.npz", **{**old, "format_version": np.array(1), "note": np.array("x")})
     with pytest.raises(ValueError, match=r"\['note'\]"):
         load_model(tmp_path / "extra.npz")
+
+
+def _write_with_checksum(path, arrays):
+    """``arrays`` as an .npz file ending with the checksum trailer of format versions >= 2 (the module docstring
+    of daskdca.saved_model: the zip comment ``daskdca-xxh3-64:`` and the XXH3-64 of every byte before its 16
+    hex digits), whatever the arrays hold."""
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    with zipfile.ZipFile(buffer, "a") as archive:
+        archive.comment = b"daskdca-xxh3-64:" + b"0" * 16
+    content = bytearray(buffer.getvalue())
+    content[-16:] = xxhash.xxh3_64_hexdigest(bytes(content[:-16])).encode("ascii")
+    path.write_bytes(bytes(content))
+
+
+def _fields(path):
+    with np.load(path, allow_pickle=False) as data:
+        return {name: data[name] for name in data.files}
+
+
+def test_version_2_files_are_read_as_l2_and_each_version_has_its_own_fields(tmp_path):
+    path = tmp_path / "m.npz"
+    model = _model()
+    save_model(path, model)
+    fields = _fields(path)
+    assert int(fields["format_version"]) == saved_model.FORMAT_VERSION == 3
+    assert fields["l1_ratio"].dtype == np.float64 and fields["l1_ratio"].shape == () and fields["l1_ratio"] == 0.0
+    # a version-2 file (the fields of version 3 but l1_ratio, and the checksum), as daskdca 2 wrote it
+    v2 = {**{name: value for name, value in fields.items() if name != "l1_ratio"}, "format_version": np.array(2)}
+    _write_with_checksum(tmp_path / "v2.npz", v2)
+    loaded = load_model(tmp_path / "v2.npz")
+    assert loaded.l1_ratio == 0.0
+    for field in dataclasses.fields(SavedModel):
+        np.testing.assert_array_equal(getattr(loaded, field.name), getattr(model, field.name), err_msg=field.name)
+    # a version-2 file with the version-3 field: an unknown field
+    _write_with_checksum(tmp_path / "v2extra.npz", {**v2, "l1_ratio": np.array(0.5)})
+    with pytest.raises(ValueError, match=r"has the fields \['l1_ratio'\], which format version 2 does not have"):
+        load_model(tmp_path / "v2extra.npz")
+    # a version-3 file without it: the certificate's penalty is unknown
+    _write_with_checksum(tmp_path / "v3lacking.npz", {**v2, "format_version": np.array(3)})
+    with pytest.raises(ValueError, match=r"lacks the fields \['l1_ratio'\], which format version 3 has") as info:
+        load_model(tmp_path / "v3lacking.npz")
+    assert "L1 share of the penalty" in str(info.value)
+
+
+# A consistent model, then the l1_ratio written over it (the checksum recomputed): the certificate contradicts it.
+TAMPERED_L1_RATIO = [
+    ("elastic net read as L2: primal below the L2 penalty",
+     dict(coef=np.array([3.0, 0.0, 0.0]), lam=0.1, l1_ratio=0.5, primal=0.4, dual=0.4 - 1e-9), 0.0,
+     "below the penalty 0.45"),
+    ("pure L1 read as an elastic net", dict(solver="l1_sdca", l1_ratio=1.0), 0.5, "solves the pure L1 problem"),
+    ("an L2 Newton fit read as an elastic net", dict(solver="newton"), 0.5, "fits the L2 penalty only"),
+]
+
+
+@pytest.mark.parametrize("case, changes, tampered, words", TAMPERED_L1_RATIO, ids=[c[0] for c in TAMPERED_L1_RATIO])
+def test_a_tampered_l1_ratio_fails_the_certificate_check(tmp_path, case, changes, tampered, words):
+    model = _model(**changes)
+    path = tmp_path / "m.npz"
+    save_model(path, model)
+    assert load_model(path).l1_ratio == model.l1_ratio
+    _write_with_checksum(path, {**_fields(path), "l1_ratio": np.array(tampered)})
+    with pytest.raises(ValueError, match="impossible fields") as info:
+        load_model(path)
+    assert words in str(info.value) and str(path) in str(info.value)
+    with pytest.raises(ValueError, match=words):
+        check_model(dataclasses.replace(model, l1_ratio=tampered))
 
 
 # ============================================================ 3. nested destinations
