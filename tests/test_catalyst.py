@@ -14,6 +14,7 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 import daskdca
+from daskdca.kernels.catalyst import catalyst_step
 from daskdca.methods.catalyst import CatalystPlan, default_kappa
 from daskdca.methods.sdca import LocalSDCAPlan
 
@@ -92,6 +93,37 @@ def test_the_certificate_from_the_returned_duals_bounds_the_distance_to_the_opti
         assert abs(primal - P_ref) <= 2e-9 * P_ref
     else:
         assert primal <= P_ref and P_ref - primal > 1e-4 * P_ref
+
+
+def _numpy_catalyst_step(w, centre, x, previous, alpha_scale, beta, centre_scale):
+    """The combine's elementwise expressions as NumPy writes them (the kernel's reference)."""
+    new_centre = centre_scale * (x + beta * (x - previous))
+    return (w - centre) * alpha_scale, new_centre, x + (new_centre - centre)
+
+
+@pytest.mark.parametrize("beta", [0.0, 0.8173])
+def test_the_fused_combine_is_the_numpy_expressions_bit_for_bit(beta):
+    rng = np.random.default_rng(5)
+    w, centre, x, previous = (rng.standard_normal(1001) * 10.0 ** rng.integers(-8, 8, 1001) for _ in range(4))
+    scales = (1e-5 + 3e-3) / 1e-5, beta, 3e-3 / (1e-5 + 3e-3)
+    fused = catalyst_step(w, centre, x, previous, *scales)
+    for got, want in zip(fused, _numpy_catalyst_step(w, centre, x, previous, *scales)):
+        assert got.dtype == np.float64 and got.shape == want.shape
+        np.testing.assert_array_equal(got.view(np.int64), want.view(np.int64))  # the same bits, signed zeros too
+
+
+def test_a_fit_with_the_fused_combine_is_the_numpy_combine_bit_for_bit(monkeypatch):
+    X, y = load_dataset("a9a")
+    fused = _fit(X, y, "logistic", 1e-5, 2, tol=1e-6, max_rounds=40)
+    monkeypatch.setattr("daskdca.methods.catalyst.catalyst_step", _numpy_catalyst_step)
+    plain = _fit(X, y, "logistic", 1e-5, 2, tol=1e-6, max_rounds=40)
+    assert fused.n_rounds_ == plain.n_rounds_ == 40
+    np.testing.assert_array_equal(fused.coef_, plain.coef_)
+    np.testing.assert_array_equal(fused.dual_coef_, plain.dual_coef_)
+    def certificates(model):  # every gap evaluation but its time
+        return [(r.round, r.epochs, r.primal, r.dual, r.gap) for r in model.history_]
+
+    assert certificates(fused) == certificates(plain)
 
 
 def test_far_fewer_rounds_than_plain_cocoa_on_a9a_at_small_lam():

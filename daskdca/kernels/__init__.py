@@ -35,6 +35,7 @@ def warm_up():
     """
     import numpy as np
 
+    from daskdca.kernels.catalyst import catalyst_step
     from daskdca.kernels.newton import cholesky_solve, dual_point, ladder_loss_sums, newton_sums, newton_system
     from daskdca.kernels.sdca import local_sdca, minibatch_sdca, movable_rows, objective_sums_movable
 
@@ -58,3 +59,4 @@ def warm_up():
     ladder_loss_sums(indptr, indices, data, one, unweighted, np.zeros(1), np.zeros(1), 0, 1, 3, 0.0, one, np.zeros(1))
     dual_point(indptr, indices, data, one, unweighted, np.zeros(1), 0, 1, 3, 0.0)
     cholesky_solve(newton_system(one, 1, 1.0, 1.0), one)
+    catalyst_step(one, one, one, one, 1.0, 0.0, 1.0)  # the combine of CoCoA+ inside Catalyst

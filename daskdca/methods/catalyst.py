@@ -47,6 +47,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from daskdca.kernels.catalyst import catalyst_step
 from daskdca.methods.base import PlanBase, RoundReport, apply_vector, dense
 from daskdca.methods.sdca import LocalSDCAPlan
 from daskdca.problem import dual_value, primal_value
@@ -188,9 +189,12 @@ class CatalystPlan(PlanBase):
         x = dense(total.vector, self.d).copy() if self.n_partitions == 1 else apply_vector(w, total.vector)
         loss_sum, conj_sum, steps = total.scalars
         lam_prime = self.lam + self.kappa
-        # X^T alpha / (lam n) of the round's start, from w = centre + X^T alpha / (lam' n)
-        w_alpha = (w - centre) * (lam_prime / self.lam)
         primal = loss_sum / self.n + 0.5 * self.lam * float(w @ w)
+        beta = 0.0 if primal > float(state.last_primal) else self.extrapolation
+        # w_alpha = X^T alpha / (lam n) of the round's start, from w = centre + X^T alpha / (lam' n); the new
+        # centre (kappa / lam') (x + beta (x - x_k)) and the iterate x + (new_centre - centre), in one pass
+        w_alpha, new_centre, new_w = catalyst_step(w, centre, x, state.previous, lam_prime / self.lam, beta,
+                                                   self.kappa / lam_prime)
         dual = -conj_sum / self.n - 0.5 * self.lam * float(w_alpha @ w_alpha)
         report = RoundReport(True, primal, dual, float(steps))
         if self.inner.certifies_rounds and len(total.gathered) == self.n_partitions:
@@ -201,6 +205,4 @@ class CatalystPlan(PlanBase):
             report = report._replace(primal=primal_value(self.n, self.lam, loss_sum, w),
                                      dual=dual_value(self.n, self.lam, conj_sum, xt / (self.lam * self.n)),
                                      certified=True)
-        beta = 0.0 if primal > float(state.last_primal) else self.extrapolation
-        new_centre = (self.kappa / lam_prime) * (x + beta * (x - state.previous))
-        return CatalystGlobal(x + (new_centre - centre), new_centre, x, np.array(primal)), report
+        return CatalystGlobal(new_w, new_centre, x, np.array(primal)), report
