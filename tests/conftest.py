@@ -85,6 +85,18 @@ def load_dataset(name):
     return _cache[name]
 
 
+@pytest.fixture(scope="module")
+def a9a_5k():
+    """The first 5,000 rows of a9a: real data small enough for many penalised fits."""
+    X, y = load_dataset("a9a")
+    return X[:5000], y[:5000]
+
+
+def signed_labels(model, y):
+    """``y`` as -1/+1, the model's positive class (``classes_[1]``) +1."""
+    return np.where(y == model.classes_[1], 1.0, -1.0)
+
+
 def random_sparse(n, d, density, seed, zero_rows=(), positive=False):
     """A random CSR matrix with a few rows forced to zero."""
     rng = np.random.default_rng(seed)

@@ -27,7 +27,7 @@ from daskdca.methods.sdca import LocalSDCAPlan, ProxSDCAPlan
 from daskdca.partitions import UNWEIGHTED, random_row_order
 
 import reference_prox_sdca as ref
-from conftest import load_dataset, random_sparse
+from conftest import load_dataset, random_sparse, signed_labels
 
 _SKLEARN = tuple(int(part) for part in sklearn.__version__.split(".")[:2])
 LOSS_NAMES = ["hinge", "smoothed_hinge", "squared_hinge", "logistic", "squared"]
@@ -106,16 +106,6 @@ def heart():
     return load_dataset("heart")
 
 
-@pytest.fixture(scope="module")
-def a9a_5k():
-    X, y = load_dataset("a9a")
-    return X[:5000], y[:5000]
-
-
-def _signed(model, y):
-    return np.where(y == model.classes_[1], 1.0, -1.0)
-
-
 def _check_certificate(model, X, y, lam, rho, loss, tol):
     """``P(w) - D(alpha)`` recomputed here from ``dual_coef_`` alone (``w = grad g*(X^T alpha / (lam' n))``):
     within ``tol`` relative, equal to the reported gap, and ``w`` equal to the returned ``coef_``."""
@@ -152,7 +142,7 @@ def test_sdca_elastic_net_logistic_matches_saga(data, lam, rho, request):
     model = daskdca.fit(X, y, loss="logistic", lam=lam, solver=SDCA(l1_ratio=rho), tol=tol)
     assert model.converged_ and model.gap_ <= tol * abs(model.primal_)
     assert isinstance(model.plan_, ProxSDCAPlan)
-    ys = _signed(model, y)
+    ys = signed_labels(model, y)
     primal = _check_certificate(model, X, ys, lam, rho, "logistic", tol)
     w_ref = _saga(X, ys, lam, rho)
     p_ref = ref.elastic_net_primal(X, ys, w_ref, lam, rho, "logistic")
@@ -187,7 +177,7 @@ def test_sdca_elastic_net_certifies_the_hinge_losses(heart, loss_name):
     tol = 1e-6
     model = daskdca.fit(X, y, loss=loss_name, lam=1e-2, solver=SDCA(l1_ratio=0.7), tol=tol)
     assert model.converged_
-    _check_certificate(model, X, _signed(model, y), 1e-2, 0.7, loss_name, tol)
+    _check_certificate(model, X, signed_labels(model, y), 1e-2, 0.7, loss_name, tol)
 
 
 def test_cocoa_two_partitions_reach_the_serial_optimum(heart):
@@ -196,7 +186,7 @@ def test_cocoa_two_partitions_reach_the_serial_optimum(heart):
     serial = daskdca.fit(X, y, loss="logistic", lam=lam, solver=SDCA(l1_ratio=rho), tol=tol)
     cocoa = daskdca.fit(X, y, loss="logistic", lam=lam, solver=CoCoAPlus(l1_ratio=rho), tol=tol, n_partitions=2)
     assert isinstance(cocoa.plan_, ProxSDCAPlan) and cocoa.plan_.sigma_prime == 2.0  # plain CoCoA+, not Catalyst
-    ys = _signed(cocoa, y)
+    ys = signed_labels(cocoa, y)
     primal = _check_certificate(cocoa, X, ys, lam, rho, "logistic", tol)
     assert abs(primal - serial.primal_) <= 2 * tol * abs(primal)
     np.testing.assert_array_equal(cocoa.coef_ == 0.0, serial.coef_ == 0.0)
@@ -214,7 +204,7 @@ def test_warm_start_from_another_lam(heart):
     cold = daskdca.fit(X, y, loss="logistic", lam=1e-2, solver=SDCA(l1_ratio=rho), tol=tol)
     warm = daskdca.fit(X, y, loss="logistic", lam=1e-2, solver=SDCA(l1_ratio=rho), tol=tol,
                        dual_init=first.dual_coef_)
-    _check_certificate(warm, X, _signed(warm, y), 1e-2, rho, "logistic", tol)
+    _check_certificate(warm, X, signed_labels(warm, y), 1e-2, rho, "logistic", tol)
     assert abs(warm.primal_ - cold.primal_) <= 2 * tol * abs(cold.primal_)
     assert warm.n_epochs_ < cold.n_epochs_
 

@@ -27,7 +27,7 @@ from daskdca.partitions import UNWEIGHTED
 
 import reference_kernels as ref
 import reference_prox_sdca as refp
-from conftest import load_dataset
+from conftest import load_dataset, signed_labels
 
 LOSS_NAMES = ["hinge", "smoothed_hinge", "squared_hinge", "logistic", "squared"]
 
@@ -129,16 +129,6 @@ def test_fit_rounds_match_the_reference_on_the_same_batches(loss_name):
 
 # --- fits on real data ------------------------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def a9a_5k():
-    X, y = load_dataset("a9a")
-    return X[:5000], y[:5000]
-
-
-def _signed(model, y):
-    return np.where(y == model.classes_[1], 1.0, -1.0)
-
-
 def _check_certificate(model, X, y, lam, rho, loss, tol):
     """``P(w) - D(alpha)`` recomputed in NumPy from ``dual_coef_`` and ``coef_``: the model's gap, within ``tol``."""
     alpha = np.asarray(model.dual_coef_, dtype=np.float64).ravel()
@@ -161,7 +151,7 @@ def test_reaches_the_serial_optimum_and_its_zeros(a9a_5k, loss_name):
     model = daskdca.fit(X, y, loss=loss_name, lam=lam, solver=MinibatchSDCA(l1_ratio=rho), tol=tol)
     assert isinstance(model.plan_, ProxMinibatchPlan)
     assert model.converged_ and model.gap_ <= tol * abs(model.primal_)
-    ys = _signed(model, y)
+    ys = signed_labels(model, y)
     primal = _check_certificate(model, X, ys, lam, rho, loss_name, tol)
     serial = daskdca.fit(X, y, loss=loss_name, lam=lam, solver=SDCA(l1_ratio=rho), tol=1e-10)
     assert abs(primal - serial.primal_) <= 1e-6 * abs(serial.primal_)
@@ -180,7 +170,7 @@ def test_two_partitions_reach_the_serial_optimum(loss_name):
     lam, rho, tol = 1e-2, 0.5, 1e-8
     model = daskdca.fit(X, y, loss=loss_name, lam=lam, solver=MinibatchSDCA(l1_ratio=rho), tol=tol, n_partitions=2)
     assert model.converged_ and model.plan_.n_partitions == 2
-    primal = _check_certificate(model, X, _signed(model, y), lam, rho, loss_name, tol)
+    primal = _check_certificate(model, X, signed_labels(model, y), lam, rho, loss_name, tol)
     serial = daskdca.fit(X, y, loss=loss_name, lam=lam, solver=SDCA(l1_ratio=rho), tol=1e-10)
     assert abs(primal - serial.primal_) <= 2 * tol * abs(serial.primal_)
     np.testing.assert_array_equal(model.coef_ == 0.0, serial.coef_ == 0.0)
@@ -195,14 +185,14 @@ def test_warm_start_and_naive_step():
     cold = daskdca.fit(X, y, loss="logistic", lam=1e-2, solver=MinibatchSDCA(l1_ratio=rho), tol=tol)
     warm = daskdca.fit(X, y, loss="logistic", lam=1e-2, solver=MinibatchSDCA(l1_ratio=rho), tol=tol,
                        dual_init=first.dual_coef_)
-    _check_certificate(warm, X, _signed(warm, y), 1e-2, rho, "logistic", tol)
+    _check_certificate(warm, X, signed_labels(warm, y), 1e-2, rho, "logistic", tol)
     assert abs(warm.primal_ - cold.primal_) <= 2 * tol * abs(cold.primal_)
     assert warm.n_rounds_ < cold.n_rounds_
     with pytest.warns(UserWarning, match="step='safe'"):
         naive = MinibatchSDCA(l1_ratio=rho, step="naive", batch_size=1)
     model = daskdca.fit(X, y, loss="logistic", lam=1e-2, solver=naive, tol=tol)
     assert model.converged_
-    _check_certificate(model, X, _signed(model, y), 1e-2, rho, "logistic", tol)
+    _check_certificate(model, X, signed_labels(model, y), 1e-2, rho, "logistic", tol)
 
 
 @pytest.mark.parametrize("n_partitions", [1, 2])
