@@ -8,7 +8,11 @@ process on K seeded random partitions (the rounds a cluster runs, bit for bit), 
 relative gap of 1e-4; serial SDCA in memory is the reference.  Seconds are one process on one core; only the
 rounds carry over to a cluster.
 
-    python benchmarks/aggregation_search.py [--data generated,store,a9a] [--lams 1e-5,1e-6] [--partitions 2,4]
+    python benchmarks/aggregation_search.py [--data generated,store,a9a,url10] [--lams 1e-5,1e-6] [--partitions 2,4]
+        [--solvers adding,catalyst,line_search] [--work-dir DIR]
+
+``url10`` is ``catalyst_rounds.py``'s generated tenth of URL (240,000 x 3,231,961), written once to
+``--work-dir`` and read from there after.
 """
 
 from __future__ import annotations
@@ -31,12 +35,12 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from round_overhead import make  # noqa: E402
 
-SOLVERS = {"adding": lambda: daskdca.CoCoAPlus(acceleration=None),
-           "Catalyst (default)": lambda: daskdca.CoCoAPlus(),
-           "line search": lambda: daskdca.CoCoAPlus(aggregation="line_search")}
+SOLVERS = {"adding": ("adding", lambda: daskdca.CoCoAPlus(acceleration=None)),
+           "catalyst": ("Catalyst (default)", lambda: daskdca.CoCoAPlus()),
+           "line_search": ("line search", lambda: daskdca.CoCoAPlus(aggregation="line_search"))}
 
 
-def data_sets(names, folder):
+def data_sets(names, folder, work_dir):
     for name in names:
         if name == "generated":
             X, y = make(250_000, 100_000, 20)
@@ -53,6 +57,11 @@ def data_sets(names, folder):
 
             X, y = load_dataset("a9a")
             yield "a9a", X, y
+        elif name == "url10":
+            from catalyst_rounds import load_data_set
+
+            X, y = load_data_set("url10", None, work_dir)
+            yield "url10 240,000 x 3,231,961", X, y
         else:
             raise SystemExit(f"unknown data set {name!r}")
 
@@ -74,17 +83,20 @@ def main():
     parser.add_argument("--lams", default="1e-5,1e-6")
     parser.add_argument("--partitions", default="2,4")
     parser.add_argument("--max-rounds", type=int, default=150)
+    parser.add_argument("--solvers", default=",".join(SOLVERS), help=f"some of {','.join(SOLVERS)}")
+    parser.add_argument("--work-dir", default=None, help="where url10 is written once (default: a temporary folder)")
     args = parser.parse_args()
+    solvers = [SOLVERS[name] for name in args.solvers.split(",")]
     lams = [float(v) for v in args.lams.split(",")]
     partitions = [int(v) for v in args.partitions.split(",")]
-    print(f"| data | lam | serial SDCA epochs (s) | K | {' | '.join(SOLVERS)} |")
-    print("|---|---|---:|---:|" + "---:|" * len(SOLVERS))
+    print(f"| data | lam | serial SDCA epochs (s) | K | {' | '.join(title for title, _ in solvers)} |")
+    print("|---|---|---:|---:|" + "---:|" * len(solvers))
     with tempfile.TemporaryDirectory(prefix="daskdca-aggregation-") as folder:
-        for name, X, y in data_sets(args.data.split(","), folder):
+        for name, X, y in data_sets(args.data.split(","), folder, args.work_dir or folder):
             for lam in lams:
                 serial = fit(X, y, lam, "sdca", 1, args.max_rounds)
                 for K in partitions:
-                    cells = [fit(X, y, lam, make_solver(), K, args.max_rounds) for make_solver in SOLVERS.values()]
+                    cells = [fit(X, y, lam, make_solver(), K, args.max_rounds) for _, make_solver in solvers]
                     print(f"| {name} | {lam:g} | {serial} | {K} | {' | '.join(cells)} |", flush=True)
 
 
