@@ -20,7 +20,7 @@ from sklearn.utils.metaestimators import available_if
 
 from daskdca.driver import fit_in_process
 from daskdca.losses import get_loss
-from daskdca.methods import REGISTRY, check_supported
+from daskdca.methods import REGISTRY, check_supported, takes_l1_ratio
 from daskdca.methods.multiclass import OneVsRestMethod
 from daskdca.methods.multinomial import MultinomialSDCA
 from daskdca.methods.multinomial import check_dual_init as _check_dual_init_multinomial
@@ -290,7 +290,7 @@ def _l1_ratio_options(l1_ratio, solver, auto):
                          f"object ({solver!r}) set it on the object instead (e.g. daskdca.SDCA(l1_ratio=0.5)).")
     if solver not in REGISTRY:
         return rho, None  # _resolve_solver names the solvers there are
-    takers = sorted(name for name, cls in REGISTRY.items() if "l1_ratio" in getattr(cls, "__dataclass_fields__", {}))
+    takers = sorted(name for name, cls in REGISTRY.items() if takes_l1_ratio(cls))
     if solver not in takers:
         raise ValueError(f"l1_ratio applies to solver='auto' and {takers}, got solver={solver!r} with "
                          f"l1_ratio={l1_ratio!r}; drop l1_ratio or change the solver.")

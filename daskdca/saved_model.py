@@ -571,7 +571,7 @@ def _check_trailer(content, path):
 def _problems(model):
     """What is impossible about the fields of ``model`` (a :class:`SavedModel`): a list of messages."""
     from daskdca.losses import LOSSES
-    from daskdca.methods import REGISTRY
+    from daskdca.methods import REGISTRY, takes_l1_ratio
     from daskdca.methods.l1 import L1SDCA
 
     # the methods a fit can name: those of REGISTRY, and L1SDCA, which solver="auto" runs for l1_ratio=1
@@ -627,8 +627,8 @@ def _problems(model):
     elif model.solver == L1SDCA.name and model.l1_ratio != 1:
         problems.append(f"solver is {model.solver!r}, which solves the pure L1 problem (l1_ratio 1), but l1_ratio "
                         f"is {model.l1_ratio!r}")
-    elif model.l1_ratio != 0 and "l1_ratio" not in getattr(solvers[model.solver], "__dataclass_fields__", {}):
-        takers = sorted(name for name, cls in solvers.items() if "l1_ratio" in getattr(cls, "__dataclass_fields__", {}))
+    elif model.l1_ratio != 0 and not takes_l1_ratio(solvers[model.solver]):
+        takers = sorted(name for name, cls in solvers.items() if takes_l1_ratio(cls))
         problems.append(f"l1_ratio is {model.l1_ratio!r} but the solver {model.solver!r} fits the L2 penalty only "
                         f"(an L1 share is fitted by {takers})")
     loss = LOSSES.get(model.loss)

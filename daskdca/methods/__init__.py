@@ -47,6 +47,7 @@ __all__ = [
     "SPDC",
     "capability_table",
     "check_supported",
+    "takes_l1_ratio",
 ]
 
 #: Name -> settings class, for every method a user can ask for by name.
@@ -95,6 +96,11 @@ def capability_table():
                      f"sample weights {'yes' if c.sample_weight else 'no'}; "
                      f"one-vs-rest in one pass {'yes' if c.multi_class else 'no'}; gap falls {c.gap_rate}")
     return "\n".join(lines)
+
+
+def takes_l1_ratio(cls):
+    """Whether the method class ``cls`` has an ``l1_ratio`` setting (an L1 share of the penalty)."""
+    return "l1_ratio" in getattr(cls, "__dataclass_fields__", {})
 
 
 def _supporting(predicate):
