@@ -98,9 +98,21 @@ def capability_table():
     return "\n".join(lines)
 
 
-def takes_l1_ratio(cls):
-    """Whether the method class ``cls`` has an ``l1_ratio`` setting (an L1 share of the penalty)."""
-    return "l1_ratio" in getattr(cls, "__dataclass_fields__", {})
+def takes_l1_ratio(method_class):
+    """Whether a method class has an ``l1_ratio`` setting (an L1 share of the penalty).
+
+    Parameters
+    ----------
+    method_class : type
+        A method's settings class (a value of :data:`REGISTRY`, or
+        :class:`~daskdca.methods.l1.L1SDCA`).
+
+    Returns
+    -------
+    bool
+        True where ``method_class`` is a dataclass with an ``l1_ratio`` field.
+    """
+    return "l1_ratio" in getattr(method_class, "__dataclass_fields__", {})
 
 
 def _supporting(predicate):
