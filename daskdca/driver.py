@@ -25,6 +25,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
+from threadpoolctl import ThreadpoolController
 
 from daskdca.methods.base import Ctx, DataInfo, Ops, add_contributions, tree_reduce
 from daskdca.partitions import (
@@ -42,7 +43,8 @@ from daskdca.partitions import (
 )
 from daskdca.problem import gap_met, max_column_nnz, objectives, relative_gap
 
-__all__ = ["FitResult", "FitState", "HistoryRecord", "InProcess", "fit_in_process", "run_rounds", "sum_arrays"]
+__all__ = ["FitResult", "FitState", "HistoryRecord", "InProcess", "fit_in_process", "one_blas_thread", "run_rounds",
+           "sum_arrays"]
 
 logger = logging.getLogger("daskdca")
 
@@ -294,6 +296,29 @@ def round_budget(plan, max_rounds=None, max_epochs=None):
     return min(budgets)
 
 
+_BLAS = []  # this process's ThreadpoolController, made on the first fit
+
+
+def one_blas_thread():
+    """A context in which this process's BLAS runs on one thread (its setting is restored on exit).
+
+    :func:`run_rounds` runs in it.  A multi-threaded BLAS (OpenBLAS, as
+    NumPy ships it) splits a dot product of more than about 10,000 values
+    over its threads, so the bits of ``w @ w`` in a combine would depend on
+    the machine's cores; and its threads spin for a while after each call,
+    on the cores that the library's own threads sweep on
+    (``CoCoAPlus(threads=T)``; serial SDCA's gap sums on a second core):
+    two sub-block threads on 2 cores took about 2x their time after every
+    combine's ``w @ w`` (benchmarks/RESULTS.md, "Threads with a line
+    search").  A Dask worker already runs its BLAS on one thread
+    (Dask's ``distributed.nanny.pre-spawn-environ``).  A ``callback`` runs
+    inside it too.
+    """
+    if not _BLAS:
+        _BLAS.append(ThreadpoolController())
+    return _BLAS[0].limit(limits=1, user_api="blas")
+
+
 def run_rounds(executor, plan, *, tol, max_rounds, max_epochs=None, callback: Callable | None = None, verbose=0,
                start=None):
     """Run ``plan``'s rounds on ``executor`` until the certified relative gap is ``<= tol``.
@@ -304,8 +329,14 @@ def run_rounds(executor, plan, *, tol, max_rounds, max_epochs=None, callback: Ca
     (a resumed fit), or None for a fresh one.  ``callback(record, state)``
     is called after every gap evaluation with a :class:`FitState`; a true
     return value (``True``, a NumPy ``True``) stops the loop, None or a false
-    one goes on.
+    one goes on.  The rounds run with one BLAS thread (:func:`one_blas_thread`).
     """
+    with one_blas_thread():
+        return _run_rounds(executor, plan, tol=tol, max_rounds=max_rounds, max_epochs=max_epochs, callback=callback,
+                           verbose=verbose, start=start)
+
+
+def _run_rounds(executor, plan, *, tol, max_rounds, max_epochs, callback, verbose, start):
     max_rounds = round_budget(plan, max_rounds, max_epochs)
     if start is None:
         G, Ls = executor.init(plan)

@@ -23,12 +23,12 @@ from sklearn.exceptions import ConvergenceWarning
 import daskdca
 from daskdca.driver import InProcess, in_process_partitions, max_column_nnz
 from daskdca.kernels.sampling import iid_order, permutation_order, sub_block_stream
-from daskdca.kernels.sdca import sub_block_bounds, threaded_local_sdca
+from daskdca.kernels.sdca import sub_block_bounds, threaded_line_search_sdca, threaded_local_sdca
 from daskdca.losses import get_loss
 from daskdca.methods import SDCA, CoCoAPlus
 from daskdca.methods.base import Ctx, DataInfo, dense
 from daskdca.methods.dual import DualGlobal, DualLocal, _block_stream
-from daskdca.methods.sdca import LocalSDCAPlan
+from daskdca.methods.sdca import LocalSDCAPlan, line_search_steps
 from daskdca.partitions import MemoryPartition, random_row_order
 from daskdca.store import write_store
 
@@ -95,6 +95,72 @@ def test_inner_rounds_match_the_numpy_reference_on_the_same_rows(loss, T, m, sig
     np.testing.assert_allclose(uu, expected[1], rtol=0, atol=1e-12)
     if track:
         np.testing.assert_allclose(dw, expected[2], rtol=0, atol=1e-12)
+
+
+def _subproblem(y, alpha, w, delta_w, loss, lam_n, sigma):
+    """``n G(alpha)`` of a partition's subproblem up to a constant: ``-sum_i phi_i*(-alpha_i) - lam_n (w.delta_w +
+    sigma/2 ||delta_w||^2)`` ([MSJ+15] §3), from ``w`` and ``delta_w`` (not from the kernel's ``u``)."""
+    conj = sum(ref.conjugate(loss, y[i], alpha[i]) for i in range(alpha.shape[0]))
+    return -conj - lam_n * (w @ delta_w + 0.5 * sigma * delta_w @ delta_w)
+
+
+def _reference_line_search_rounds(X, y, alpha, w, orders, loss, lam_n, sigma, inner_rounds):
+    """Hierarchical CoCoA with a line search, in plain NumPy: per inner round, every sub-block from the same
+    ``u = w + sigma delta_w`` with the partition's curvature ``sigma``; then the candidate ``t`` (the largest of the
+    best) at which the subproblem is highest, evaluated from scratch.  Returns ``alpha``, ``u``, ``delta_w`` and the
+    steps taken."""
+    T = len(orders)
+    alpha, delta_w = alpha.copy(), np.zeros_like(w)
+    steps, chosen = line_search_steps(T), []
+    for j in range(inner_rounds):
+        u = w + sigma * delta_w
+        new_alpha, direction = alpha.copy(), np.zeros_like(w)
+        for order in orders:
+            chunk = order[len(order) * j // inner_rounds:len(order) * (j + 1) // inner_rounds]
+            new_alpha, _, delta_b = ref.local_sdca(X, y, new_alpha, u, np.zeros_like(w), chunk, loss, lam_n, sigma)
+            direction = direction + delta_b
+        values = [_subproblem(y, alpha + t * (new_alpha - alpha), w, delta_w + t * direction, loss, lam_n, sigma)
+                  for t in steps]
+        best = max(values)
+        t = max(t for t, v in zip(steps, values) if v >= best - 1e-12 * abs(best))
+        assert best >= _subproblem(y, alpha, w, delta_w, loss, lam_n, sigma) - 1e-12 * abs(best)  # never descends
+        chosen.append(t)
+        alpha = new_alpha if t == 1.0 else alpha + t * (new_alpha - alpha)
+        delta_w = delta_w + t * direction
+    return alpha, w + sigma * delta_w, delta_w, chosen
+
+
+@pytest.mark.parametrize("loss", ["logistic", "hinge", "squared", "squared_hinge"])
+@pytest.mark.parametrize("T, m, sigma, track, density", [(2, 1, 1.0, False, 0.4), (3, 2, 2.0, True, 0.4),
+                                                         (2, 3, 1.0, True, 1.0), (3, 4, 1.0, False, 1.0)])
+def test_line_search_inner_rounds_match_the_numpy_reference(loss, T, m, sigma, track, density):
+    """Each sub-block's rows are drawn twice (a row is on the line once); dense rows make ``t < 1``."""
+    X, y = _random(60, 9, 4, density=density)
+    if loss == "squared":
+        y = y + 0.2
+    n, d, lam_n = X.shape[0], X.shape[1], 0.05 * 60
+    rng = np.random.default_rng(1)
+    alpha = np.zeros(n) if loss != "squared" else 0.1 * rng.standard_normal(n)
+    w = 0.1 * rng.standard_normal(d)
+    bounds = sub_block_bounds(0, n, T)
+    orders = [permutation_order(3, 1, sub_block_stream(0, b), bounds[b + 1] - bounds[b], 2 * (bounds[b + 1] - bounds[b]),
+                                bounds[b]) for b in range(T)]
+    expected_alpha, expected_u, expected_delta, chosen = _reference_line_search_rounds(X, y, alpha, w, orders, loss,
+                                                                                       lam_n, sigma, m)
+    kind = int(get_loss(loss).kind)
+    a, u, dw = alpha.copy(), w.copy(), np.zeros(d) if track else np.empty(0)
+    sqnorm = np.asarray(X.multiply(X).sum(axis=1)).ravel()
+    with ThreadPoolExecutor(max_workers=T - 1) as executor:
+        steps = threaded_line_search_sdca(X.indptr, X.indices, X.data, y, np.empty(0), sqnorm, a, u, dw, orders,
+                                          kind, get_loss(loss).param, lam_n, sigma, m, track, executor,
+                                          line_search_steps(T))
+    assert steps == sum(o.shape[0] for o in orders)
+    np.testing.assert_allclose(a, expected_alpha, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(u, expected_u, rtol=0, atol=1e-12)
+    if track:
+        np.testing.assert_allclose(dw, expected_delta, rtol=0, atol=1e-12)
+    if density == 1.0 and loss == "logistic":
+        assert min(chosen) < 1.0  # the search below t = 1 is exercised
 
 
 def _plan(X, y, method, loss, lam, K, seed=5):
@@ -192,7 +258,8 @@ def heart():
 
 
 @pytest.mark.parametrize("solver, K", [(SDCA(threads=2), 1), (CoCoAPlus(threads=2, inner_rounds=3), 2),
-                                       (CoCoAPlus(threads=3, aggregation="line_search"), 2)])
+                                       (CoCoAPlus(threads=3, aggregation="line_search"), 2),
+                                       (SDCA(threads=3, inner_rounds=4, inner_aggregation="line_search"), 1)])
 def test_same_bits_on_every_rerun(heart, solver, K):
     X, y = heart
     runs = [_fit(X, y, solver, K=K, tol=0.0, max_rounds=15, random_state=4) for _ in range(3)]
@@ -254,7 +321,11 @@ def _certified(X, y, m, lam, loss):
 
 
 @pytest.mark.parametrize("solver, K", [(SDCA(threads=2, inner_rounds=4), 1), (CoCoAPlus(threads=2), 2),
-                                       (CoCoAPlus(threads=2, inner_rounds=2, acceleration=None), 2)])
+                                       (CoCoAPlus(threads=2, inner_rounds=2, acceleration=None), 2),
+                                       (SDCA(threads=2, inner_rounds=4, inner_aggregation="line_search"), 1),
+                                       (CoCoAPlus(threads=2, inner_rounds=2, inner_aggregation="line_search"), 2),
+                                       (CoCoAPlus(threads=2, aggregation="line_search", inner_aggregation="line_search"),
+                                        2)])
 def test_reaches_the_optimum_certified_on_heart(heart, solver, K):
     X, y = heart
     lam, loss = 1e-2, "logistic"
@@ -271,7 +342,9 @@ def test_reaches_the_optimum_certified_on_a9a():
     X, y = load_dataset("a9a")
     y = np.where(y > 0, 1.0, -1.0)
     lam = 1e-3
-    for loss, solver in (("hinge", SDCA(threads=2, inner_rounds=4)), ("logistic", CoCoAPlus(threads=2))):
+    for loss, solver in (("hinge", SDCA(threads=2, inner_rounds=4)), ("logistic", CoCoAPlus(threads=2)),
+                         ("hinge", SDCA(threads=2, inner_rounds=8, inner_aggregation="line_search")),
+                         ("logistic", CoCoAPlus(threads=2, inner_rounds=8, inner_aggregation="line_search"))):
         m = _fit(X, y, solver, loss=loss, lam=lam, K=1 if isinstance(solver, SDCA) else 2, tol=1e-4,
                  max_rounds=2000)
         assert m.converged_
@@ -291,6 +364,8 @@ def test_unsupported_settings_raise_with_the_fix():
         (dict(threads=2, local_solver="spdc"), "use local_solver='sdca' or threads=1"),
         (dict(threads=2, local_solver="sdna"), "use local_solver='sdca' or threads=1"),
         (dict(threads=2, l1_ratio=0.5), "does not take l1_ratio=0.5"),
+        (dict(threads=2, inner_aggregation="averaging"), "Unknown inner_aggregation 'averaging'"),
+        (dict(inner_aggregation="line_search"), "it needs threads > 1"),
     ]
     for kwargs, message in cases:
         with pytest.raises(ValueError, match=message):
@@ -308,12 +383,13 @@ def client():
 
 
 @pytest.mark.parametrize("in_memory", [True, False])
-def test_in_process_equals_a_two_worker_cluster_bit_for_bit(heart, client, tmp_path, in_memory):
+@pytest.mark.parametrize("inner_aggregation", ["adding", "line_search"])
+def test_in_process_equals_a_two_worker_cluster_bit_for_bit(heart, client, tmp_path, in_memory, inner_aggregation):
     """The store holds the rows in the in-process partition order, one block per partition."""
     X, y = heart
     order = random_row_order(X.shape[0], 7)
     store = write_store(tmp_path / "h.zarr", X[order], y[order], block_rows=-(-X.shape[0] // 2), shuffle=False)
-    solver = CoCoAPlus(threads=2, inner_rounds=2)
+    solver = CoCoAPlus(threads=2, inner_rounds=2, inner_aggregation=inner_aggregation)
     local = _fit(X, y, solver, K=2, tol=0.0, max_rounds=12, random_state=7)
     remote = _fit(store, None, solver, K=2, tol=0.0, max_rounds=12, random_state=7, client=client,
                   in_memory=in_memory)
@@ -322,7 +398,8 @@ def test_in_process_equals_a_two_worker_cluster_bit_for_bit(heart, client, tmp_p
     np.testing.assert_allclose([r.primal for r in remote.history_], [r.primal for r in local.history_], rtol=1e-12)
 
 
-@pytest.mark.parametrize("solver, K", [(SDCA(threads=2, inner_rounds=2), 1), (CoCoAPlus(threads=3), 2)])
+@pytest.mark.parametrize("solver, K", [(SDCA(threads=2, inner_rounds=2), 1), (CoCoAPlus(threads=3), 2),
+                                       (SDCA(threads=2, inner_rounds=3, inner_aggregation="line_search"), 1)])
 def test_one_vs_rest_fitted_together_has_the_bits_of_the_binary_fits(solver, K):
     rng = np.random.default_rng(6)
     X = sp.random(150, 8, density=0.5, random_state=rng, format="csr")
@@ -393,3 +470,26 @@ def test_gap_sums_on_a_second_core_keep_the_bits(monkeypatch, loss, where):
         np.testing.assert_array_equal(getattr(one, name), getattr(two, name), err_msg=name)
     assert (one.primal, one.dual) == (two.primal, two.dual)
     assert [h.gap for h in one.history] == [h.gap for h in two.history]
+
+
+def test_rounds_run_with_one_blas_thread_and_restore_it():
+    """The BLAS runs on one thread while the rounds run (its spinning threads would take the sub-blocks' cores, and
+    a threaded dot's bits depend on the thread count), and the caller's setting comes back after the fit."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    X, y = _random(300, 20_000, 3, density=0.002)  # d above OpenBLAS's threshold for a threaded dot
+    seen = []
+
+    def callback(record, state):
+        seen.append([lib["num_threads"] for lib in threadpoolctl.threadpool_info() if lib["user_api"] == "blas"])
+
+    fits = []
+    for threads in (2, 1):
+        with threadpoolctl.threadpool_limits(threads, user_api="blas"):
+            before = [lib["num_threads"] for lib in threadpoolctl.threadpool_info() if lib["user_api"] == "blas"]
+            fits.append(_fit(X, y, SDCA(threads=2, inner_rounds=2, inner_aggregation="line_search"), tol=0.0,
+                             max_rounds=5, random_state=1, callback=callback))
+            after = [lib["num_threads"] for lib in threadpoolctl.threadpool_info() if lib["user_api"] == "blas"]
+        assert after == before
+    assert seen and all(counts == [1] * len(counts) for counts in seen)
+    np.testing.assert_array_equal(fits[0].coef_, fits[1].coef_)
+    assert [r.primal for r in fits[0].history_] == [r.primal for r in fits[1].history_]

@@ -22,7 +22,7 @@ from daskdca.losses import (row_weight, weighted_conjugate_value, weighted_dual_
 
 __all__ = ["gather_rows", "line_conjugate_sums", "local_sdca", "minibatch_rounds", "minibatch_sdca", "minibatch_sdca_rounds",
            "minibatch_trial_step", "movable_rows", "objective_sums", "objective_sums_movable", "soft_threshold",
-           "sub_block_bounds", "threaded_local_sdca", "xt_add"]
+           "sub_block_bounds", "threaded_line_search_sdca", "threaded_local_sdca", "xt_add"]
 
 
 @njit(nogil=True, cache=True)
@@ -174,6 +174,171 @@ def _add_sub_block_deltas(u, delta_w, deltas, sigma, track_delta_w):
         step = deltas[0, j]
         for b in range(1, deltas.shape[0]):
             step += deltas[b, j]
+        if track_delta_w:
+            delta_w[j] += step
+        u[j] += sigma * step
+
+
+def threaded_line_search_sdca(indptr, indices, data, y, weight, sqnorm, alpha, u, delta_w, orders,
+                              loss_kind, loss_param, lam_n, sigma, inner_rounds, track_delta_w, executor, steps):
+    """Hierarchical CoCoA local steps with a line search: the sub-blocks of ``orders`` in parallel, ``inner_rounds`` times.
+
+    Improves the local subproblem ``G_k^{sigma}`` of a partition whose
+    margins are read from ``u = w + sigma delta_w_k`` (as
+    :func:`threaded_local_sdca` does), with a line search along the
+    sub-blocks' summed direction in place of the adding aggregation's
+    ``T``-fold curvature.  Inner round ``j``: every sub-block
+    ``b`` runs :func:`local_sdca` on its ``j``-th chunk of ``orders[b]`` from
+    its own copy of ``u`` with the partition's curvature ``sigma`` (not
+    ``sigma T``), tracking its ``delta_b``; with ``s = delta_0 + ... +
+    delta_{T-1}`` (summed in this order) and the chunks' duals moved from
+    ``a`` to ``a'``, the subproblem along ``a + t (a' - a)`` changes by
+
+        n (G(t) - G(0)) = -sum_i [phi_i*(-(a_i + t (a'_i - a_i))) - phi_i*(-a_i)]
+                          - lam_n (t u.s + sigma t^2 / 2 ||s||^2)
+
+    (the chunks' rows only).  ``t`` is the best of ``steps`` (ascending,
+    ending at 1, holding ``1/T``); then ``alpha <- a + t (a' - a)``,
+    ``delta_w += t s`` (with ``track_delta_w``) and ``u += sigma t s``.
+
+    The search never lowers ``G``: each sub-block's steps ascend ``G`` along
+    its own coordinates (the others held), so by concavity
+    ``G(1/T) >= 1/T sum_b G(a + (a'_b - a_b)) >= G(0)`` (``t = 1/T`` is the
+    averaging of Ma et al. 2015 [MSJ+15], arXiv:1502.03508, §3, ``gamma = 1/K``
+    with ``sigma' = gamma K = 1``), and the search takes the best of the
+    candidates.  ``G`` is concave in ``t``: when ``G(1) >= G(steps[-2])``
+    every smaller candidate is below too, so the conjugate sums are taken
+    at those two steps in the sub-blocks' threads and at the others only
+    when ``1`` is not the best.  Where the sub-blocks' rows share few
+    features ``t = 1`` and the passes stay those of one thread; where they
+    share many, ``t`` falls towards ``1/T`` (benchmarks/RESULTS.md,
+    "Threads with a line search").
+
+    ``alpha``, ``u`` and ``delta_w`` are updated in place; ``executor`` runs
+    sub-blocks ``1 .. T-1`` while the caller runs sub-block 0.  The result
+    depends only on the arguments, never on thread timing.  Returns the
+    number of coordinate steps taken.
+    """
+    threads = len(orders)
+    d = u.shape[0]
+    local_u = np.empty((threads, d))
+    local_delta = np.empty((threads, d))
+    direction = np.empty(d)
+    marks = np.zeros(alpha.shape[0], dtype=np.bool_)  # the sub-blocks' rows are disjoint: no two threads share a mark
+    top = steps[-2:]
+
+    def sweep(b, chunk):
+        return _line_search_sub_block(indptr, indices, data, y, weight, sqnorm, alpha, u, local_u[b], local_delta[b],
+                                      chunk, marks, loss_kind, loss_param, lam_n, sigma, top)
+
+    for j in range(inner_rounds):
+        chunks = [order[(order.shape[0] * j) // inner_rounds:(order.shape[0] * (j + 1)) // inner_rounds]
+                  for order in orders]
+        futures = [executor.submit(sweep, b, chunks[b]) for b in range(1, threads)]
+        swept = [sweep(0, chunks[0])] + [future.result() for future in futures]
+        us, ss = _sub_block_direction(u, local_delta, direction)
+        t = _best_step(swept, y, weight, alpha, steps, us, ss, loss_kind, loss_param, lam_n, sigma)
+        for rows, start, _ in swept:
+            _move_duals(alpha, rows, start, t)
+        _add_line_step(u, delta_w, direction, sigma, t, track_delta_w)
+    return sum(order.shape[0] for order in orders)
+
+
+def _best_step(swept, y, weight, alpha, steps, us, ss, loss_kind, loss_param, lam_n, sigma):
+    """The step of :func:`threaded_line_search_sdca`: 1 when ``G(1) >= G(steps[-2])``, else the best of ``steps``
+    (the largest of equal ones)."""
+
+    def values(candidates, conj):
+        return [-c - lam_n * (t * us + 0.5 * sigma * t * t * ss) for t, c in zip(candidates, conj)]
+
+    top = steps[-2:]
+    conj = swept[0][2].copy()
+    for _, _, sums in swept[1:]:  # in sub-block order
+        conj += sums
+    if top.shape[0] < 2:
+        return float(top[-1])
+    high = values(top, conj)
+    if high[1] >= high[0]:
+        return 1.0
+    rest = steps[:-2]
+    conj_rest = np.zeros(rest.shape[0])
+    for rows, start, _ in swept:
+        conj_rest += line_sums(y, weight, alpha, rows, start, rest, loss_kind, loss_param)
+    every = np.array(values(rest, conj_rest) + high)
+    return float(steps[every.shape[0] - 1 - int(np.argmax(every[::-1]))])  # the largest of equal best steps
+
+
+@njit(nogil=True, cache=True)
+def _line_search_sub_block(indptr, indices, data, y, weight, sqnorm, alpha, u, local_u, local_delta, chunk, marks,
+                           loss_kind, loss_param, lam_n, sigma, top):
+    """One sub-block's inner round of :func:`threaded_line_search_sdca`: its chunk's distinct rows and their duals
+    before the steps, the steps from a copy of ``u`` (``delta_b`` in ``local_delta``), the conjugate sums at ``top``."""
+    local_u[:] = u
+    local_delta[:] = 0.0
+    rows = np.empty(chunk.shape[0], dtype=np.int64)
+    count = 0
+    for t in range(chunk.shape[0]):  # a row drawn twice (local_iters > 1, iid sampling) is on the line once
+        i = chunk[t]
+        if not marks[i]:
+            marks[i] = True
+            rows[count] = i
+            count += 1
+    rows = rows[:count]
+    start = np.empty(count)
+    for r in range(count):
+        marks[rows[r]] = False
+        start[r] = alpha[rows[r]]
+    local_sdca(indptr, indices, data, y, weight, sqnorm, alpha, local_u, local_delta, chunk, loss_kind, loss_param,
+               lam_n, sigma, True)
+    return rows, start, line_sums(y, weight, alpha, rows, start, top, loss_kind, loss_param)
+
+
+@njit(nogil=True, cache=True)
+def line_sums(y, weight, alpha, rows, start, steps, loss_kind, loss_param):
+    """``sum_r (s phi_i)*(-(start_r + t (alpha_i - start_r)))`` over ``i = rows[r]``, for every ``t`` of ``steps``.
+
+    ``t = 1`` reads ``alpha_i`` itself, as :func:`_move_duals` leaves it.
+    """
+    out = np.zeros(steps.shape[0])
+    for r in range(rows.shape[0]):
+        i = rows[r]
+        s = row_weight(weight, i)
+        for j in range(steps.shape[0]):
+            a = alpha[i] if steps[j] == 1.0 else start[r] + steps[j] * (alpha[i] - start[r])
+            out[j] += weighted_conjugate_value(loss_kind, loss_param, y[i], a, s)
+    return out
+
+
+@njit(nogil=True, cache=True)
+def _move_duals(alpha, rows, start, t):
+    """``alpha_i <- start_r + t (alpha_i - start_r)`` for ``i = rows[r]`` (unchanged at ``t = 1``)."""
+    if t == 1.0:
+        return
+    for r in range(rows.shape[0]):
+        i = rows[r]
+        alpha[i] = start[r] + t * (alpha[i] - start[r])
+
+
+@njit(nogil=True, cache=True)
+def _sub_block_direction(u, deltas, direction):
+    """``direction = deltas[0] + ... + deltas[T-1]`` (in this order); returns ``(u.direction, ||direction||^2)``."""
+    us = 0.0
+    ss = 0.0
+    for j in range(u.shape[0]):
+        step = deltas[0, j]
+        for b in range(1, deltas.shape[0]):
+            step += deltas[b, j]
+        direction[j] = step
+        us += u[j] * step
+        ss += step * step
+    return us, ss
+
+
+@njit(nogil=True, cache=True)
+def _add_line_step(u, delta_w, direction, sigma, t, track_delta_w):
+    """``delta_w += t direction`` (with ``track_delta_w``), ``u += sigma t direction``; one pass."""
+    for j in range(u.shape[0]):
+        step = t * direction[j]
         if track_delta_w:
             delta_w[j] += step
         u[j] += sigma * step

@@ -51,9 +51,10 @@ def _sdca_plan(settings, info, ops):
     if settings.acceleration == "catalyst" or (settings.acceleration == "auto" and K > 1
                                                and settings.local_solver == "sdca"
                                                and settings.aggregation == "adding"):
-        # with threads a step's curvature is sigma' = K T times its row's ([DPS+18] §3 on [MSJ+15] §3):
-        # Catalyst's kappa = L / n - mu counts the K T parts (T = 1: the K partitions, bit for bit)
-        parts = K * settings.threads
+        # with threads adding, a step's curvature is sigma' = K T times its row's ([DPS+18] §3 on [MSJ+15] §3):
+        # Catalyst's kappa = L / n - mu counts the K T parts (T = 1: the K partitions, bit for bit); with the
+        # threads' line search the steps keep sigma' = K
+        parts = K * (settings.threads if settings.inner_aggregation == "adding" else 1)
         kappa = (default_kappa(info.lam, info.n, parts, ops.sqnorm_sum()) if settings.kappa is None
                  else float(settings.kappa))
         if kappa > 0.0:
@@ -231,6 +232,19 @@ class CoCoAPlus:
         local solver without an L1 part, else 1; values above 1 need those.
         A partition held in memory, or of one block, is swept whole either
         way (the same bits).
+    inner_aggregation : {"adding", "line_search"}, default="adding"
+        ``threads > 1`` only: how an inner round adds the sub-blocks' steps.
+        ``"adding"``: the safe ``sigma' = K T`` above, every step at once.
+        ``"line_search"``: the sub-blocks step with the partition's own
+        curvature (``sigma' = K``; on one partition serial SDCA's), and each
+        inner round moves along their summed step by the ``t`` of
+        :func:`~daskdca.methods.sdca.line_search_steps` that raises the
+        partition's subproblem most, never below averaging's ``1/T``
+        (:func:`daskdca.kernels.sdca.threaded_line_search_sdca`).  Where
+        the sub-blocks' rows share few features ``t`` stays 1 and ``T``
+        threads take about the passes of one; where they share many it pays
+        only with many inner rounds (benchmarks/RESULTS.md, "Threads with a
+        line search").
     """
 
     local_iters: float = 1.0
@@ -245,6 +259,7 @@ class CoCoAPlus:
     threads: int = 1
     inner_rounds: int = 1
     window_blocks: int | None = None
+    inner_aggregation: str = "adding"
     name = "cocoa+"
     capabilities = Capabilities(losses=tuple(LOSSES), many_partitions=True, cluster=True, shrinking=True,
                                 warm_start=True, sample_weight=True, multi_class=True)
@@ -321,12 +336,18 @@ class CoCoAPlus:
             value = getattr(self, field)
             if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
                 raise ValueError(f"{field} must be a positive int, got {value!r}.")
+        if self.inner_aggregation not in _AGGREGATIONS:
+            raise ValueError(f"Unknown inner_aggregation {self.inner_aggregation!r}; use one of {list(_AGGREGATIONS)}.")
         if self.threads == 1:
             if self.inner_rounds != 1:
                 raise ValueError(
                     f"inner_rounds={self.inner_rounds!r} is how often the threads of a partition share their steps "
                     "within a round; it needs threads > 1 (one thread's steps are shared at once). Drop inner_rounds "
                     "or set threads.")
+            if self.inner_aggregation != "adding":
+                raise ValueError(
+                    f"inner_aggregation={self.inner_aggregation!r} is how the threads of a partition add their steps; "
+                    "it needs threads > 1 (one thread's steps are its own). Drop inner_aggregation or set threads.")
             return
         if self.local_solver != "sdca":
             raise ValueError(
@@ -452,6 +473,8 @@ class SDCA(CoCoAPlus):
     window_blocks : int or None, default=None
         As :class:`CoCoAPlus`: out of core, the store blocks a sweep holds
         at once, their rows interleaved.
+    inner_aggregation : {"adding", "line_search"}, default="adding"
+        As :class:`CoCoAPlus`: how the ``threads`` add their steps.
 
     See Also
     --------

@@ -155,6 +155,8 @@ class L1SDCA(SDCA):
     window_blocks : {1, None}, default=None
         Out of core the blocks are swept one after another (as the elastic
         net's proximal steps are): only 1, or None meaning 1.
+    inner_aggregation : {"adding"}, default="adding"
+        Only ``"adding"`` (``threads`` is 1).
     mu0 : float or None, default=None
         The first L2 weight ``mu``; None: :func:`default_mu0`.
     decrease : float, default=1.0

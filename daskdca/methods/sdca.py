@@ -40,6 +40,7 @@ from daskdca.kernels.sdca import (
     objective_sums,
     objective_sums_movable,
     sub_block_bounds,
+    threaded_line_search_sdca,
     threaded_local_sdca,
 )
 from daskdca.methods.base import Contribution, RoundReport, apply_vector, compress, dense
@@ -48,11 +49,33 @@ from daskdca.partitions import binary_rows, xt_alpha_part
 from daskdca.problem import dual_value, primal_value
 
 __all__ = ["L1_MU_SCALE", "LINE_SEARCH_STEPS", "L1Global", "L1ContinuationPlan", "LineSearchGlobal", "LineSearchPlan",
-           "LocalSDCAPlan", "PendingLocal", "ProxGlobal", "ProxSDCAPlan", "l1_default_mu0", "l1_dual_scale"]
+           "LocalSDCAPlan", "PendingLocal", "ProxGlobal", "ProxSDCAPlan", "l1_default_mu0", "l1_dual_scale",
+           "line_search_steps"]
 
 # Candidate steps of the line search along the summed direction: t = j / 8 for
 # j = 1..8, and 1/K (averaging, the safe step) whatever K is.
 LINE_SEARCH_STEPS = tuple(j / 8 for j in range(1, 9))
+
+
+def line_search_steps(parts):
+    """The line search's candidates for a direction summed over ``parts`` parts, ascending.
+
+    :data:`LINE_SEARCH_STEPS` and ``1 / parts`` (averaging, which never
+    lowers the dual: Ma et al. 2015 [MSJ+15] §3, ``gamma = 1/K`` with
+    ``sigma' = 1``).
+
+    Parameters
+    ----------
+    parts : int
+        The partitions (:class:`LineSearchPlan`) or a partition's sub-blocks
+        (``CoCoAPlus(threads=T, inner_aggregation="line_search")``).
+
+    Returns
+    -------
+    ndarray
+        The distinct candidates, ascending; the last is 1.
+    """
+    return np.unique(np.array(LINE_SEARCH_STEPS + (1.0 / parts,)))
 
 
 _GAP_THREAD = [None, None]  # (pid, executor): the thread of the overlapped gap sums, one per process
@@ -293,16 +316,20 @@ class LocalSDCAPlan(DualPlan):
         as :meth:`_order` draws a partition's from the stream
         ``(random_state, round, sub_block_stream(stream, b))``; then
         :func:`~daskdca.kernels.sdca.threaded_local_sdca` runs the
-        ``inner_rounds`` inner rounds (sub-block curvature ``sigma' T``).  The
-        sums are added in sub-block order.  Returns ``(loss_sum, conj_sum,
-        n_steps)``; ``alpha``, ``u`` and ``delta_w`` change in place.
+        ``inner_rounds`` inner rounds (sub-block curvature ``sigma' T``), or
+        with ``inner_aggregation="line_search"``
+        :func:`~daskdca.kernels.sdca.threaded_line_search_sdca` (curvature
+        ``sigma'``, a line search each inner round).  The sums are added in
+        sub-block order.  Returns ``(loss_sum, conj_sum, n_steps)``;
+        ``alpha``, ``u`` and ``delta_w`` change in place.
         """
         threads = self.settings.threads
         loss = self.loss
         kind, param = int(loss.kind), loss.param
         shrink = self.settings.shrinking and loss.has_active_bounds
+        line_search = self.settings.inner_aggregation == "line_search"
         # the shrinking test with the curvature of the steps (a zero step at a bound does not depend on it)
-        sigma_sub = self.sigma_prime * threads
+        sigma_sub = self.sigma_prime if line_search else self.sigma_prime * threads
         bounds = sub_block_bounds(lo, hi, threads)
 
         def prepare(b):
@@ -328,9 +355,15 @@ class LocalSDCAPlan(DualPlan):
             futures = [executor.submit(prepare, b) for b in range(1, threads)]
             prepared = [prepare(0)] + [future.result() for future in futures]
             orders = [order for _, _, order in prepared]
-            n_steps = threaded_local_sdca(rows.indptr, rows.indices, rows.data, rows.y, rows.weight, rows.sqnorm, alpha,
-                                          u, delta_w, orders, kind, param, self.lam_n, self.sigma_prime,
-                                          self.settings.inner_rounds, track, executor)
+            if line_search:
+                n_steps = threaded_line_search_sdca(
+                    rows.indptr, rows.indices, rows.data, rows.y, rows.weight, rows.sqnorm, alpha, u, delta_w, orders,
+                    kind, param, self.lam_n, self.sigma_prime, self.settings.inner_rounds, track, executor,
+                    line_search_steps(threads))
+            else:
+                n_steps = threaded_local_sdca(rows.indptr, rows.indices, rows.data, rows.y, rows.weight, rows.sqnorm,
+                                              alpha, u, delta_w, orders, kind, param, self.lam_n, self.sigma_prime,
+                                              self.settings.inner_rounds, track, executor)
         loss_sum = conj_sum = 0.0
         for part_loss, part_conj, _ in prepared:
             loss_sum, conj_sum = loss_sum + part_loss, conj_sum + part_conj
@@ -367,7 +400,7 @@ class LineSearchPlan(LocalSDCAPlan):
     local_problems = None
 
     def _steps(self):
-        return np.unique(np.array(LINE_SEARCH_STEPS + (1.0 / self.n_partitions,)))
+        return line_search_steps(self.n_partitions)
 
     def init_global(self):
         return LineSearchGlobal(np.zeros(self.d), np.array(0.0))
