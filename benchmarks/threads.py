@@ -5,16 +5,20 @@ certified relative gap of ``1e-4`` of serial SDCA (``T = 1``) and of ``T = 2``
 threads with ``m = 1, 2, 4`` inner rounds per round (the sub-blocks' safe
 ``sigma' = T``, Dünner et al. 2018 §3 on Ma et al. 2015 §3), plain and inside
 Catalyst's loop (``acceleration="catalyst"``, whose ``kappa`` counts the ``T``
-parts).  ``s/epoch`` is the fit's time over its epochs (setup and
-certificates included); the ratio is the time over serial SDCA's.  The
-threads pay when ``T`` times the speed of an epoch outweighs the epochs that
-the ``T``-fold curvature of the steps adds.
+parts), and with ``inner_aggregation="line_search"`` at ``m = 4, 8, 16``
+(the sub-blocks step with serial SDCA's curvature and each inner round takes
+the best step along their sum).  ``s/epoch`` is the fit's time over its
+epochs (setup and certificates included); the ratio is the time over serial
+SDCA's (the median of ``--reps`` runs of each).  The threads pay when ``T``
+times the speed of an epoch outweighs the epochs that the aggregation adds.
 
-Run: ``python benchmarks/threads.py [--max-epochs 300]`` (one process; every
-kernel compiled before the clock).  Results: benchmarks/RESULTS.md,
-"Threads inside a partition".  The machine's cores (``os.sched_getaffinity``)
-and load are printed with the table: on a machine shared with other jobs the
-threads compete for the same cores, so say so beside the numbers.
+Run: ``python benchmarks/threads.py [--data a9a,generated,store,url10,w8a]
+[--configs "LABEL;..."] [--reps 3] [--lams 1e-5 1e-6] [--work-dir DIR] [--max-epochs 300]`` (one process; every kernel compiled before
+the clock).  Results: benchmarks/RESULTS.md, "Threads inside a partition"
+and "Threads with a line search".  The machine's cores
+(``os.sched_getaffinity``) and load are printed with the table: on a machine
+shared with other jobs the threads compete for the same cores, so say so
+beside the numbers.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -34,7 +39,6 @@ from daskdca.methods import SDCA
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from round_overhead import make  # noqa: E402
 
 TOL = 1e-4
 CONFIGS = [("T=1", SDCA()),
@@ -43,15 +47,25 @@ CONFIGS = [("T=1", SDCA()),
            ("T=2, m=4", SDCA(threads=2, inner_rounds=4)),
            ("T=1, catalyst", SDCA(acceleration="catalyst")),
            ("T=2, m=4, catalyst", SDCA(threads=2, inner_rounds=4, acceleration="catalyst"))]
+CONFIGS += [(f"T=2, m={m}, line search", SDCA(threads=2, inner_rounds=m, inner_aggregation="line_search"))
+            for m in (4, 8, 16)]
 
 
-def data_sets():
+def data_sets(names, work_dir):
+    """``generated``, ``store`` and ``url10`` as aggregation_search.py makes them (uniform and Zipf-popular
+    features), or a suite data set by name."""
+    from aggregation_search import data_sets as generated_sets
     from conftest import load_dataset
 
-    X, y = load_dataset("a9a")
-    yield "a9a (32,561 x 123, 0.45 M nnz)", X, np.where(y > 0, 1.0, -1.0)
-    X, y = make(250_000, 100_000, 20)
-    yield "generated (250,000 x 100,000, 5 M nnz)", X, y
+    with tempfile.TemporaryDirectory() as folder:
+        for name in names:
+            if name in ("generated", "store", "url10"):
+                for label, X, y in generated_sets([name], folder, work_dir):
+                    yield (label if "nnz" in label else f"{label}, {X.nnz / 1e6:.1f} M nnz"), X, y
+            else:
+                X, y = load_dataset(name)
+                yield (f"{name} ({X.shape[0]:,} x {X.shape[1]:,}, {X.nnz / 1e6:.2f} M nnz)", X,
+                       np.where(y > 0, 1.0, -1.0))
 
 
 def run(X, y, solver, lam, max_epochs):
@@ -67,18 +81,27 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--max-epochs", type=int, default=300)
     parser.add_argument("--lams", type=float, nargs="+", default=[1e-5, 1e-6])
+    parser.add_argument("--data", default="a9a,generated", help="comma-separated: generated or suite data names")
+    parser.add_argument("--configs", default=None,
+                        help="semicolon-separated labels of the local steps to run (T=1, the baseline, always runs); default: all")
+    parser.add_argument("--reps", type=int, default=1, help="runs of each fit; the table has the median time")
+    parser.add_argument("--work-dir", default=None, help="where url10 is written once (default: a temporary folder)")
     args = parser.parse_args()
+    configs = CONFIGS if args.configs is None else [CONFIGS[0]] + [
+        (label, solver) for label, solver in CONFIGS[1:] if label in args.configs.split(";")]
     print(f"cores this process may use: {len(os.sched_getaffinity(0))}; load average before: {os.getloadavg()}")
-    for name, X, y in data_sets():
-        for _, solver in CONFIGS:  # compile before the clock
-            run(X[:500], y[:500], solver, 1e-2, 2)
+    for name, X, y in data_sets(args.data.split(","), args.work_dir):
+        sample = np.random.default_rng(0).choice(X.shape[0], 2_000, replace=False)  # both classes
+        for _, solver in configs:  # compile before the clock
+            run(X[sample], y[sample], solver, 1e-2, 2)
         for lam in args.lams:
             print(f"\n### {name}, logistic, lam {lam:g}, certified relative gap {TOL:g}\n")
             print("| local step | seconds | epochs | s/epoch | time / T=1 | epochs / T=1 | converged |")
             print("|---|---:|---:|---:|---:|---:|---|")
             base = None
-            for label, solver in CONFIGS:
-                seconds, m = run(X, y, solver, lam, args.max_epochs)
+            for label, solver in configs:
+                runs = [run(X, y, solver, lam, args.max_epochs) for _ in range(args.reps)]
+                seconds, m = float(np.median([t for t, _ in runs])), runs[0][1]
                 if base is None:
                     base = (seconds, m.n_epochs_)
                 print(f"| {label} | {seconds:.2f} | {m.n_epochs_:g} | {seconds / m.n_epochs_:.4f} | "
