@@ -309,8 +309,8 @@ def one_blas_thread():
     on the cores that the library's own threads sweep on
     (``CoCoAPlus(threads=T)``; serial SDCA's gap sums on a second core):
     two sub-block threads on 2 cores took about 2x their time after every
-    combine's ``w @ w`` (benchmarks/RESULTS.md, "Threads with a line
-    search").  A Dask worker already runs its BLAS on one thread
+    combine's ``w @ w``, and a 2-worker LocalCluster's rounds 1.5x
+    (benchmarks/RESULTS.md, "One BLAS thread while the rounds run").  A Dask worker already runs its BLAS on one thread
     (Dask's ``distributed.nanny.pre-spawn-environ``).  A ``callback`` runs
     inside it too.
     """

@@ -210,9 +210,10 @@ def threaded_line_search_sdca(indptr, indices, data, y, weight, sqnorm, alpha, u
     every smaller candidate is below too, so the conjugate sums are taken
     at those two steps in the sub-blocks' threads and at the others only
     when ``1`` is not the best.  Where the sub-blocks' rows share few
-    features ``t = 1`` and the passes stay those of one thread; where they
-    share many, ``t`` falls towards ``1/T`` (benchmarks/RESULTS.md,
-    "Threads with a line search").
+    features ``t = 1`` and the passes stay those of one thread; where a few
+    features are in most rows, the sub-blocks' steps along them add up
+    past the optimum, which one ``t`` for the whole step cannot undo, and
+    the passes grow (benchmarks/RESULTS.md, "Threads with a line search").
 
     ``alpha``, ``u`` and ``delta_w`` are updated in place; ``executor`` runs
     sub-blocks ``1 .. T-1`` while the caller runs sub-block 0.  The result
