@@ -26,14 +26,17 @@ With ``N`` nodes, ``K = N`` workers and one partition per worker::
   i.e. 105 and 238 M nnz/s).
 * **A node is one core.**  Within a node the 16 cores are modelled as threads that do not pay:
   benchmarks/RESULTS.md, "Threads inside a partition" (2026-11-27), measured ``T = 2`` threads at 1.6-2.2x
-  one thread's time to 1e-4 (the ``T``-fold safe ``sigma'`` costs more epochs than the threads save).  So
-  ``T_comp`` per node uses one core's throughput.  ``--node-speedup S`` adds an **assumed** (not measured)
+  one thread's time to 1e-4 (the ``T``-fold safe ``sigma'`` costs more epochs than the threads save), and
+  "Threads with a line search" (2026-11-28) at 0.77-0.82x on evenly spread features but 1.7-2.1x on url10,
+  whose popular features make the epochs grow.  So ``T_comp`` per node uses one core's throughput.  ``--node-speedup S`` adds an **assumed** (not measured)
   variant where a node's cores divide ``T_comp`` by ``S`` with the rounds unchanged (what a hierarchical
   scheme such as Snap ML's, [DPS+18] §3, aims at; daskdca's threads have not shown it).
 * ``latency(d)`` and ``c`` are fitted to the resident rounds (one Dask actor per worker) of
-  benchmarks/RESULTS.md, "Engine: resident rounds, one actor per worker" (2026-11-27,
-  ``benchmarks/round_overhead.py --reps 3``, 2 workers): overhead a round 4.3 ms at d = 100 and 8.8 ms at
-  d = 100,000 for plain CoCoA+; 4.2 ms and 11.7 ms inside Catalyst.  All four are at K = 2, one level of
+  benchmarks/RESULTS.md, "One BLAS thread while the rounds run" (2026-11-28,
+  ``benchmarks/round_overhead.py --reps 3`` and ``--plain``, 2 workers, calls straight to the workers, one
+  BLAS thread in the driver): overhead a round 2.8 ms at d = 100 and 3.8 ms at d = 100,000 for plain
+  CoCoA+; 2.75 ms and 4.65 ms inside Catalyst (the medians of four runs; 4.3, 8.8, 4.2 and 11.7 ms in the
+  fifth session's refit, "Engine: resident rounds, one actor per worker").  All four are at K = 2, one level of
   the reduction (``log2 K = 1``), so they fix ``latency(d) + c d`` only: the split is a choice.  Default
   (``--latency-share 0``): the intercept is the latency and the whole slope in ``d`` is ``c``, per level
   (pessimistic for large K); ``--latency-share 1`` puts the slope in ``latency(d)`` and ``c = 0``.
@@ -99,8 +102,8 @@ ROUNDS_URL = {
     },
 }
 
-# resident-round overhead (s) at K = 2 against d (benchmarks/RESULTS.md, "Engine: resident rounds")
-RESIDENT = {"plain": ((100, 4.3e-3), (100_000, 8.8e-3)), "catalyst": ((100, 4.2e-3), (100_000, 11.7e-3))}
+# resident-round overhead (s) at K = 2 against d (benchmarks/RESULTS.md, "One BLAS thread while the rounds run")
+RESIDENT = {"plain": ((100, 2.8e-3), (100_000, 3.8e-3)), "catalyst": ((100, 2.75e-3), (100_000, 4.65e-3))}
 
 # the 2026-11-23 model (task graphs): L0 + L1 K + c d log2 K
 OLD = {"L0": 0.0315, "L1": 0.0079, "c": 2.9e-7}
@@ -326,7 +329,7 @@ def main():
     else:
         print("rates: recorded, a9a logistic 2026-11-26 (sweep 105, gap 238 M nnz/s)")
 
-    print("\nfitted (resident rounds, K = 2, RESULTS.md 2026-11-27): "
+    print("\nfitted (resident rounds, K = 2, RESULTS.md 2026-11-28): "
           + "; ".join(f"{m}: latency {fit_overhead(m, args.latency_share)[0] * 1e3:.2f} ms + "
                       f"{fit_overhead(m, args.latency_share)[1]:.3g} s x d, c = {fit_overhead(m, args.latency_share)[2]:.3g} s "
                       f"a value a level" for m in ("plain", "catalyst"))
