@@ -1,10 +1,12 @@
 """Threads inside a partition's local step (``CoCoAPlus(threads=T, inner_rounds=m)``, hierarchical CoCoA+).
 
-The inner rounds against a NumPy reference on the same row sequences, the
-sub-block streams re-derived here, the same bits on every rerun (and in
-another process) for a fixed ``T``, ``T = 1`` the one-thread code path, the
-optimum reached and certified from the returned duals, and in process ==
-a 2-worker cluster, bit for bit.
+The inner rounds, adding and with the line search
+(``inner_aggregation="line_search"``), against NumPy references on the same
+row sequences, the sub-block streams re-derived here, the same bits on every
+rerun (and in another process) for a fixed ``T``, ``T = 1`` the one-thread
+code path, the optimum reached and certified from the returned duals, in
+process == a 2-worker cluster, bit for bit, and the rounds run with one BLAS
+thread.
 """
 
 import dataclasses
