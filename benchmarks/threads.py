@@ -13,7 +13,8 @@ SDCA's (the median of ``--reps`` runs of each).  The threads pay when ``T``
 times the speed of an epoch outweighs the epochs that the aggregation adds.
 
 Run: ``python benchmarks/threads.py [--data a9a,generated,store,url10,w8a]
-[--configs "LABEL;..."] [--reps 3] [--lams 1e-5 1e-6] [--work-dir DIR] [--max-epochs 300]`` (one process; every kernel compiled before
+[--configs "LABEL;..."] [--reps 3] [--lams 1e-5 1e-6] [--work-dir DIR] [--worker-threads 2]
+[--max-epochs 300]`` (one process; every kernel compiled before
 the clock).  Results: benchmarks/RESULTS.md, "Threads inside a partition"
 and "Threads with a line search".  The machine's cores
 (``os.sched_getaffinity``) and load are printed with the table: on a machine
@@ -24,6 +25,8 @@ beside the numbers.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import os
 import sys
 import tempfile
@@ -35,7 +38,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 import daskdca
-from daskdca.methods import SDCA
+from daskdca.methods import SDCA, CoCoAPlus
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
@@ -68,12 +71,18 @@ def data_sets(names, work_dir):
                        np.where(y > 0, 1.0, -1.0))
 
 
-def run(X, y, solver, lam, max_epochs):
+def run(X, y, solver, lam, max_epochs, client=None):
+    """Seconds and model of one fit, in this process, or with ``client`` in rounds of one partition on its one
+    worker (``CoCoAPlus`` with the same settings: an explicit ``SDCA`` runs in process only)."""
+    where = {}
+    if client is not None:
+        solver = CoCoAPlus(**{field.name: getattr(solver, field.name) for field in dataclasses.fields(CoCoAPlus)})
+        where = {"client": client, "n_partitions": 1}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         t = time.perf_counter()
         m = daskdca.fit(X, y, loss="logistic", lam=lam, solver=solver, tol=TOL, max_rounds=max_epochs,
-                        random_state=0)
+                        random_state=0, **where)
         return time.perf_counter() - t, m
 
 
@@ -86,21 +95,38 @@ def main():
                         help="semicolon-separated labels of the local steps to run (T=1, the baseline, always runs); default: all")
     parser.add_argument("--reps", type=int, default=1, help="runs of each fit; the table has the median time")
     parser.add_argument("--work-dir", default=None, help="where url10 is written once (default: a temporary folder)")
+    parser.add_argument("--worker-threads", type=int, default=None,
+                        help="run every fit in rounds of one partition on one worker of a LocalCluster with this "
+                             "many threads instead of in this process")
     args = parser.parse_args()
+    with contextlib.ExitStack() as stack:
+        client = None
+        if args.worker_threads is not None:
+            from distributed import Client, LocalCluster
+
+            client = stack.enter_context(Client(stack.enter_context(LocalCluster(
+                n_workers=1, threads_per_worker=args.worker_threads, processes=True, dashboard_address=None,
+                silence_logs=40))))
+        tables(args, client)
+
+
+def tables(args, client):
     configs = CONFIGS if args.configs is None else [CONFIGS[0]] + [
         (label, solver) for label, solver in CONFIGS[1:] if label in args.configs.split(";")]
     print(f"cores this process may use: {len(os.sched_getaffinity(0))}; load average before: {os.getloadavg()}")
     for name, X, y in data_sets(args.data.split(","), args.work_dir):
         sample = np.random.default_rng(0).choice(X.shape[0], 2_000, replace=False)  # both classes
         for _, solver in configs:  # compile before the clock
-            run(X[sample], y[sample], solver, 1e-2, 2)
+            run(X[sample], y[sample], solver, 1e-2, 2, client)
         for lam in args.lams:
-            print(f"\n### {name}, logistic, lam {lam:g}, certified relative gap {TOL:g}\n")
+            where = ("in this process" if client is None
+                     else f"one partition's rounds on one worker of {args.worker_threads} threads")
+            print(f"\n### {name}, logistic, lam {lam:g}, certified relative gap {TOL:g}, {where}\n")
             print("| local step | seconds | epochs | s/epoch | time / T=1 | epochs / T=1 | converged |")
             print("|---|---:|---:|---:|---:|---:|---|")
             base = None
             for label, solver in configs:
-                runs = [run(X, y, solver, lam, args.max_epochs) for _ in range(args.reps)]
+                runs = [run(X, y, solver, lam, args.max_epochs, client) for _ in range(args.reps)]
                 seconds, m = float(np.median([t for t, _ in runs])), runs[0][1]
                 if base is None:
                     base = (seconds, m.n_epochs_)
