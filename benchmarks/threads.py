@@ -1,6 +1,8 @@
-"""Threads inside a partition (``SDCA(threads=T, inner_rounds=m)``, hierarchical CoCoA+) against one thread, in memory.
+"""Threads inside a partition (``SDCA(threads=T, inner_rounds=m)``, hierarchical CoCoA+) against one thread.
 
-For each data set and ``lam`` (logistic), the time and the epochs to a
+In memory by default (with ``--worker-threads N``, in rounds of one
+partition on one worker of ``N`` threads).  For each data set and ``lam``
+(logistic), the time and the epochs to a
 certified relative gap of ``1e-4`` of serial SDCA (``T = 1``) and of ``T = 2``
 threads with ``m = 1, 2, 4`` inner rounds per round (the sub-blocks' safe
 ``sigma' = T``, Dünner et al. 2018 §3 on Ma et al. 2015 §3), plain and inside
@@ -14,8 +16,7 @@ times the speed of an epoch outweighs the epochs that the aggregation adds.
 
 Run: ``python benchmarks/threads.py [--data a9a,generated,store,url10,w8a]
 [--configs "LABEL;..."] [--reps 3] [--lams 1e-5 1e-6] [--work-dir DIR] [--worker-threads 2]
-[--max-epochs 300]`` (one process; every kernel compiled before
-the clock).  Results: benchmarks/RESULTS.md, "Threads inside a partition"
+[--max-epochs 300]`` (every kernel compiled before the clock).  Results: benchmarks/RESULTS.md, "Threads inside a partition"
 and "Threads with a line search".  The machine's cores
 (``os.sched_getaffinity``) and load are printed with the table: on a machine
 shared with other jobs the threads compete for the same cores, so say so
