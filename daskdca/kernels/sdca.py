@@ -157,14 +157,18 @@ def threaded_local_sdca(indptr, indices, data, y, weight, sqnorm, alpha, u, delt
                    loss_kind, loss_param, lam_n, sigma_sub, True)
 
     for j in range(inner_rounds):
-        chunks = [order[(order.shape[0] * j) // inner_rounds:(order.shape[0] * (j + 1)) // inner_rounds]
-                  for order in orders]
-        futures = [executor.submit(sweep, b, chunks[b]) for b in range(1, threads)]
-        sweep(0, chunks[0])
-        for future in futures:
-            future.result()
+        _sweep_sub_blocks(executor, sweep, orders, j, inner_rounds)
         _add_sub_block_deltas(u, delta_w, local_delta, sigma, track_delta_w)
     return sum(order.shape[0] for order in orders)
+
+
+def _sweep_sub_blocks(executor, sweep, orders, j, inner_rounds):
+    """``sweep(b, chunk)`` for every sub-block ``b`` on the ``j``-th of ``inner_rounds`` consecutive chunks of
+    ``orders[b]``: sub-blocks ``1 .. T-1`` on ``executor``, 0 here; the results in sub-block order."""
+    chunks = [order[(order.shape[0] * j) // inner_rounds:(order.shape[0] * (j + 1)) // inner_rounds]
+              for order in orders]
+    futures = [executor.submit(sweep, b, chunks[b]) for b in range(1, len(orders))]
+    return [sweep(0, chunks[0])] + [future.result() for future in futures]
 
 
 @njit(nogil=True, cache=True)
@@ -233,10 +237,7 @@ def threaded_line_search_sdca(indptr, indices, data, y, weight, sqnorm, alpha, u
                                       chunk, marks, loss_kind, loss_param, lam_n, sigma, top)
 
     for j in range(inner_rounds):
-        chunks = [order[(order.shape[0] * j) // inner_rounds:(order.shape[0] * (j + 1)) // inner_rounds]
-                  for order in orders]
-        futures = [executor.submit(sweep, b, chunks[b]) for b in range(1, threads)]
-        swept = [sweep(0, chunks[0])] + [future.result() for future in futures]
+        swept = _sweep_sub_blocks(executor, sweep, orders, j, inner_rounds)
         us, ss = _sub_block_direction(u, local_delta, direction)
         t = _best_step(swept, y, weight, alpha, steps, us, ss, loss_kind, loss_param, lam_n, sigma)
         for rows, start, _ in swept:
@@ -256,15 +257,13 @@ def _best_step(swept, y, weight, alpha, steps, us, ss, loss_kind, loss_param, la
     conj = swept[0][2].copy()
     for _, _, sums in swept[1:]:  # in sub-block order
         conj += sums
-    if top.shape[0] < 2:
-        return float(top[-1])
     high = values(top, conj)
     if high[1] >= high[0]:
         return 1.0
     rest = steps[:-2]
     conj_rest = np.zeros(rest.shape[0])
     for rows, start, _ in swept:
-        conj_rest += line_sums(y, weight, alpha, rows, start, rest, loss_kind, loss_param)
+        conj_rest += _chunk_line_sums(y, weight, alpha, rows, start, rest, loss_kind, loss_param)
     every = np.array(values(rest, conj_rest) + high)
     return float(steps[every.shape[0] - 1 - int(np.argmax(every[::-1]))])  # the largest of equal best steps
 
@@ -291,23 +290,14 @@ def _line_search_sub_block(indptr, indices, data, y, weight, sqnorm, alpha, u, l
         start[r] = alpha[rows[r]]
     local_sdca(indptr, indices, data, y, weight, sqnorm, alpha, local_u, local_delta, chunk, loss_kind, loss_param,
                lam_n, sigma, True)
-    return rows, start, line_sums(y, weight, alpha, rows, start, top, loss_kind, loss_param)
+    return rows, start, _chunk_line_sums(y, weight, alpha, rows, start, top, loss_kind, loss_param)
 
 
 @njit(nogil=True, cache=True)
-def line_sums(y, weight, alpha, rows, start, steps, loss_kind, loss_param):
-    """``sum_r (s phi_i)*(-(start_r + t (alpha_i - start_r)))`` over ``i = rows[r]``, for every ``t`` of ``steps``.
-
-    ``t = 1`` reads ``alpha_i`` itself, as :func:`_move_duals` leaves it.
-    """
-    out = np.zeros(steps.shape[0])
-    for r in range(rows.shape[0]):
-        i = rows[r]
-        s = row_weight(weight, i)
-        for j in range(steps.shape[0]):
-            a = alpha[i] if steps[j] == 1.0 else start[r] + steps[j] * (alpha[i] - start[r])
-            out[j] += weighted_conjugate_value(loss_kind, loss_param, y[i], a, s)
-    return out
+def _chunk_line_sums(y, weight, alpha, rows, start, steps, loss_kind, loss_param):
+    """:func:`line_conjugate_sums` of the rows ``rows``, from ``start`` towards their duals now."""
+    return line_conjugate_sums(y[rows], weight if weight.shape[0] == 0 else weight[rows], start,
+                               alpha[rows] - start, steps, loss_kind, loss_param)
 
 
 @njit(nogil=True, cache=True)

@@ -64,6 +64,7 @@ VARIANTS = {
     "cocoa+(plain)": lambda: CoCoAPlus(acceleration=None),
     "cocoa+(spdc)": lambda: CoCoAPlus(local_solver="spdc"),
     "cocoa+(threads)": lambda: CoCoAPlus(threads=2, inner_rounds=2),
+    "cocoa+(threads, line search)": lambda: CoCoAPlus(threads=2, inner_rounds=2, inner_aggregation="line_search"),
     "minibatch_sdca(no shrinking)": lambda: MinibatchSDCA(shrinking=False),
     "minibatch_sdca(naive)": lambda: MinibatchSDCA(step="naive"),
     "minibatch_sdca(aggressive)": lambda: MinibatchSDCA(step="aggressive"),
