@@ -5,9 +5,14 @@ For each problem: ``daskdca.advise`` (its probe included in its own time), then 
 (``solver="auto"``) and the other single-partition candidates (plain SDCA, SDCA inside Catalyst, primal
 Newton where the loss takes it), each timed once after a warm-up, to ``--tol``.
 
+With ``--rounds``, the route with rounds on a 2-worker 1-thread LocalCluster instead (a callback asks for
+rounds, as a checkpoint would): for each problem ``daskdca.advise`` and the fit it predicts, after a warm-up
+fit on the cluster, with the predicted and measured rounds and the cost of a round beyond its arithmetic
+that ``advise`` measured, against the measured seconds a round.
+
 Usage::
 
-    python benchmarks/advise_check.py [--tol 1e-4]
+    python benchmarks/advise_check.py [--tol 1e-4] [--rounds]
 """
 
 from __future__ import annotations
@@ -41,8 +46,11 @@ def timed_fit(X, y, **kw):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tol", type=float, default=1e-4)
+    parser.add_argument("--rounds", action="store_true", help="the route with rounds on a 2-worker LocalCluster")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
+    if args.rounds:
+        return rounds_check(args.tol)
     print("| problem | advised | predicted s | measured s | measured / predicted | fastest candidate | "
           "its s |")
     print("|---|---|---|---|---|---|---|")
@@ -63,6 +71,27 @@ def main():
         print(f"| {name} {loss} {lam:g} | {advised} | {advice.predicted_seconds:.3f} | {measured:.3f} | "
               f"{measured / advice.predicted_seconds:.2f} | {best} | {times[best]:.3f} |")
         sys.stdout.flush()
+
+
+def rounds_check(tol):
+    from distributed import Client, LocalCluster
+
+    print("| problem | solver | predicted s | measured s | measured / predicted | rounds predicted / measured | "
+          "round beyond its arithmetic, ms (advise) | measured ms a round |")
+    print("|---|---|---|---|---|---|---|---|")
+    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster, Client(cluster) as client:
+        for name, loss, lam in PROBLEMS:
+            X, y = load_dataset(name)
+            kw = dict(loss=loss, lam=lam, client=client, callback=lambda record, state: None)
+            daskdca.fit(X, y, tol=1e-1, **kw)  # warm-up: the kernels compiled on the workers before any clock
+            advice = daskdca.advise(X, y, tol=tol, **kw)
+            measured, model = timed_fit(X, y, tol=tol, **kw)
+            first, last = model.history_[0], model.history_[-1]
+            per_round = (last.seconds - first.seconds) / max(last.round - first.round, 1)
+            print(f"| {name} {loss} {lam:g} | {model.solver.name} | {advice.predicted_seconds:.3f} | {measured:.3f} | "
+                  f"{measured / advice.predicted_seconds:.2f} | {advice.predicted_passes:.0f} / {model.n_rounds_} | "
+                  f"{advice.round_latency * 1e3:.1f} | {per_round * 1e3:.1f} |")
+            sys.stdout.flush()
 
 
 if __name__ == "__main__":

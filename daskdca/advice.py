@@ -8,14 +8,15 @@ chosen method runs for a short probe (a few passes, a few seconds at most)
 in this process on the same rows, which gives the seconds a pass costs and
 the rate at which the certified gap falls; the passes still needed follow
 from that rate (the linear rate these methods have on smooth losses,
-Shalev-Shwartz & Zhang, JMLR 2013, Theorem 1), and a route with rounds adds
-the measured latency of a Dask round for each.  A probe that already meets
-``tol`` is itself the prediction.  A route on the cluster also pays, once,
-what is measured there: the fixed cost of a fit on the cluster (a fit of a
-few generated rows with the same ``lam n``, timed after a first one that
-loads the compiled kernels on the workers, so the workers are warm
-afterwards) and the time to move the data at the bandwidth measured by
-sending 16 MiB to a worker.
+Shalev-Shwartz & Zhang, JMLR 2013, Theorem 1).  A route on the cluster
+also pays what is measured there: once, the fixed cost of a fit on the
+cluster and the time to move the data at the bandwidth measured by sending
+16 MiB to a worker; and for a route with rounds, the cost of each round
+beyond its arithmetic.  The fixed cost and the round's cost come from a fit
+of a few generated sparse rows with the same ``d``, ``lam n``, method and
+partitions, run as the route runs it and timed after a first run that loads
+the compiled kernels on the workers (so the workers are warm afterwards).
+A probe that already meets ``tol`` is itself the prediction.
 """
 
 from __future__ import annotations
@@ -36,6 +37,9 @@ __all__ = ["Advice", "advise"]
 # passes predicted, 138 needed); with 30 the predictions were within 1.7x there.
 PROBE_EPOCHS = 30
 PROBE_SECONDS = 5.0
+# lam n of the generated fit that measures a round's cost on the cluster: small, so that its rounds do not
+# converge before their budget (at lam n = 32 a hinge fit of 200 rows converged in its first round)
+ROUNDS_PROBE_LAM_N = 1e-3
 
 
 class Advice(NamedTuple):
@@ -56,12 +60,13 @@ class Advice(NamedTuple):
     seconds_per_pass : float
         Measured by the probe.
     round_latency : float
-        Seconds a Dask round adds (measured on the client), 0 without rounds.
+        Seconds a round on the cluster adds to its arithmetic (measured
+        there, module docstring), 0 without rounds.
     probe : list of HistoryRecord
         The probe's records (its own fit's history).
     cluster_seconds : float, default=0.0
-        Seconds the cluster adds once (0 in process): a fit's fixed cost there plus moving the data, both
-        measured (module docstring).
+        Seconds the cluster adds once (0 in process): a fit's fixed cost
+        there plus moving the data, both measured (module docstring).
     """
 
     route: object
@@ -109,25 +114,54 @@ def _bandwidth(client, nbytes=16 << 20):
     return nbytes / max(seconds - _round_latency(client, repeats=3), 1e-4)
 
 
-def _fixed_cluster_seconds(active, *, d, loss_obj, lam_n, random_state, rows=200):
-    """Seconds of a fit of ``rows`` generated rows on the cluster with the same ``d`` and ``lam n`` (so the
-    same route and method), timed on its second run: the first loads the compiled kernels on the workers."""
+def _cluster_costs(active, *, route, method, parts, d, loss_obj, lam_n, random_state, rows=200, row_nnz=8,
+                   rounds=8):
+    """``(once, per_round)``: the seconds the cluster adds to a fit once and for each round, measured there.
+
+    A fit of ``rows`` generated sparse rows (``row_nnz`` values each) with the
+    same ``d``, method and partitions, run as the route runs it and timed on
+    its second run (the first loads the compiled kernels on the workers).
+    Without rounds it has the fit's ``lam n``, which picks the route; with
+    rounds, forced by a callback, it runs ``rounds`` rounds at
+    ``ROUNDS_PROBE_LAM_N``.  Its rows' arithmetic is negligible, so the
+    seconds between its gap records per round (the median over its rounds)
+    are what a round of the engine costs at this ``d`` beyond the
+    arithmetic, and the rest of its time is the fit's fixed cost.  Its rows
+    are held in the workers' memory: the reads of a fit out of core are not
+    in the prediction.
+    """
+    import scipy.sparse as sp
+
     from daskdca.api import fit
 
     rng = np.random.default_rng(0)
-    X = rng.standard_normal((rows, d)) / math.sqrt(d)
-    y = np.where(np.arange(rows) % 2 == 0, 1.0, -1.0)
+    k = min(d, row_nnz)
+    columns = np.concatenate([rng.choice(d, size=k, replace=False) for _ in range(rows)])
+    X = sp.csr_matrix((rng.standard_normal(rows * k) / math.sqrt(k), columns, np.arange(0, rows * k + 1, k)),
+                      shape=(rows, d))
+    y = np.where(rng.random(rows) < 0.5, 1.0, -1.0)
     if loss_obj.name in ("squared", "epsilon_insensitive", "squared_epsilon_insensitive", "huber"):
         y = rng.standard_normal(rows)
-    times = []
+    has_rounds = route.name == "rounds"
+    # the rounds run to their budget at a small lam n (a round's cost does not depend on lam); without rounds,
+    # lam n is the fit's, which picks its route
+    options = (dict(solver=method, n_partitions=parts, callback=lambda record, state: None, max_rounds=rounds,
+                    tol=1e-12, lam=ROUNDS_PROBE_LAM_N / rows) if has_rounds
+               else dict(max_epochs=5, tol=1e-3, lam=lam_n / rows))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for _ in range(2):
             start = time.perf_counter()
-            fit(X, y, loss=loss_obj, lam=lam_n / rows, tol=1e-3, client=active, max_epochs=5,
-                random_state=random_state)
-            times.append(time.perf_counter() - start)
-    return times[-1]
+            model = fit(X, y, loss=loss_obj, client=active, random_state=random_state, **options)
+            seconds = time.perf_counter() - start
+    if not has_rounds:
+        return seconds, 0.0
+    records = model.history_
+    # the median over consecutive gap records (a pause of the process or of the cluster falls in one of them)
+    per_round = float(np.median([(b.seconds - a.seconds) / (b.round - a.round)
+                                 for a, b in zip(records, records[1:]) if b.round > a.round]
+                                or [records[-1].seconds / max(records[-1].round, 1)]))
+    return max(seconds - records[-1].round * per_round, 0.0), per_round
 
 
 def _passes_to(history, tol, passes_done):
@@ -221,7 +255,8 @@ def advise(X, y=None, *, loss="hinge", lam=1e-4, tol=1e-6, client=None, n_partit
     # what only rounds honour, as daskdca.fit decides it
     needs_rounds = [name for name, given in (("checkpoint", checkpoint is not None), ("callback", callback is not None),
                                              ("in_memory=False", in_memory is False)) if given]
-    workers = None
+    from daskdca.methods import REGISTRY
+
     latency = once = 0.0
     if on_cluster:
         from daskdca import engine
@@ -231,22 +266,20 @@ def advise(X, y=None, *, loss="hinge", lam=1e-4, tol=1e-6, client=None, n_partit
             workers = Workers(*engine.worker_resources(active))
             route = choose_route(on_cluster=True, n=n, nnz=X.nnz, lam=lam, d=d, loss_name=loss_obj.name,
                                  workers=workers, needs_rounds=needs_rounds, n_partitions=n_partitions, size=size)
+            method = REGISTRY[route.solver](**route.options)
+            parts = 1
             if route.name == "rounds":
-                latency = _round_latency(active)
-            once = (_fixed_cluster_seconds(active, d=d, loss_obj=loss_obj, lam_n=lam * n, random_state=random_state)
-                    + size / _bandwidth(active))
+                # the rounds' bits in this process: one partition per worker (or as asked)
+                parts = route.n_partitions or max(1, workers.n_workers)
+                route = route._replace(n_partitions=parts)  # as the fit records it
+            fixed, latency = _cluster_costs(active, route=route, method=method, parts=parts, d=d, loss_obj=loss_obj,
+                                            lam_n=lam * n, random_state=random_state)
+            once = fixed + size / _bandwidth(active)
     else:
         route = choose_route(on_cluster=False, n=n, nnz=X.nnz, lam=lam, d=d, loss_name=loss_obj.name,
                              n_partitions=n_partitions)
-    from daskdca.methods import REGISTRY
-
-    method = REGISTRY[route.solver](**route.options)
-    if route.name == "rounds":
-        # the rounds' bits in this process: one partition per worker (or as asked)
-        parts = route.n_partitions or max(1, workers.n_workers if workers else 1)
-        route = route._replace(n_partitions=parts)  # as the fit records it
-    else:
-        parts = 1
+        method = REGISTRY[route.solver](**route.options)
+        parts = route.n_partitions or 1
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the probe stops on its budget, not on tol
         # a one-pass probe first: it tells how many passes fit in the probe's time

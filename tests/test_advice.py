@@ -81,3 +81,31 @@ def test_advise_out_of_core_is_the_fits_route(tmp_path):
         model = daskdca.fit(store, loss="logistic", lam=1e-2, tol=1e-4, client=client, in_memory=False)
     assert held.route.name == "one_worker"
     assert streamed.route == model.route_ and streamed.route.name == "rounds"
+
+
+def test_advice_for_rounds_adds_the_rounds_measured_cost_and_probes_the_fits_partitions():
+    """A route with rounds adds, for each round, what a round of the engine costs on the cluster beyond its
+    arithmetic (measured there with the route's method and partitions), and the probe runs the fit's own
+    partitions: its first record is the fit's, in process (whose bits the cluster's rounds give) and on it."""
+    from distributed import Client, LocalCluster
+
+    X, y = load_dataset("heart")
+    kw = dict(loss="logistic", lam=1e-3, tol=1e-6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        in_process = daskdca.advise(X, y, n_partitions=3, **kw)
+        model = daskdca.fit(X, y, n_partitions=3, **kw)
+    assert in_process.route == model.route_ and model.route_.n_partitions == 3
+    assert in_process.probe[0] == model.history_[0]._replace(seconds=in_process.probe[0].seconds)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        callback = lambda record, state: None  # noqa: E731 (a callback needs rounds)
+        advice = daskdca.advise(X, y, client=client, callback=callback, **kw)
+        model = daskdca.fit(X, y, client=client, callback=callback, **kw)
+    assert advice.route == model.route_ and advice.route.name == "rounds" and advice.route.n_partitions == 2
+    assert advice.probe[0] == model.history_[0]._replace(seconds=advice.probe[0].seconds)
+    assert advice.round_latency > 0 and advice.cluster_seconds > 0
+    arithmetic = advice.predicted_passes / model.plan_.rounds_per_epoch * advice.seconds_per_pass / 2
+    assert advice.predicted_seconds == pytest.approx(
+        arithmetic + advice.predicted_passes * advice.round_latency + advice.cluster_seconds, rel=1e-12)
+    assert "a round" in str(advice)
