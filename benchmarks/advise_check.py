@@ -8,11 +8,12 @@ Newton where the loss takes it), each timed once after a warm-up, to ``--tol``.
 With ``--rounds``, the route with rounds on a 2-worker 1-thread LocalCluster instead (a callback asks for
 rounds, as a checkpoint would): for each problem ``daskdca.advise`` and the fit it predicts, after a warm-up
 fit on the cluster, with the predicted and measured rounds and the cost of a round beyond its arithmetic
-that ``advise`` measured, against the measured seconds a round.
+that ``advise`` measured, against the measured seconds a round; ``--generated`` adds round_overhead.py's
+generated 250,000 x 100,000 set (5 M nnz, logistic, lam 1e-5 and 1e-6), where ``d`` is large.
 
 Usage::
 
-    python benchmarks/advise_check.py [--tol 1e-4] [--rounds]
+    python benchmarks/advise_check.py [--tol 1e-4] [--rounds [--generated]]
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
+sys.path.insert(0, str(HERE))
 
 import daskdca  # noqa: E402
 from daskdca.routes import NEWTON_LOSSES  # noqa: E402
@@ -47,10 +49,11 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tol", type=float, default=1e-4)
     parser.add_argument("--rounds", action="store_true", help="the route with rounds on a 2-worker LocalCluster")
+    parser.add_argument("--generated", action="store_true", help="with --rounds: add a generated 5 M nnz set")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     if args.rounds:
-        return rounds_check(args.tol)
+        return rounds_check(args.tol, args.generated)
     print("| problem | advised | predicted s | measured s | measured / predicted | fastest candidate | "
           "its s |")
     print("|---|---|---|---|---|---|---|")
@@ -73,24 +76,32 @@ def main():
         sys.stdout.flush()
 
 
-def rounds_check(tol):
+def rounds_check(tol, generated):
     from distributed import Client, LocalCluster
 
+    from round_overhead import make
+
+    problems = [(name, loss, lam, lambda name=name: load_dataset(name)) for name, loss, lam in PROBLEMS]
+    if generated:
+        problems += [("generated 5 M nnz", "logistic", lam, lambda: make(250_000, 100_000, 20)) for lam in (1e-5, 1e-6)]
+
     print("| problem | solver | predicted s | measured s | measured / predicted | rounds predicted / measured | "
-          "round beyond its arithmetic, ms (advise) | measured ms a round |")
-    print("|---|---|---|---|---|---|---|---|")
+          "round beyond its arithmetic, ms (advise) | measured ms a round | advise's own s |")
+    print("|---|---|---|---|---|---|---|---|---|")
     with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster, Client(cluster) as client:
-        for name, loss, lam in PROBLEMS:
-            X, y = load_dataset(name)
+        for name, loss, lam, load in problems:
+            X, y = load()
             kw = dict(loss=loss, lam=lam, client=client, callback=lambda record, state: None)
             daskdca.fit(X, y, tol=1e-1, **kw)  # warm-up: the kernels compiled on the workers before any clock
+            started = time.perf_counter()
             advice = daskdca.advise(X, y, tol=tol, **kw)
+            advising = time.perf_counter() - started
             measured, model = timed_fit(X, y, tol=tol, **kw)
             first, last = model.history_[0], model.history_[-1]
             per_round = (last.seconds - first.seconds) / max(last.round - first.round, 1)
             print(f"| {name} {loss} {lam:g} | {model.solver.name} | {advice.predicted_seconds:.3f} | {measured:.3f} | "
                   f"{measured / advice.predicted_seconds:.2f} | {advice.predicted_passes:.0f} / {model.n_rounds_} | "
-                  f"{advice.round_latency * 1e3:.1f} | {per_round * 1e3:.1f} |")
+                  f"{advice.round_latency * 1e3:.1f} | {per_round * 1e3:.1f} | {advising:.1f} |")
             sys.stdout.flush()
 
 
