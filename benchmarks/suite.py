@@ -407,9 +407,10 @@ def systems_for(problem, args, clients):
     out["daskdca-auto"] = daskdca_system("auto")
     if 2 in clients:
         out["daskdca-auto@2w"] = daskdca_system("auto", clients[2])
-    # every registered method that takes the loss, in memory with its defaults
+    # every registered method that takes the loss (and, for primal Newton, the features), in memory with its
+    # defaults
     for solver, cls in sorted(REGISTRY.items()):
-        if problem.loss in cls.capabilities.losses:
+        if problem.loss in cls.capabilities.losses and not _too_wide(cls(), problem.X.shape[1]):
             out[f"daskdca-{solver}"] = daskdca_system(solver)
     for k, client in clients.items():
         out[f"daskdca-cocoa+@{k}w"] = daskdca_system("cocoa+", client, k)
@@ -417,9 +418,16 @@ def systems_for(problem, args, clients):
     # method is the same algorithm as in memory, only slower)
     for solver, cls in sorted(REGISTRY.items()):
         caps = cls.capabilities
-        if solver != "cocoa+" and caps.cluster and caps.many_partitions and problem.loss in caps.losses:
+        if (solver != "cocoa+" and caps.cluster and caps.many_partitions and problem.loss in caps.losses
+                and not _too_wide(cls(), problem.X.shape[1])):
             out[f"daskdca-{solver}@2w"] = daskdca_system(_recording_often(cls()), clients[2], 2)
     return out
+
+
+def _too_wide(method, d):
+    """Whether the method refuses ``d`` features: primal Newton forms a ``d x d`` Hessian and takes at most
+    its ``newton_max_features``."""
+    return d > getattr(method, "newton_max_features", d)
 
 
 def _recording_often(method):
