@@ -13,9 +13,9 @@ also pays what is measured there: once, the fixed cost of a fit on the
 cluster and the time to move the data at the bandwidth measured by sending
 16 MiB to a worker; and for a route with rounds, the cost of each round
 beyond its arithmetic.  The fixed cost and the round's cost come from a fit
-of a few generated sparse rows with the same ``d``, ``lam n``, method and
-partitions, run as the route runs it and timed after a first run that loads
-the compiled kernels on the workers (so the workers are warm afterwards).
+of a few generated sparse rows with the same ``d``, method and partitions,
+run as the route runs it and timed after a first run that loads the
+compiled kernels on the workers (so the workers are warm afterwards).
 A probe that already meets ``tol`` is itself the prediction.
 """
 
@@ -118,22 +118,23 @@ def _cluster_costs(active, *, route, method, parts, d, loss_obj, lam_n, random_s
                    rounds=8):
     """``(once, per_round)``: the seconds the cluster adds to a fit once and for each round, measured there.
 
-    A fit of ``rows`` generated sparse rows (``row_nnz`` values each) with the
-    same ``d``, method and partitions, run as the route runs it and timed on
-    its second run (the first loads the compiled kernels on the workers).
-    Without rounds it has the fit's ``lam n``, which picks the route; with
-    rounds, forced by a callback, it runs ``rounds`` rounds at
-    ``ROUNDS_PROBE_LAM_N``.  Its rows' arithmetic is negligible, so the
-    seconds between its gap records per round (the median over its rounds)
-    are what a round of the engine costs at this ``d`` beyond the
-    arithmetic, and the rest of its time is the fit's fixed cost.  Its rows
-    are held in the workers' memory: the reads of a fit out of core are not
-    in the prediction.
+    A fit of ``rows`` generated sparse rows (at least 4 a partition,
+    ``row_nnz`` values each) with the same ``d``, method and partitions, run
+    as the route runs it and timed on its second run (the first loads the
+    compiled kernels on the workers).  Without rounds it has the fit's
+    ``lam n``, which picks the route; with rounds, forced by a callback, it
+    runs ``rounds`` rounds at ``ROUNDS_PROBE_LAM_N``.  Its rows' arithmetic
+    is negligible, so the seconds between its gap records per round (the
+    median over its rounds) are what a round of the engine costs at this
+    ``d`` beyond the arithmetic, and the rest of its time is the fit's fixed
+    cost.  Its rows are held in the workers' memory: the reads of a fit out
+    of core are not in the prediction.
     """
     import scipy.sparse as sp
 
     from daskdca.api import fit
 
+    rows = max(rows, 4 * parts)  # a partition has rows
     rng = np.random.default_rng(0)
     k = min(d, row_nnz)
     columns = np.concatenate([rng.choice(d, size=k, replace=False) for _ in range(rows)])
