@@ -582,7 +582,8 @@ def report(problems, runs_by_key, tput, meta, plot_dir, rel_plots):
         lines.append("")
         if rel_plots.get(p.key):
             lines += [f"![{p.key}]({rel_plots[p.key]})", ""]
-        # ratios: best in-memory and best 2-worker daskdca against each peer, per rep
+        # ratios against each peer, per rep: the default call (auto) and the best explicit method, in memory and on 2
+        # workers
         ours = {"auto, in memory": [s for s in names if s == "daskdca-auto"],
                 "auto, 2-worker client": [s for s in names if s == "daskdca-auto@2w"],
                 "in memory, best method": [s for s in names if s.startswith("daskdca-") and "@" not in s
