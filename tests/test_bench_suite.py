@@ -87,6 +87,8 @@ def test_report_gives_medians_ratios_and_dashes(suite, problem):
     runs = []
     for rep, (mine, theirs) in enumerate([(1.0, 2.0), (2.0, 2.0), (3.0, 1.0)]):
         runs.append(suite.Run("daskdca-sdca", rep, [(mine, 1.0, good)], 1.0))
+        # the default call has rows of its own, and is not a candidate of the best method (it would win the third rep)
+        runs.append(suite.Run("daskdca-auto", rep, [(2 * theirs, 1.0, good)], 1.0))
         runs.append(suite.Run("peer", rep, [(theirs, 1.0, good)], 1.0))
         runs.append(suite.Run("stuck", rep, [(0.5, 1.0, problem.p_star * 1.5)], 1.0))
     meta = {"command": "c", "date": "d", "machine": "m", "versions": "v", "reps": 3, "budget": 1.0, "wall": 60.0,
@@ -96,10 +98,12 @@ def test_report_gives_medians_ratios_and_dashes(suite, problem):
     # median (min-max) of the per-rep times
     assert "| daskdca-sdca | 2 (1-3) |" in rows["daskdca-sdca"]
     assert rows["stuck"].startswith("| stuck | - | - | - | - |")
-    ratio_rows = [line for line in text.splitlines() if "| daskdca in memory | peer |" in line]
+    ratio_rows = [line for line in text.splitlines() if "| daskdca in memory, best method | peer |" in line]
     # per-rep ratios 0.5, 1 and 3: median 1 (0.5-3)
     assert ratio_rows and "| 1x (0.5-3) |" in ratio_rows[0]
-    stuck_rows = [line for line in text.splitlines() if "| daskdca in memory | stuck |" in line]
+    auto_rows = [line for line in text.splitlines() if "| daskdca auto, in memory | peer |" in line]
+    assert auto_rows and "| 2x (2-2) |" in auto_rows[0]
+    stuck_rows = [line for line in text.splitlines() if "| daskdca in memory, best method | stuck |" in line]
     assert stuck_rows and stuck_rows[0].endswith("| - | - | - | - |")
     assert text.startswith(suite.MARK_BEGIN) and text.rstrip().endswith(suite.MARK_END)
 
