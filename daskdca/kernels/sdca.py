@@ -21,7 +21,8 @@ from daskdca.losses import (row_weight, weighted_conjugate_value, weighted_dual_
                             weighted_sweep_dual_update)
 
 __all__ = ["gather_rows", "line_conjugate_sums", "local_sdca", "minibatch_rounds", "minibatch_sdca", "minibatch_sdca_rounds",
-           "minibatch_trial_step", "movable_rows", "objective_sums", "objective_sums_movable", "soft_threshold",
+           "minibatch_trial_step", "movable_rows", "objective_sums", "objective_sums_movable", "plane_conjugate_sums",
+           "soft_threshold",
            "sub_block_bounds", "threaded_line_search_sdca", "threaded_local_sdca", "xt_add"]
 
 
@@ -548,6 +549,23 @@ def line_conjugate_sums(y, weight, start, direction, steps, loss_kind, loss_para
         s = row_weight(weight, i)
         for j in range(steps.shape[0]):
             out[j] += weighted_conjugate_value(loss_kind, loss_param, y[i], start[i] + steps[j] * direction[i], s)
+    return out
+
+
+@njit(nogil=True, cache=True)
+def plane_conjugate_sums(y, weight, start, first, second, steps, loss_kind, loss_param):
+    """``sum_i phi_i*(-(start_i + a first_i + b second_i))`` for every row ``(a, b)`` of ``steps``.
+
+    The conjugate part of the dual on the plane of two directions, for the
+    momentum search of CoCoA+ rounds (:class:`daskdca.methods.sdca.MomentumPlan`);
+    ``+inf`` for a point outside the dual domain.
+    """
+    out = np.zeros(steps.shape[0])
+    for i in range(y.shape[0]):
+        s = row_weight(weight, i)
+        for j in range(steps.shape[0]):
+            out[j] += weighted_conjugate_value(loss_kind, loss_param, y[i],
+                                               start[i] + steps[j, 0] * first[i] + steps[j, 1] * second[i], s)
     return out
 
 

@@ -49,10 +49,10 @@ import numpy as np
 
 from daskdca.kernels.catalyst import catalyst_step
 from daskdca.methods.base import PlanBase, RoundReport, apply_vector, dense
-from daskdca.methods.sdca import LocalSDCAPlan
+from daskdca.methods.sdca import LocalSDCAPlan, MomentumPlan
 from daskdca.problem import dual_value, primal_value
 
-__all__ = ["KAPPA_SCALE", "CatalystGlobal", "CatalystPlan", "default_kappa"]
+__all__ = ["KAPPA_SCALE", "CatalystGlobal", "CatalystMomentumGlobal", "CatalystPlan", "default_kappa"]
 
 #: ``kappa = KAPPA_SCALE * K * mean ||x_i||^2 / n - lam``: Catalyst's choice
 #: for incremental methods, ``kappa = L / n - mu`` (JMLR 2018, with ``L`` the
@@ -87,16 +87,31 @@ class CatalystGlobal(NamedTuple):
     last_primal: np.ndarray
 
 
+class CatalystMomentumGlobal(NamedTuple):
+    """:class:`CatalystGlobal` with the inner rounds' momentum (:class:`~daskdca.methods.sdca.MomentumPlan`):
+    the last move of the iterate and the weights ``(a, b)`` the last combine chose."""
+
+    w: np.ndarray
+    centre: np.ndarray
+    previous: np.ndarray
+    last_primal: np.ndarray
+    move: np.ndarray
+    step: np.ndarray
+
+
 @dataclass(frozen=True)
 class CatalystPlan(PlanBase):
     """Catalyst around an inner CoCoA+ plan: the inner plan's local steps on the proximal problems, and the
     extrapolation in the combine.
 
     ``inner`` is the :class:`~daskdca.methods.sdca.LocalSDCAPlan` of the
-    proximal problems (its ``lam_n`` is ``(lam + kappa) n``); the local
+    proximal problems (its ``lam_n`` is ``(lam + kappa) n``), or its
+    :class:`~daskdca.methods.sdca.MomentumPlan`, whose search then picks
+    each round's move and whose move joins the global state; the local
     steps, the partitions' states, their dual points and the one-vs-rest
     sweeps are the inner plan's, unchanged: they read only the iterate
-    ``state.w`` of :class:`CatalystGlobal`.  This plan adds the centre to the
+    ``state.w`` of :class:`CatalystGlobal` (and the momentum's ``state.step``
+    of :class:`CatalystMomentumGlobal`).  This plan adds the centre to the
     global state, the original problem's report and the extrapolation
     (:meth:`combine`).  ``lam`` is the original problem's.
     """
@@ -157,9 +172,11 @@ class CatalystPlan(PlanBase):
         """The inner plan's round on one partition, from the iterate ``state.w``."""
         return self.inner.local(part, local, state, ctx)
 
-    def local_problems(self, views, locals_, states, ctx):
-        """The inner plan's one-vs-rest sweep (:meth:`~daskdca.methods.sdca.LocalSDCAPlan.local_problems`)."""
-        return self.inner.local_problems(views, locals_, states, ctx)
+    @property
+    def local_problems(self):
+        """The inner plan's one-vs-rest sweep (:meth:`~daskdca.methods.sdca.LocalSDCAPlan.local_problems`); None
+        where the inner plan has none (:class:`~daskdca.methods.sdca.MomentumPlan`)."""
+        return self.inner.local_problems
 
     @property
     def extrapolation(self):
@@ -167,8 +184,20 @@ class CatalystPlan(PlanBase):
         root_q = math.sqrt(self.lam / (self.lam + self.kappa))
         return (1.0 - root_q) / (1.0 + root_q)
 
+    @property
+    def _momentum(self):
+        """Whether the inner rounds search their move with momentum (:class:`~daskdca.methods.sdca.MomentumPlan`)."""
+        return isinstance(self.inner, MomentumPlan)
+
+    def _state(self, w, centre, previous, last_primal, move=None, step=None):
+        if not self._momentum:
+            return CatalystGlobal(w, centre, previous, last_primal)
+        return CatalystMomentumGlobal(w, centre, previous, last_primal,
+                                      np.zeros(self.d) if move is None else move,
+                                      np.zeros(2) if step is None else step)
+
     def init_global(self):
-        return CatalystGlobal(np.zeros(self.d), np.zeros(self.d), np.zeros(self.d), np.array(np.inf))
+        return self._state(np.zeros(self.d), np.zeros(self.d), np.zeros(self.d), np.array(np.inf))
 
     def init_global_from(self, w):
         """A warm start at ``alpha0`` with ``w = X^T alpha0 / (lam n)``: ``x_0 = y_0 = w``.
@@ -176,7 +205,7 @@ class CatalystPlan(PlanBase):
         Then ``c_0 = kappa w / lam'`` and the iterate ``c_0 + X^T alpha0 / (lam' n)`` is ``w`` itself.
         """
         w = np.array(w, dtype=np.float64, copy=True)
-        return CatalystGlobal(w, (self.kappa / (self.lam + self.kappa)) * w, w.copy(), np.array(np.inf))
+        return self._state(w, (self.kappa / (self.lam + self.kappa)) * w, w.copy(), np.array(np.inf))
 
     def combine(self, state, total, ctx):
         """The CoCoA+ step on the proximal problem, the original problem's gap at the round's start, the new centre.
@@ -186,8 +215,13 @@ class CatalystPlan(PlanBase):
         O'Donoghue & Candès (Found. Comput. Math. 15, 2015, §3.2).
         """
         w, centre = state.w, state.centre
-        x = dense(total.vector, self.d).copy() if self.n_partitions == 1 else apply_vector(w, total.vector)
-        loss_sum, conj_sum, steps = total.scalars
+        move = step = None
+        if self._momentum:  # x = w + a Delta w + b m_prev, the inner plan's search on the proximal problem
+            step, move = self.inner.search(w, total, state.move)
+            x = w + move
+        else:
+            x = dense(total.vector, self.d).copy() if self.n_partitions == 1 else apply_vector(w, total.vector)
+        loss_sum, conj_sum, steps = total.scalars[:3]
         lam_prime = self.lam + self.kappa
         primal = loss_sum / self.n + 0.5 * self.lam * float(w @ w)
         beta = 0.0 if primal > float(state.last_primal) else self.extrapolation
@@ -205,4 +239,4 @@ class CatalystPlan(PlanBase):
             report = report._replace(primal=primal_value(self.n, self.lam, loss_sum, w),
                                      dual=dual_value(self.n, self.lam, conj_sum, xt / (self.lam * self.n)),
                                      certified=True)
-        return CatalystGlobal(new_w, new_centre, x, np.array(primal)), report
+        return self._state(new_w, new_centre, x, np.array(primal), move, step), report

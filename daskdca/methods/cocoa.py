@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from daskdca.losses import LOSSES
 from daskdca.methods.base import Capabilities, check_l1_ratio, check_local_iters
 from daskdca.methods.catalyst import CatalystPlan, default_kappa
-from daskdca.methods.sdca import LineSearchPlan, LocalSDCAPlan, ProxSDCAPlan
+from daskdca.methods.sdca import LineSearchPlan, LocalSDCAPlan, MomentumPlan, ProxSDCAPlan
 from daskdca.methods.sdna import SDNA, SDNA_LOSSES
 from daskdca.methods.spdc import LocalSPDCPlan
 
@@ -37,11 +37,14 @@ _ACCELERATIONS = ("auto", None, "catalyst")
 
 
 def _sdca_plan(settings, info, ops):
-    """``local_solver="sdca"``: Catalyst around CoCoA+, the line search, or plain CoCoA+ (``sigma' = K``);
-    with ``l1_ratio > 0`` the proximal steps of :class:`~daskdca.methods.sdca.ProxSDCAPlan`, always plain
+    """``local_solver="sdca"``: Catalyst around CoCoA+, the line search, or plain CoCoA+ (``sigma' = K``), the
+    adding rounds with the momentum search where asked (:class:`~daskdca.methods.sdca.MomentumPlan`); with
+    ``l1_ratio > 0`` the proximal steps of :class:`~daskdca.methods.sdca.ProxSDCAPlan`, always plain
     (the settings refuse the rest)."""
     K = info.n_partitions
     rho = float(settings.l1_ratio)
+    # the adding rounds' plan: with momentum, each round's move searched on the plane of its step and the last move
+    adding = MomentumPlan if settings.momentum else LocalSDCAPlan
     if rho > 0.0:
         # lam' = lam (1 - rho) and c = rho / (1 - rho): lam' g(w) = lam ((1 - rho)/2 ||w||^2 + rho ||w||_1)
         # with g(w) = 1/2 ||w||^2 + c ||w||_1, 1-strongly convex (Shalev-Shwartz & Zhang 2016, Prox-SDCA)
@@ -58,15 +61,14 @@ def _sdca_plan(settings, info, ops):
         kappa = (default_kappa(info.lam, info.n, parts, ops.sqnorm_sum()) if settings.kappa is None
                  else float(settings.kappa))
         if kappa > 0.0:
-            inner = LocalSDCAPlan(settings=settings, loss=info.loss, n=info.n, d=info.d,
-                                  lam_n=(info.lam + kappa) * info.n, n_partitions=K, sigma_prime=float(K),
-                                  certifies_rounds=True)
+            inner = adding(settings=settings, loss=info.loss, n=info.n, d=info.d, lam_n=(info.lam + kappa) * info.n,
+                           n_partitions=K, sigma_prime=float(K), certifies_rounds=True)
             return CatalystPlan(inner=inner, lam=info.lam, kappa=kappa)
     if settings.aggregation == "line_search" and K > 1:
         return LineSearchPlan(settings=settings, loss=info.loss, n=info.n, d=info.d, lam_n=info.lam_n,
                               n_partitions=K, sigma_prime=1.0)
-    return LocalSDCAPlan(settings=settings, loss=info.loss, n=info.n, d=info.d, lam_n=info.lam_n,
-                         n_partitions=K, sigma_prime=float(K), certifies_rounds=True)
+    return adding(settings=settings, loss=info.loss, n=info.n, d=info.d, lam_n=info.lam_n,
+                  n_partitions=K, sigma_prime=float(K), certifies_rounds=True)
 
 
 def _sdna_plan(settings, info, ops):
@@ -246,6 +248,19 @@ class CoCoAPlus:
         thread's time on 5 M nnz of evenly spread features); where a few
         features are in most rows the passes grow and the threads lose
         (benchmarks/RESULTS.md, "Threads with a line search").
+    momentum : bool, default=False
+        With ``aggregation="adding"`` (inside Catalyst or not, on one
+        partition too): each round's move is ``a Delta alpha + b M``, the
+        round's summed local steps and the last round's move, with the
+        ``(a, b)`` of :data:`~daskdca.methods.sdca.MOMENTUM_STEPS` that
+        raises the dual most (``(1, 0)``, the plain step, among them); every
+        partition returns its conjugate sums at the candidates in the round's
+        task, so a round costs no more round trips
+        (:class:`~daskdca.methods.sdca.MomentumPlan`).  It follows the slow
+        direction along which the partitions' dual errors cancel in ``w``,
+        where the rounds stall past a gap of 1e-4 (benchmarks/RESULTS.md,
+        "CoCoA+ rounds with a momentum search").  Needs
+        ``local_solver="sdca"`` and ``l1_ratio=0``.
     """
 
     local_iters: float = 1.0
@@ -261,6 +276,7 @@ class CoCoAPlus:
     inner_rounds: int = 1
     window_blocks: int | None = None
     inner_aggregation: str = "adding"
+    momentum: bool = False
     name = "cocoa+"
     capabilities = Capabilities(losses=tuple(LOSSES), many_partitions=True, cluster=True, shrinking=True,
                                 warm_start=True, sample_weight=True, multi_class=True)
@@ -309,6 +325,16 @@ class CoCoAPlus:
         self._check_l1_ratio()
         self._check_threads()
         self._check_window_blocks()
+        self._check_momentum()
+
+    def _check_momentum(self):
+        if not isinstance(self.momentum, bool):
+            raise ValueError(f"momentum must be True or False, got {self.momentum!r}.")
+        if self.momentum and (self.local_solver != "sdca" or self.aggregation != "adding" or self.l1_ratio != 0):
+            raise ValueError(
+                f"momentum=True searches the move of CoCoA+'s adding rounds (local_solver='sdca', "
+                f"aggregation='adding', l1_ratio=0), got local_solver={self.local_solver!r}, "
+                f"aggregation={self.aggregation!r}, l1_ratio={self.l1_ratio!r}; drop momentum or those.")
 
     @property
     def resolved_window_blocks(self):
@@ -476,6 +502,9 @@ class SDCA(CoCoAPlus):
         at once, their rows interleaved.
     inner_aggregation : {"adding", "line_search"}, default="adding"
         As :class:`CoCoAPlus`: how the ``threads`` add their steps.
+    momentum : bool, default=False
+        As :class:`CoCoAPlus`: each epoch's move searched on the plane of the
+        epoch's steps and the last move.
 
     See Also
     --------

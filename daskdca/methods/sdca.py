@@ -16,8 +16,9 @@ with one partition ``sigma' = 1`` and the round is an epoch of serial SDCA
 The settings, :class:`~daskdca.methods.cocoa.SDCA` and
 :class:`~daskdca.methods.cocoa.CoCoAPlus`, live in :mod:`daskdca.methods.cocoa`;
 this module holds the plans of the SDCA local solver: :class:`LocalSDCAPlan`,
-the line search's :class:`LineSearchPlan`, and :class:`ProxSDCAPlan`, the
-proximal steps of the elastic net (``l1_ratio > 0``).
+the line search's :class:`LineSearchPlan`, the momentum search's
+:class:`MomentumPlan`, and :class:`ProxSDCAPlan`, the proximal steps of the
+elastic net (``l1_ratio > 0``).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from daskdca.kernels.sdca import (
     movable_rows,
     objective_sums,
     objective_sums_movable,
+    plane_conjugate_sums,
     sub_block_bounds,
     threaded_line_search_sdca,
     threaded_local_sdca,
@@ -48,13 +50,24 @@ from daskdca.methods.dual import DualLocal, DualPlan, sweep_blocks, sweep_blocks
 from daskdca.partitions import binary_rows, xt_alpha_part
 from daskdca.problem import dual_value, primal_value
 
-__all__ = ["L1_MU_SCALE", "LINE_SEARCH_STEPS", "L1Global", "L1ContinuationPlan", "LineSearchGlobal", "LineSearchPlan",
-           "LocalSDCAPlan", "PendingLocal", "ProxGlobal", "ProxSDCAPlan", "l1_default_mu0", "l1_dual_scale",
-           "line_search_steps"]
+__all__ = ["L1_MU_SCALE", "LINE_SEARCH_STEPS", "MOMENTUM_STEPS", "L1Global", "L1ContinuationPlan", "LineSearchGlobal",
+           "LineSearchPlan", "LocalSDCAPlan", "MomentumGlobal", "MomentumLocal", "MomentumPlan", "PendingLocal",
+           "ProxGlobal", "ProxSDCAPlan", "l1_default_mu0", "l1_dual_scale", "line_search_steps"]
 
 # Candidate steps of the line search along the summed direction: t = j / 8 for
 # j = 1..8, and 1/K (averaging, the safe step) whatever K is.
 LINE_SEARCH_STEPS = tuple(j / 8 for j in range(1, 9))
+
+#: Candidates ``(a, b)`` of the momentum search (:class:`MomentumPlan`): the move
+#: ``a Delta alpha + b M`` of a round, ``Delta alpha`` the round's local steps and
+#: ``M`` the last round's move (Polyak's heavy ball, "Some methods of speeding up the
+#: convergence of iteration methods", USSR Comput. Math. Math. Phys. 4(5), 1964, with
+#: its two weights chosen each round by the dual).  ``(1, 0)`` is CoCoA+'s own step.
+#: These four were measured against 3 x 3 and 4 x 4 grids of ``a`` up to 3 and ``b``
+#: up to 1.5 (a9a, logistic, lam 1e-5, K = 2, inside Catalyst: 264, 266 and 254 rounds
+#: to a certified 1e-6, against 664 without), and cost the fewest conjugate sums
+#: (benchmarks/RESULTS.md, "CoCoA+ rounds with a momentum search").
+MOMENTUM_STEPS = ((1.0, 0.0), (1.0, 1.0), (2.0, 0.0), (2.0, 1.0))
 
 
 def line_search_steps(parts):
@@ -147,8 +160,13 @@ class LocalSDCAPlan(DualPlan):
         starting state ``(w, alpha)`` as :meth:`daskdca.driver.InProcess.certify` would, with ``P`` at the
         state's own ``w`` (``RoundReport.certified``)."""
         new_state, report = super().combine(state, total, ctx)
+        return new_state, self._certified(report, state, total)
+
+    def _certified(self, report, state, total):
+        """Out of core, ``report`` with ``P(w) - D(alpha)`` of the round's start rebuilt from every partition's
+        ``X_k^T alpha_k`` (:meth:`combine`); else ``report`` itself."""
         if not self.certifies_rounds or len(total.gathered) != self.n_partitions:
-            return new_state, report
+            return report
         w_alpha = total.gathered[0].copy()
         for xt in total.gathered[1:]:  # in partition order
             w_alpha += xt
@@ -156,7 +174,18 @@ class LocalSDCAPlan(DualPlan):
         lam = self.lam_n / self.n
         primal = primal_value(self.n, lam, total.scalars[0], state.w)
         dual = dual_value(self.n, lam, total.scalars[1], w_alpha)
-        return new_state, report._replace(primal=primal, dual=dual, certified=True)
+        return report._replace(primal=primal, dual=dual, certified=True)
+
+    def _labels_and_weights(self, part):
+        """The partition's ``y`` and row weights (empty when unweighted), in its row order."""
+        rows = part.whole()
+        if rows is not None:
+            return rows.y, rows.weight
+        ys, weights = [], []
+        for blk, lo, hi, _ in part.pieces():  # out of core: one block at a time
+            ys.append(blk.y[lo:hi])
+            weights.append(blk.weight[lo:hi])
+        return np.concatenate(ys), np.concatenate(weights)
 
     def _tracks(self):
         """Whether the local steps keep ``delta_w`` (with one partition the new ``w`` is the contribution)."""
@@ -411,17 +440,6 @@ class LineSearchPlan(LocalSDCAPlan):
     def dual_point(self, part, local, state):
         return local.alpha + float(state.step) * local.pending
 
-    def _labels_and_weights(self, part):
-        """The partition's ``y`` and row weights (empty when unweighted), in its row order."""
-        rows = part.whole()
-        if rows is not None:
-            return rows.y, rows.weight
-        ys, weights = [], []
-        for blk, lo, hi, _ in part.pieces():  # out of core: one block at a time
-            ys.append(blk.y[lo:hi])
-            weights.append(blk.weight[lo:hi])
-        return np.concatenate(ys), np.concatenate(weights)
-
     def local(self, part, local, state, ctx):
         """Apply the last step, take the gap sums and the local steps, and the conjugate sums along the line."""
         alpha = local.alpha + float(state.step) * local.pending
@@ -446,6 +464,110 @@ class LineSearchPlan(LocalSDCAPlan):
         reg = 0.5 * lam * ww
         report = RoundReport(True, loss_sum / self.n + reg, -conj_sum / self.n - reg, float(steps))
         return LineSearchGlobal(apply_vector(w, total.vector, scale=t), np.array(t)), report
+
+
+class MomentumGlobal(NamedTuple):
+    """``w``, the last round's move of ``w`` and the weights ``(a, b)`` the last combine chose."""
+
+    w: np.ndarray
+    move: np.ndarray
+    step: np.ndarray
+
+
+class MomentumLocal(NamedTuple):
+    """A partition's duals at the last round's start, that round's local direction and the move before it.
+
+    The duals now are ``alpha + a * pending + b * move`` with the global ``(a, b)``.
+    """
+
+    alpha: np.ndarray
+    pending: np.ndarray
+    move: np.ndarray
+
+
+@dataclass(frozen=True)
+class MomentumPlan(LocalSDCAPlan):
+    """CoCoA+ rounds (``sigma' = K``, adding) whose move is searched on the plane of the step and the last move.
+
+    A round's local steps give ``Delta alpha`` (and ``Delta w``); the move is
+    ``M = a Delta alpha + b M_prev`` with ``(a, b)`` the candidate of
+    :data:`MOMENTUM_STEPS` that maximises the dual
+    ``D(alpha + M) = -1/n sum_i phi_i*(-alpha_i - M_i) - lam/2 ||w + a Delta w + b m_prev||^2``
+    (``m_prev = X^T M_prev / (lam n)``, the last move of ``w``): every
+    partition returns its conjugate sums at the candidates
+    (:func:`~daskdca.kernels.sdca.plane_conjugate_sums`) in the round's
+    task, and the combine has ``w``, ``Delta w`` and ``m_prev``.  ``(1, 0)``
+    is CoCoA+'s own step, so the dual never falls below it.  The chosen
+    ``(a, b)`` reaches the partitions with the next round's ``w``; they move
+    their duals at its start.  Where the partitions' dual errors cancel in
+    ``w`` (rows sharing a common direction), each round's step moves along
+    the same slow direction, which the last move carries on (benchmarks/RESULTS.md,
+    "Why CoCoA+ rounds stall past 1e-4" and "CoCoA+ rounds with a momentum
+    search").  Inside Catalyst (:class:`~daskdca.methods.catalyst.CatalystPlan`)
+    the same search runs on each round's proximal problem.
+    """
+
+    # its round moves the duals first and returns plane sums: a one-vs-rest fit runs :meth:`local` per problem
+    local_problems = None
+
+    def _tracks(self):
+        """Always ``delta_w``, on one partition too: the search moves ``w`` by ``a Delta w + b m_prev``."""
+        return True
+
+    def init_global(self):
+        return MomentumGlobal(np.zeros(self.d), np.zeros(self.d), np.zeros(2))
+
+    def init_local(self, part, ctx):
+        return MomentumLocal(np.zeros(part.n_rows), np.zeros(part.n_rows), np.zeros(part.n_rows))
+
+    @staticmethod
+    def _move(local, state):
+        """The last combine's move of this partition's duals, ``a * pending + b * move``."""
+        return float(state.step[0]) * local.pending + float(state.step[1]) * local.move
+
+    def dual_point(self, part, local, state):
+        return local.alpha + self._move(local, state)
+
+    def local(self, part, local, state, ctx):
+        """Move the duals by the last combine's choice, take the gap sums and the local steps, and the conjugate
+        sums at the candidates."""
+        move = self._move(local, state)
+        alpha = local.alpha + move
+        start = alpha.copy()
+        xt = np.zeros(self.d) if self.certifies_rounds and part.whole() is None else None
+        loss_sum, conj_sum, n_steps, _, delta_w = self._sweep(part, alpha, state.w, ctx, track=True, xt=xt)
+        direction = alpha - start
+        y, weight = self._labels_and_weights(part)
+        plane = plane_conjugate_sums(y, weight, start, direction, move, np.array(MOMENTUM_STEPS),
+                                     int(self.loss.kind), self.loss.param)
+        scalars = np.concatenate(([loss_sum, conj_sum, float(n_steps)], plane))
+        return MomentumLocal(start, direction, move), Contribution(compress(delta_w), scalars,
+                                                                   () if xt is None else (xt,))
+
+    def search(self, w, total, move):
+        """The best candidate ``(a, b)`` for ``D(alpha + a Delta alpha + b M_prev)`` and the new move of ``w``.
+
+        ``total`` is the round's summed contribution (``Delta w``, then the
+        gap sums and the conjugate sums at :data:`MOMENTUM_STEPS`), ``move`` the
+        last move of ``w``.  Returns ``(step, new_move)``.
+        """
+        delta = dense(total.vector, self.d)
+        lam = self.lam_n / self.n
+        ww, wd, wm = float(w @ w), float(w @ delta), float(w @ move)
+        dd, dm, mm = float(delta @ delta), float(delta @ move), float(move @ move)
+        duals = [-conj / self.n - 0.5 * lam * (ww + 2 * a * wd + 2 * b * wm + a * a * dd + 2 * a * b * dm + b * b * mm)
+                 for (a, b), conj in zip(MOMENTUM_STEPS, total.scalars[3:])]
+        a, b = MOMENTUM_STEPS[int(np.argmax(duals))]
+        return np.array([a, b]), a * delta + b * move
+
+    def combine(self, state, total, ctx):
+        """``w += a Delta w + b m_prev`` with the best ``(a, b)`` (:meth:`search`); the gap of the round's start."""
+        w = state.w
+        step, move = self.search(w, total, state.move)
+        loss_sum, conj_sum, steps = total.scalars[:3]
+        reg = 0.5 * self.lam_n / self.n * float(w @ w)
+        report = RoundReport(True, loss_sum / self.n + reg, -conj_sum / self.n - reg, float(steps))
+        return MomentumGlobal(w + move, move, step), self._certified(report, state, total)
 
 
 class ProxGlobal(NamedTuple):
