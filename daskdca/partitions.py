@@ -158,6 +158,10 @@ class MemoryPartition(NamedTuple):
     def whole(self):
         return self.rows
 
+    def labels(self):
+        """``(y, weight)`` of the partition's rows (weight empty when unweighted), in its row order."""
+        return self.rows.y, self.rows.weight
+
     def pieces(self, order=None):
         starts = self.block_starts
         for j in range(len(starts) - 1) if order is None else order:
@@ -196,6 +200,15 @@ class StorePartition(NamedTuple):
 
     def whole(self):
         return None
+
+    def labels(self):
+        """``(y, weight)`` of the partition's rows (weight empty when unweighted), signed as its blocks are,
+        read without the rows and NOT verified (:meth:`~daskdca.store.CSRStore.read_labels`): for a choice
+        that the verified reads of :meth:`pieces` certify later."""
+        offsets = self.store.block_row_offsets
+        y, weight = self.store.read_labels(int(offsets[self.first]), int(offsets[self.stop]))
+        weight = UNWEIGHTED if weight is None else np.ascontiguousarray(weight, dtype=np.float64)
+        return np.asarray(_signed(y, self.positive_label), dtype=np.float64), weight
 
     def pieces(self, order=None):
         """The blocks in ``order`` (None: store order), each read and verified in its turn.
@@ -251,19 +264,27 @@ class OneVsRest(NamedTuple):
         return len(self.labels)
 
 
-def binary_rows(rows, label, positive_weight):
-    """``rows`` as the binary problem "``label`` against the rest": labels in {-1, +1}, weights scaled.
+def binary_labels(y, weight, label, positive_weight):
+    """Labels ``y`` and row weights ``weight`` as the binary problem "``label`` against the rest".
 
-    A positive weight of 1 leaves the weights as they are (an unweighted
-    problem stays :data:`UNWEIGHTED`), so problem ``k`` sees the very arrays
-    a binary fit of ``y == label`` sees.
+    Labels in {-1, +1}; a positive weight of 1 leaves the weights as they
+    are (an unweighted problem stays :data:`UNWEIGHTED`).  Returns
+    ``(y, weight)``.
     """
-    positive = rows.y == label
-    weight = rows.weight
+    positive = y == label
     if positive_weight != 1.0:
         factor = np.where(positive, float(positive_weight), 1.0)
         weight = factor if weight.size == 0 else weight * factor
-    return rows._replace(y=np.where(positive, 1.0, -1.0), weight=weight)
+    return np.where(positive, 1.0, -1.0), weight
+
+
+def binary_rows(rows, label, positive_weight):
+    """``rows`` as the binary problem "``label`` against the rest" (:func:`binary_labels`).
+
+    Problem ``k`` sees the very arrays a binary fit of ``y == label`` sees.
+    """
+    y, weight = binary_labels(rows.y, rows.weight, label, positive_weight)
+    return rows._replace(y=y, weight=weight)
 
 
 class ClassView(NamedTuple):
@@ -284,6 +305,10 @@ class ClassView(NamedTuple):
     def whole(self):
         rows = self.part.whole()
         return None if rows is None else binary_rows(rows, self.label, self.positive_weight)
+
+    def labels(self):
+        """``(y, weight)`` of the binary problem (:func:`binary_labels`)."""
+        return binary_labels(*self.part.labels(), self.label, self.positive_weight)
 
     def pieces(self, order=None):
         source = view = None
@@ -318,6 +343,9 @@ class OneVsRestPartition(NamedTuple):
 
     def whole(self):
         return self.part.whole()
+
+    def labels(self):
+        return self.part.labels()
 
     def pieces(self, order=None):
         return self.part.pieces(order)

@@ -147,7 +147,7 @@ def test_kappa_rule_and_plain_cocoa_when_lam_is_large():
     X, y = load_dataset("heart")
     m = daskdca.fit(X, y, loss="logistic", lam=1.0, solver=daskdca.CoCoAPlus(acceleration="catalyst"),
                     n_partitions=2, tol=1e-6)
-    assert type(m.plan_) is LocalSDCAPlan and m.converged_
+    assert isinstance(m.plan_, LocalSDCAPlan) and m.converged_  # plain CoCoA+ (with its momentum search)
     given = daskdca.fit(X, y, loss="logistic", lam=1e-2, n_partitions=2, tol=1e-6,
                         solver=daskdca.CoCoAPlus(acceleration="catalyst", kappa=0.05))
     assert given.plan_.kappa == 0.05 and given.converged_

@@ -152,7 +152,7 @@ def fault_client():
 # cases whose state and fault path are another's (a variant's default, adfsdca+'s adfsdca; crammer_singer on the
 # two classes of heart is cocoa+(plain)'s hinge fit, its K > 2 path is tests/test_crammer_singer.py's): their
 # killed-worker case runs with -m slow
-SLOW_FAULT_CASES = {"adfsdca+", "cocoa+(line_search)", "cocoa+(momentum)", "cocoa+(spdc)", "cocoa+(threads)", "cocoa+(threads, line search)",
+SLOW_FAULT_CASES = {"adfsdca+", "cocoa+(line_search)", "cocoa+(no momentum)", "cocoa+(spdc)", "cocoa+(threads)", "cocoa+(threads, line search)",
                     "minibatch_sdca(no shrinking)", "minibatch_sdca(naive)", "crammer_singer"}
 
 

@@ -38,6 +38,9 @@ class _CountedBlocks:
         self.passes += 1
         return self.mp.pieces(order)
 
+    def labels(self):  # the labels alone (a store reads them without the rows): not a pass
+        return self.mp.labels()
+
 
 @pytest.fixture(scope="module")
 def a9a():

@@ -178,7 +178,8 @@ def test_a_partition_round_is_the_reference_on_the_sub_block_streams(sampling):
     ``(random_state, round, sub_block_stream(k, b))``, gap sums at the round's start, ``delta_w_k`` sent."""
     X, y = _random(90, 11, 2)
     lam, K, T, m, local_iters = 0.02, 2, 3, 2, 1.5
-    method = CoCoAPlus(threads=T, inner_rounds=m, acceleration=None, sampling=sampling, local_iters=local_iters)
+    method = CoCoAPlus(threads=T, inner_rounds=m, acceleration=None, momentum=False, sampling=sampling,
+                       local_iters=local_iters)
     plan, parts = _plan(X, y, method, "logistic", lam, K)
     assert type(plan) is LocalSDCAPlan and plan.sigma_prime == K
     n, d = X.shape
@@ -222,7 +223,7 @@ def test_out_of_core_blocks_each_run_the_sub_blocks_on_the_block_stream():
     ``sub_block_stream(block stream, b)``, carrying ``u`` and ``delta_w`` from block to block."""
     X, y = _random(80, 10, 4)
     lam, K, T, m = 0.03, 2, 2, 3
-    plan, parts = _plan(X, y, CoCoAPlus(threads=T, inner_rounds=m, acceleration=None), "logistic", lam, K)
+    plan, parts = _plan(X, y, CoCoAPlus(threads=T, inner_rounds=m, acceleration=None, momentum=False), "logistic", lam, K)
     n, d = X.shape
     w = 0.05 * np.random.default_rng(5).standard_normal(d)
     k, part = 1, parts[1]

@@ -61,7 +61,7 @@ SOLVERS = REGISTRY
 #: contract tests run each of them beside the REGISTRY defaults.
 VARIANTS = {
     "cocoa+(line_search)": lambda: CoCoAPlus(aggregation="line_search"),
-    "cocoa+(momentum)": lambda: CoCoAPlus(momentum=True),
+    "cocoa+(no momentum)": lambda: CoCoAPlus(momentum=False),
     "cocoa+(plain)": lambda: CoCoAPlus(acceleration=None),
     "cocoa+(spdc)": lambda: CoCoAPlus(local_solver="spdc"),
     "cocoa+(threads)": lambda: CoCoAPlus(threads=2, inner_rounds=2),

@@ -44,7 +44,10 @@ def _sdca_plan(settings, info, ops):
     K = info.n_partitions
     rho = float(settings.l1_ratio)
     # the adding rounds' plan: with momentum, each round's move searched on the plane of its step and the last move
-    adding = MomentumPlan if settings.momentum else LocalSDCAPlan
+    # (by default on 2 or more partitions for a smooth loss; benchmarks/RESULTS.md, "CoCoA+ rounds with a momentum
+    # search")
+    auto = settings.momentum == "auto" and K > 1 and math.isfinite(info.loss.smoothness)
+    adding = MomentumPlan if settings.momentum is True or auto else LocalSDCAPlan
     if rho > 0.0:
         # lam' = lam (1 - rho) and c = rho / (1 - rho): lam' g(w) = lam ((1 - rho)/2 ||w||^2 + rho ||w||_1)
         # with g(w) = 1/2 ||w||^2 + c ||w||_1, 1-strongly convex (Shalev-Shwartz & Zhang 2016, Prox-SDCA)
@@ -248,7 +251,7 @@ class CoCoAPlus:
         thread's time on 5 M nnz of evenly spread features); where a few
         features are in most rows the passes grow and the threads lose
         (benchmarks/RESULTS.md, "Threads with a line search").
-    momentum : bool, default=False
+    momentum : {"auto", True, False}, default="auto"
         With ``aggregation="adding"`` (inside Catalyst or not, on one
         partition too): each round's move is ``a Delta alpha + b M``, the
         round's summed local steps and the last round's move, with the
@@ -258,9 +261,16 @@ class CoCoAPlus:
         task, so a round costs no more round trips
         (:class:`~daskdca.methods.sdca.MomentumPlan`).  It follows the slow
         direction along which the partitions' dual errors cancel in ``w``,
-        where the rounds stall past a gap of 1e-4 (benchmarks/RESULTS.md,
-        "CoCoA+ rounds with a momentum search").  Needs
-        ``local_solver="sdca"`` and ``l1_ratio=0``.
+        where the rounds stall past a gap of 1e-4: on 2 workers to a
+        certified 1e-6, 0.44-0.69x the time on a9a and ijcnn1, 1.08-1.14x
+        where no such direction slows the rounds (w8a, a generated set),
+        whose conjugate sums it pays for (benchmarks/RESULTS.md, "CoCoA+
+        rounds with a momentum search").  True needs
+        ``local_solver="sdca"``, ``aggregation="adding"`` and ``l1_ratio=0``.
+        ``"auto"``: True on 2 or more partitions where it applies and the
+        loss is smooth, else False: with the hinge loss inside Catalyst the
+        search took 12x the rounds on heart, and on one partition serial
+        SDCA's epochs gained on some sets and lost on others.
     """
 
     local_iters: float = 1.0
@@ -276,7 +286,7 @@ class CoCoAPlus:
     inner_rounds: int = 1
     window_blocks: int | None = None
     inner_aggregation: str = "adding"
-    momentum: bool = False
+    momentum: bool | str = "auto"
     name = "cocoa+"
     capabilities = Capabilities(losses=tuple(LOSSES), many_partitions=True, cluster=True, shrinking=True,
                                 warm_start=True, sample_weight=True, multi_class=True)
@@ -328,9 +338,10 @@ class CoCoAPlus:
         self._check_momentum()
 
     def _check_momentum(self):
-        if not isinstance(self.momentum, bool):
-            raise ValueError(f"momentum must be True or False, got {self.momentum!r}.")
-        if self.momentum and (self.local_solver != "sdca" or self.aggregation != "adding" or self.l1_ratio != 0):
+        if not (isinstance(self.momentum, bool) or (isinstance(self.momentum, str) and self.momentum == "auto")):
+            raise ValueError(f"momentum must be 'auto', True or False, got {self.momentum!r}.")
+        if self.momentum is True and (self.local_solver != "sdca" or self.aggregation != "adding"
+                                      or self.l1_ratio != 0):
             raise ValueError(
                 f"momentum=True searches the move of CoCoA+'s adding rounds (local_solver='sdca', "
                 f"aggregation='adding', l1_ratio=0), got local_solver={self.local_solver!r}, "
@@ -502,9 +513,10 @@ class SDCA(CoCoAPlus):
         at once, their rows interleaved.
     inner_aggregation : {"adding", "line_search"}, default="adding"
         As :class:`CoCoAPlus`: how the ``threads`` add their steps.
-    momentum : bool, default=False
-        As :class:`CoCoAPlus`: each epoch's move searched on the plane of the
-        epoch's steps and the last move.
+    momentum : {"auto", True, False}, default="auto"
+        As :class:`CoCoAPlus`: True searches each epoch's move on the plane
+        of the epoch's steps and the last move; ``"auto"`` is False on one
+        partition.
 
     See Also
     --------

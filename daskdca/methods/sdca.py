@@ -63,11 +63,13 @@ LINE_SEARCH_STEPS = tuple(j / 8 for j in range(1, 9))
 #: ``M`` the last round's move (Polyak's heavy ball, "Some methods of speeding up the
 #: convergence of iteration methods", USSR Comput. Math. Math. Phys. 4(5), 1964, with
 #: its two weights chosen each round by the dual).  ``(1, 0)`` is CoCoA+'s own step.
-#: These four were measured against 3 x 3 and 4 x 4 grids of ``a`` up to 3 and ``b``
-#: up to 1.5 (a9a, logistic, lam 1e-5, K = 2, inside Catalyst: 264, 266 and 254 rounds
-#: to a certified 1e-6, against 664 without), and cost the fewest conjugate sums
-#: (benchmarks/RESULTS.md, "CoCoA+ rounds with a momentum search").
-MOMENTUM_STEPS = ((1.0, 0.0), (1.0, 1.0), (2.0, 0.0), (2.0, 1.0))
+#: Measured, not derived: on a9a and ijcnn1 (logistic, lam 1e-5, K = 2, inside Catalyst,
+#: to a certified 1e-6) these three took 265 and 67 rounds, as many as with ``(2, 0)``
+#: added and as 3 x 3 and 4 x 4 grids of ``a`` up to 3 and ``b`` up to 1.5 (243-276 and
+#: 67), against 691 and 158 without the search and 295 and 79 with ``(1, 0), (2, 1)``
+#: alone; each candidate costs a conjugate sum a row (benchmarks/RESULTS.md, "CoCoA+
+#: rounds with a momentum search").
+MOMENTUM_STEPS = ((1.0, 0.0), (1.0, 1.0), (2.0, 1.0))
 
 
 def line_search_steps(parts):
@@ -175,17 +177,6 @@ class LocalSDCAPlan(DualPlan):
         primal = primal_value(self.n, lam, total.scalars[0], state.w)
         dual = dual_value(self.n, lam, total.scalars[1], w_alpha)
         return report._replace(primal=primal, dual=dual, certified=True)
-
-    def _labels_and_weights(self, part):
-        """The partition's ``y`` and row weights (empty when unweighted), in its row order."""
-        rows = part.whole()
-        if rows is not None:
-            return rows.y, rows.weight
-        ys, weights = [], []
-        for blk, lo, hi, _ in part.pieces():  # out of core: one block at a time
-            ys.append(blk.y[lo:hi])
-            weights.append(blk.weight[lo:hi])
-        return np.concatenate(ys), np.concatenate(weights)
 
     def _tracks(self):
         """Whether the local steps keep ``delta_w`` (with one partition the new ``w`` is the contribution)."""
@@ -446,7 +437,7 @@ class LineSearchPlan(LocalSDCAPlan):
         start = alpha.copy()
         loss_sum, conj_sum, n_steps, _, delta_w = self._sweep(part, alpha, state.w, ctx, track=True)
         direction = alpha - start
-        y, weight = self._labels_and_weights(part)
+        y, weight = part.labels()  # out of core: the labels alone, not the blocks again
         line = line_conjugate_sums(y, weight, start, direction, self._steps(), int(self.loss.kind), self.loss.param)
         scalars = np.concatenate(([loss_sum, conj_sum, float(n_steps)], line))
         return PendingLocal(start, direction), Contribution(compress(delta_w), scalars)
@@ -507,9 +498,6 @@ class MomentumPlan(LocalSDCAPlan):
     the same search runs on each round's proximal problem.
     """
 
-    # its round moves the duals first and returns plane sums: a one-vs-rest fit runs :meth:`local` per problem
-    local_problems = None
-
     def _tracks(self):
         """Always ``delta_w``, on one partition too: the search moves ``w`` by ``a Delta w + b m_prev``."""
         return True
@@ -535,14 +523,30 @@ class MomentumPlan(LocalSDCAPlan):
         alpha = local.alpha + move
         start = alpha.copy()
         xt = np.zeros(self.d) if self.certifies_rounds and part.whole() is None else None
-        loss_sum, conj_sum, n_steps, _, delta_w = self._sweep(part, alpha, state.w, ctx, track=True, xt=xt)
+        sums = self._sweep(part, alpha, state.w, ctx, track=True, xt=xt)
         direction = alpha - start
-        y, weight = self._labels_and_weights(part)
+        return MomentumLocal(start, direction, move), self._plane(part, start, direction, move,
+                                                                  self._contribution(*sums, xt=xt))
+
+    def _plane(self, part, start, direction, move, contribution):
+        """``contribution`` with the conjugate sums at every candidate appended to its scalars."""
+        y, weight = part.labels()  # out of core: the labels alone, not the blocks again
         plane = plane_conjugate_sums(y, weight, start, direction, move, np.array(MOMENTUM_STEPS),
                                      int(self.loss.kind), self.loss.param)
-        scalars = np.concatenate(([loss_sum, conj_sum, float(n_steps)], plane))
-        return MomentumLocal(start, direction, move), Contribution(compress(delta_w), scalars,
-                                                                   () if xt is None else (xt,))
+        return contribution._replace(scalars=np.concatenate((contribution.scalars, plane)))
+
+    def local_problems(self, views, locals_, states, ctx):
+        """The round of every one-vs-rest problem of an out-of-core partition, each block read once.
+
+        Each problem's duals move first, then :meth:`LocalSDCAPlan.local_problems`
+        sweeps them all, and each problem's conjugate sums are taken on its
+        view's labels (:meth:`local`, problem by problem).
+        """
+        moves = [self._move(local, state) for local, state in zip(locals_, states)]
+        starts = [local.alpha + move for local, move in zip(locals_, moves)]
+        swept = super().local_problems(views, [DualLocal(start) for start in starts], states, ctx)
+        return [(MomentumLocal(start, new.alpha - start, move), self._plane(view, start, new.alpha - start, move, c))
+                for view, start, move, (new, c) in zip(views, starts, moves, swept)]
 
     def search(self, w, total, move):
         """The best candidate ``(a, b)`` for ``D(alpha + a Delta alpha + b M_prev)`` and the new move of ``w``.

@@ -276,6 +276,31 @@ class CSRStore:
         indptr, indices, data, y, _, _ = self._read_raw(start, stop)
         return sp.csr_matrix((data, indices, indptr), shape=(stop - start, self.d)), y
 
+    def read_labels(self, start, stop):
+        """The labels and row weights of rows ``[start, stop)``, NOT verified, without the rows themselves.
+
+        For a choice that a verified read of the same rows certifies later
+        (the conjugate sums of CoCoA+'s momentum and line searches, out of
+        core): a wrong label there can only make a step worse, which the next
+        round's verified gap sums see; certify with :meth:`read_block`.
+
+        Parameters
+        ----------
+        start : int
+            The first row.
+        stop : int
+            One past the last row.
+
+        Returns
+        -------
+        y : ndarray
+            The labels, as stored.
+        weight : ndarray of float64 or None
+            The rows' weights; None in an unweighted store.
+        """
+        weight = self._array("sample_weight")[start:stop] if self.weighted else None
+        return self._array("y")[start:stop], weight
+
     def _fail(self, k, start, stop, what):
         raise StoreError(f"block {k} of {self.url!r} (rows {start}..{stop - 1}) {what}: the store was modified "
                          "or a chunk is missing or damaged. Convert the data again.")
