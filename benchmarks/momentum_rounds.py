@@ -44,6 +44,15 @@ def load(name):
     return load_dataset(name)
 
 
+def cases(args):
+    """``(name, X, y, lam, tol)`` for every data set, ``lam`` and ``tol`` asked for, each set loaded once."""
+    for name in args.data.split(","):
+        X, y = load(name)
+        for lam in map(float, args.lams.split(",")):
+            for tol in map(float, args.tols.split(",")):
+                yield name, X, y, lam, tol
+
+
 def timed(X, y, reps, **kwargs):
     """``(model, median seconds)`` of ``reps`` fits with the same arguments."""
     seconds = []
@@ -65,17 +74,14 @@ def grid_rounds(args):
     grids = [tuple(tuple(float(v) for v in pair.split(",")) for pair in grid.split()) for grid in args.grids.split(";")]
     print("| data | lam | tol | candidates (a, b) | rounds |")
     print("|---|---|---|---|---:|")
-    for name in args.data.split(","):
-        X, y = load(name)
-        for lam in map(float, args.lams.split(",")):
-            for tol in map(float, args.tols.split(",")):
-                for grid in grids:
-                    sdca.MOMENTUM_STEPS = grid
-                    m = daskdca.fit(X, y, loss=args.loss, lam=lam, tol=tol, random_state=0, max_rounds=args.max_rounds,
-                                    solver=daskdca.CoCoAPlus(momentum=True), n_partitions=2)
-                    label = " ".join(f"({a:g}, {b:g})" for a, b in grid)
-                    print(f"| {name} | {lam:g} | {tol:g} | {label} | {m.n_rounds_}"
-                          f"{'' if m.converged_ else ' (not converged)'} |", flush=True)
+    for name, X, y, lam, tol in cases(args):
+        for grid in grids:
+            sdca.MOMENTUM_STEPS = grid
+            m = daskdca.fit(X, y, loss=args.loss, lam=lam, tol=tol, random_state=0, max_rounds=args.max_rounds,
+                            solver=daskdca.CoCoAPlus(momentum=True), n_partitions=2)
+            label = " ".join(f"({a:g}, {b:g})" for a, b in grid)
+            print(f"| {name} | {lam:g} | {tol:g} | {label} | {m.n_rounds_}"
+                  f"{'' if m.converged_ else ' (not converged)'} |", flush=True)
 
 
 def main():
@@ -103,26 +109,23 @@ def main():
               f"{args.reps}; ratio: with the search against without\n")
         print("| data | lam | tol | CoCoA+ on 2 workers | with momentum | ratio | serial SDCA | with momentum | ratio |")
         print("|---|---|---|---:|---:|---:|---:|---:|---:|")
-        for name in args.data.split(","):
-            X, y = load(name)
-            for lam in map(float, args.lams.split(",")):
-                for tol in map(float, args.tols.split(",")):
-                    common = dict(loss=args.loss, lam=lam, tol=tol, random_state=0, max_rounds=args.max_rounds)
-                    row = []
-                    for route in ("cluster", "serial"):
-                        results = []
-                        for momentum in (False, True):
-                            if route == "cluster":
-                                kwargs = dict(common, solver=daskdca.CoCoAPlus(momentum=momentum), n_partitions=2,
-                                              client=client)
-                            else:
-                                kwargs = dict(common, solver=daskdca.SDCA(momentum=momentum))
-                            few = slice(None, None, max(1, X.shape[0] // 500))  # rows of every class
-                            daskdca.fit(X[few], y[few], **dict(kwargs, max_rounds=3))  # compile, warm the workers
-                            results.append(timed(X, y, args.reps, **kwargs))
-                        (off, t_off), (on, t_on) = results
-                        row += [cell(off, t_off), cell(on, t_on), f"{t_on / t_off:.2f}"]
-                    print(f"| {name} | {lam:g} | {tol:g} | " + " | ".join(row) + " |", flush=True)
+        for name, X, y, lam, tol in cases(args):
+            common = dict(loss=args.loss, lam=lam, tol=tol, random_state=0, max_rounds=args.max_rounds)
+            row = []
+            for route in ("cluster", "serial"):
+                results = []
+                for momentum in (False, True):
+                    if route == "cluster":
+                        kwargs = dict(common, solver=daskdca.CoCoAPlus(momentum=momentum), n_partitions=2,
+                                      client=client)
+                    else:
+                        kwargs = dict(common, solver=daskdca.SDCA(momentum=momentum))
+                    few = slice(None, None, max(1, X.shape[0] // 500))  # rows of every class
+                    daskdca.fit(X[few], y[few], **dict(kwargs, max_rounds=3))  # compile, warm the workers
+                    results.append(timed(X, y, args.reps, **kwargs))
+                (off, t_off), (on, t_on) = results
+                row += [cell(off, t_off), cell(on, t_on), f"{t_on / t_off:.2f}"]
+            print(f"| {name} | {lam:g} | {tol:g} | " + " | ".join(row) + " |", flush=True)
 
 
 if __name__ == "__main__":

@@ -109,3 +109,15 @@ def random_sparse(n, d, density, seed, zero_rows=(), positive=False):
 
 def random_labels(n, seed):
     return np.random.default_rng(seed).choice([-1.0, 1.0], n)
+
+
+def plan_on_partitions(X, y, method, loss, lam, n_partitions, seed=5):
+    """``method`` set up in process on the drivers' seeded split of ``(X, y)``; returns ``(plan, partitions)``."""
+    from daskdca.driver import InProcess, in_process_partitions, max_column_nnz
+    from daskdca.losses import get_loss
+    from daskdca.methods.base import DataInfo
+
+    parts, _ = in_process_partitions(X, y, n_partitions, seed)
+    info = DataInfo(n=X.shape[0], d=X.shape[1], partition_sizes=tuple(p.n_rows for p in parts),
+                    loss=get_loss(loss), lam=lam, max_column_nnz=max_column_nnz(X))
+    return InProcess(parts, info, seed).setup(method), parts

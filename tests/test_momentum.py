@@ -18,11 +18,9 @@ import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
 import daskdca
-from daskdca.driver import InProcess, in_process_partitions, max_column_nnz
 from daskdca.kernels.sampling import permutation_order
-from daskdca.losses import get_loss
 from daskdca.methods import CoCoAPlus
-from daskdca.methods.base import Contribution, Ctx, DataInfo, dense
+from daskdca.methods.base import Contribution, Ctx, dense
 from daskdca.methods.catalyst import CatalystMomentumGlobal, CatalystPlan
 from daskdca.methods.sdca import (
     MOMENTUM_STEPS,
@@ -38,7 +36,7 @@ from daskdca.partitions import ClassView, OneVsRestPartition, StorePartition, bi
 from daskdca.store import write_store
 
 import reference_kernels as ref
-from conftest import load_dataset
+from conftest import load_dataset, plan_on_partitions
 from references import primal_objective
 
 
@@ -49,20 +47,13 @@ def _random(n, d, seed):
     return X, y
 
 
-def _plan(X, y, method, loss, lam, K, seed=5):
-    parts, _ = in_process_partitions(X, y, K, seed)
-    info = DataInfo(n=X.shape[0], d=X.shape[1], partition_sizes=tuple(p.n_rows for p in parts),
-                    loss=get_loss(loss), lam=lam, max_column_nnz=max_column_nnz(X))
-    return InProcess(parts, info, seed).setup(method), parts
-
-
 @pytest.mark.parametrize("loss", ["logistic", "squared_hinge"])
 def test_a_partition_round_is_the_reference(loss):
     """The duals move by ``a * pending + b * move`` first; the gap sums, the local steps (``sigma' = K``) and the
     conjugate sums at every ``(a, b)`` of MOMENTUM_STEPS are those of the moved duals."""
     X, y = _random(90, 11, 2)
     lam, K = 0.02, 2
-    plan, parts = _plan(X, y, CoCoAPlus(momentum=True, acceleration=None), loss, lam, K)
+    plan, parts = plan_on_partitions(X, y, CoCoAPlus(momentum=True, acceleration=None), loss, lam, K)
     assert type(plan) is MomentumPlan and plan.sigma_prime == K
     n, d = X.shape
     rng = np.random.default_rng(3)
@@ -97,7 +88,7 @@ def test_the_combine_takes_the_candidate_with_the_highest_dual():
     candidate; ``w`` moves by the best one's ``a Delta w + b m`` and that move is kept."""
     X, y = _random(40, 6, 4)
     lam, K, n, d = 0.1, 2, 40, 6
-    plan, _ = _plan(X, y, CoCoAPlus(momentum=True, acceleration=None), "logistic", lam, K)
+    plan, _ = plan_on_partitions(X, y, CoCoAPlus(momentum=True, acceleration=None), "logistic", lam, K)
     rng = np.random.default_rng(0)
     w, delta, move = rng.standard_normal(d), rng.standard_normal(d), rng.standard_normal(d)
     for trial in range(20):
@@ -153,7 +144,7 @@ def test_inside_catalyst_it_cuts_the_rounds_past_1e_4_on_a9a():
 
 def test_catalyst_keeps_the_move_in_its_state_and_warm_starts():
     X, y = _random(60, 8, 1)
-    plan, _ = _plan(X, y, CoCoAPlus(momentum=True, acceleration="catalyst"), "logistic", 1e-3, 2)
+    plan, _ = plan_on_partitions(X, y, CoCoAPlus(momentum=True, acceleration="catalyst"), "logistic", 1e-3, 2)
     state = plan.init_global()
     assert isinstance(state, CatalystMomentumGlobal) and not state.move.any() and not state.step.any()
     w = np.arange(8.0)
@@ -242,12 +233,12 @@ def test_auto_is_on_for_the_adding_rounds_of_two_or_more_partitions_and_a_smooth
              (CoCoAPlus(aggregation="line_search"), 2, LineSearchPlan),
              (CoCoAPlus(l1_ratio=0.5), 2, ProxSDCAPlan), (CoCoAPlus(local_solver="spdc"), 2, LocalSPDCPlan)]
     for method, K, expected in cases:
-        plan, _ = _plan(X, y, method, "logistic", 1e-3, K)
+        plan, _ = plan_on_partitions(X, y, method, "logistic", 1e-3, K)
         plan = plan.inner if isinstance(plan, CatalystPlan) else plan
         assert type(plan) is expected, (method, K)
     # not for a loss that is not smooth: with hinge inside Catalyst the search took 12x the rounds on heart
     for loss in ("hinge", "epsilon_insensitive"):
-        plan, _ = _plan(X, y, CoCoAPlus(), loss, 1e-3, 2)
+        plan, _ = plan_on_partitions(X, y, CoCoAPlus(), loss, 1e-3, 2)
         assert type(plan.inner) is LocalSDCAPlan
-    plan, _ = _plan(X, y, CoCoAPlus(momentum=True), "hinge", 1e-3, 2)
+    plan, _ = plan_on_partitions(X, y, CoCoAPlus(momentum=True), "hinge", 1e-3, 2)
     assert type(plan.inner) is MomentumPlan

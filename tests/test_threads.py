@@ -35,7 +35,7 @@ from daskdca.partitions import MemoryPartition, random_row_order
 from daskdca.store import write_store
 
 import reference_kernels as ref
-from conftest import load_dataset
+from conftest import load_dataset, plan_on_partitions
 from references import lbfgs, primal_objective
 
 distributed = pytest.importorskip("distributed")
@@ -165,13 +165,6 @@ def test_line_search_inner_rounds_match_the_numpy_reference(loss, T, m, sigma, t
         assert min(chosen) < 1.0  # the search below t = 1 is exercised
 
 
-def _plan(X, y, method, loss, lam, K, seed=5):
-    parts, _ = in_process_partitions(X, y, K, seed)
-    info = DataInfo(n=X.shape[0], d=X.shape[1], partition_sizes=tuple(p.n_rows for p in parts),
-                    loss=get_loss(loss), lam=lam, max_column_nnz=max_column_nnz(X))
-    return InProcess(parts, info, seed).setup(method), parts
-
-
 @pytest.mark.parametrize("sampling", ["permutation", "iid"])
 def test_a_partition_round_is_the_reference_on_the_sub_block_streams(sampling):
     """The plan's round on partition k of K = 2: sub-blocks cut as documented, each drawing from
@@ -180,7 +173,7 @@ def test_a_partition_round_is_the_reference_on_the_sub_block_streams(sampling):
     lam, K, T, m, local_iters = 0.02, 2, 3, 2, 1.5
     method = CoCoAPlus(threads=T, inner_rounds=m, acceleration=None, momentum=False, sampling=sampling,
                        local_iters=local_iters)
-    plan, parts = _plan(X, y, method, "logistic", lam, K)
+    plan, parts = plan_on_partitions(X, y, method, "logistic", lam, K)
     assert type(plan) is LocalSDCAPlan and plan.sigma_prime == K
     n, d = X.shape
     rng = np.random.default_rng(3)
@@ -223,7 +216,7 @@ def test_out_of_core_blocks_each_run_the_sub_blocks_on_the_block_stream():
     ``sub_block_stream(block stream, b)``, carrying ``u`` and ``delta_w`` from block to block."""
     X, y = _random(80, 10, 4)
     lam, K, T, m = 0.03, 2, 2, 3
-    plan, parts = _plan(X, y, CoCoAPlus(threads=T, inner_rounds=m, acceleration=None, momentum=False), "logistic", lam, K)
+    plan, parts = plan_on_partitions(X, y, CoCoAPlus(threads=T, inner_rounds=m, acceleration=None, momentum=False), "logistic", lam, K)
     n, d = X.shape
     w = 0.05 * np.random.default_rng(5).standard_normal(d)
     k, part = 1, parts[1]
