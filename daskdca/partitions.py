@@ -345,6 +345,7 @@ class OneVsRestPartition(NamedTuple):
         return self.part.whole()
 
     def labels(self):
+        """``(y, weight)`` of the rows, their stored labels (:meth:`view` makes each problem's)."""
         return self.part.labels()
 
     def pieces(self, order=None):

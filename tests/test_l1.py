@@ -277,6 +277,8 @@ def test_settings_are_checked():
         L1SDCA(decrease=0.5)
     with pytest.raises(ValueError, match="catalyst"):
         L1SDCA(acceleration="catalyst")
+    with pytest.raises(ValueError, match="momentum=True; drop them"):
+        L1SDCA(momentum=True)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         L1SDCA(mu0=0.1, switch=0.2, mu_min=1e-9)

@@ -236,7 +236,7 @@ def test_auto_is_on_for_the_adding_rounds_of_two_or_more_partitions_and_a_smooth
         plan, _ = plan_on_partitions(X, y, method, "logistic", 1e-3, K)
         plan = plan.inner if isinstance(plan, CatalystPlan) else plan
         assert type(plan) is expected, (method, K)
-    # not for a loss that is not smooth: with hinge inside Catalyst the search took 12x the rounds on heart
+    # not for a loss that is not smooth: with hinge inside Catalyst the search took 5.5x the rounds on heart
     for loss in ("hinge", "epsilon_insensitive"):
         plan, _ = plan_on_partitions(X, y, CoCoAPlus(), loss, 1e-3, 2)
         assert type(plan.inner) is LocalSDCAPlan

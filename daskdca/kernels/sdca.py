@@ -22,8 +22,7 @@ from daskdca.losses import (row_weight, weighted_conjugate_value, weighted_dual_
 
 __all__ = ["gather_rows", "line_conjugate_sums", "local_sdca", "minibatch_rounds", "minibatch_sdca", "minibatch_sdca_rounds",
            "minibatch_trial_step", "movable_rows", "objective_sums", "objective_sums_movable", "plane_conjugate_sums",
-           "soft_threshold",
-           "sub_block_bounds", "threaded_line_search_sdca", "threaded_local_sdca", "xt_add"]
+           "soft_threshold", "sub_block_bounds", "threaded_line_search_sdca", "threaded_local_sdca", "xt_add"]
 
 
 @njit(nogil=True, cache=True)

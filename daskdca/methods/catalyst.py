@@ -174,8 +174,8 @@ class CatalystPlan(PlanBase):
 
     @property
     def local_problems(self):
-        """The inner plan's one-vs-rest sweep (:meth:`~daskdca.methods.sdca.LocalSDCAPlan.local_problems`); None
-        where the inner plan has none (:class:`~daskdca.methods.sdca.MomentumPlan`)."""
+        """The inner plan's one-vs-rest sweep (:meth:`~daskdca.methods.sdca.LocalSDCAPlan.local_problems`, or
+        :meth:`~daskdca.methods.sdca.MomentumPlan.local_problems`)."""
         return self.inner.local_problems
 
     @property

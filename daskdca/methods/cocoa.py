@@ -269,7 +269,7 @@ class CoCoAPlus:
         ``local_solver="sdca"``, ``aggregation="adding"`` and ``l1_ratio=0``.
         ``"auto"``: True on 2 or more partitions where it applies and the
         loss is smooth, else False: with the hinge loss inside Catalyst the
-        search took 12x the rounds on heart, and on one partition serial
+        search took 5.5x the rounds on heart, and on one partition serial
         SDCA's epochs gained on some sets and lost on others.
     """
 

@@ -157,6 +157,9 @@ class L1SDCA(SDCA):
         net's proximal steps are): only 1, or None meaning 1.
     inner_aggregation : {"adding"}, default="adding"
         Only ``"adding"`` (``threads`` is 1).
+    momentum : {"auto", False}, default="auto"
+        No momentum search for the proximal steps: ``"auto"`` and False
+        mean none, True is refused.
     mu0 : float or None, default=None
         The first L2 weight ``mu``; None: :func:`default_mu0`.
     decrease : float, default=1.0
@@ -200,10 +203,11 @@ class L1SDCA(SDCA):
             raise ValueError(f"L1SDCA solves the pure L1 problem lam ||w||_1 and takes no l1_ratio, got "
                              f"l1_ratio={self.l1_ratio!r}; drop it, or use daskdca.SDCA(l1_ratio=...) for the "
                              "elastic net.")
-        if self.acceleration == "catalyst" or self.aggregation != "adding" or self.threads != 1:
+        if (self.acceleration == "catalyst" or self.aggregation != "adding" or self.threads != 1
+                or self.momentum is True):
             raise ValueError(f"L1SDCA runs plain proximal SDCA steps on one thread, got acceleration="
-                             f"{self.acceleration!r}, aggregation={self.aggregation!r}, threads={self.threads!r}; "
-                             "drop them.")
+                             f"{self.acceleration!r}, aggregation={self.aggregation!r}, threads={self.threads!r}, "
+                             f"momentum={self.momentum!r}; drop them.")
         for field in ("mu0", "mu_min"):
             if getattr(self, field) is not None:
                 _check_positive(field, getattr(self, field))

@@ -279,10 +279,11 @@ class CSRStore:
     def read_labels(self, start, stop):
         """The labels and row weights of rows ``[start, stop)``, NOT verified, without the rows themselves.
 
-        For a choice that a verified read of the same rows certifies later
-        (the conjugate sums of CoCoA+'s momentum and line searches, out of
-        core): a wrong label there can only make a step worse, which the next
-        round's verified gap sums see; certify with :meth:`read_block`.
+        For a choice that a verified read of the same rows checks later (the
+        conjugate sums of CoCoA+'s momentum and line searches, out of core):
+        a wrong label there can only pick a worse step, or one outside the
+        dual domain, which the next round's verified gap sums see, never a
+        false certificate; certify with :meth:`read_block`.
 
         Parameters
         ----------
