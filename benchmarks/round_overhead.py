@@ -12,11 +12,12 @@ straight on their workers) and with their calls through the scheduler (a
 second client on the same cluster made with ``direct_to_workers=False``, how
 every call went before).
 
-Run: ``python benchmarks/round_overhead.py [--reps 3] [--plain] [--allocators]`` (one process, the cluster started
-before the clock; medians of the repeats).  The cluster's workers run with the allocator settings of the clusters
-daskdca starts (:data:`daskdca.engine.clients.WORKER_MALLOC_ENVIRON`); ``--allocators`` also times the resident
-rounds on a second cluster with Dask's own (``MALLOC_TRIM_THRESHOLD_=65536``).  Results: benchmarks/RESULTS.md,
-"Engine: resident rounds", "The workers' allocator" and "Engine: actor calls straight to the workers".
+Run: ``python benchmarks/round_overhead.py [--reps 3] [--plain] [--no-momentum] [--allocators]`` (one process,
+the cluster started before the clock; medians of the repeats).  The cluster's workers run with the allocator
+settings of the clusters daskdca starts (:data:`daskdca.engine.clients.WORKER_MALLOC_ENVIRON`); ``--allocators``
+also times the resident rounds on a second cluster with Dask's own (``MALLOC_TRIM_THRESHOLD_=65536``).  Results:
+benchmarks/RESULTS.md, "Engine: resident rounds", "The workers' allocator", "Engine: actor calls straight to the
+workers" and "CoCoA+ rounds with a momentum search".
 """
 
 from __future__ import annotations
@@ -66,10 +67,13 @@ def main():
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--plain", action="store_true",
                         help="plain CoCoA+ (acceleration=None) instead of the default, CoCoA+ inside Catalyst")
+    parser.add_argument("--no-momentum", action="store_true",
+                        help="CoCoA+ without its momentum search (momentum=False; the default searches each move)")
     parser.add_argument("--allocators", action="store_true",
                         help="also the resident rounds on workers with Dask's allocator setting")
     args = parser.parse_args()
-    solver = daskdca.CoCoAPlus(acceleration=None) if args.plain else "cocoa+"
+    momentum = "auto" if not args.no_momentum else False
+    solver = daskdca.CoCoAPlus(acceleration=None if args.plain else "auto", momentum=momentum)
     from distributed import Client, LocalCluster
 
     from daskdca.engine.clients import _worker_environ
@@ -110,7 +114,8 @@ def main():
                         seconds_per_round(X, y, dask_client, "resident", solver))
             inproc = float(np.median(rows.pop("in process (2 partitions in turn)")))
             ideal = inproc / 2
-            print(f"\n### {name}, logistic, lam 1e-4, 2 partitions, {'plain CoCoA+' if args.plain else 'CoCoA+'}\n")
+            method = ("plain CoCoA+" if args.plain else "CoCoA+") + (" without momentum" if args.no_momentum else "")
+            print(f"\n### {name}, logistic, lam 1e-4, 2 partitions, {method}\n")
             print("| rounds | ms a round | ideal ms (in process / 2) | overhead ms | overhead share of the round |")
             print("|---|---:|---:|---:|---:|")
             print(f"| in process, one thread | {1e3 * inproc:.1f} | - | - | - |")
