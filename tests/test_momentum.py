@@ -36,15 +36,12 @@ from daskdca.partitions import ClassView, OneVsRestPartition, StorePartition, bi
 from daskdca.store import write_store
 
 import reference_kernels as ref
-from conftest import load_dataset, plan_on_partitions
+from conftest import load_dataset, plan_on_partitions, random_labels, random_sparse
 from references import primal_objective
 
 
 def _random(n, d, seed):
-    rng = np.random.default_rng(seed)
-    X = sp.random(n, d, density=0.4, random_state=seed, format="csr")
-    y = np.where(rng.standard_normal(n) > 0, 1.0, -1.0)
-    return X, y
+    return random_sparse(n, d, 0.4, seed), random_labels(n, seed)
 
 
 @pytest.mark.parametrize("loss", ["logistic", "squared_hinge"])

@@ -545,8 +545,11 @@ class MomentumPlan(LocalSDCAPlan):
         moves = [self._move(local, state) for local, state in zip(locals_, states)]
         starts = [local.alpha + move for local, move in zip(locals_, moves)]
         swept = super().local_problems(views, [DualLocal(start) for start in starts], states, ctx)
-        return [(MomentumLocal(start, new.alpha - start, move), self._plane(view, start, new.alpha - start, move, c))
-                for view, start, move, (new, c) in zip(views, starts, moves, swept)]
+        out = []
+        for view, start, move, (new, contribution) in zip(views, starts, moves, swept):
+            direction = new.alpha - start
+            out.append((MomentumLocal(start, direction, move), self._plane(view, start, direction, move, contribution)))
+        return out
 
     def search(self, w, total, move):
         """The best candidate ``(a, b)`` for ``D(alpha + a Delta alpha + b M_prev)`` and the new move of ``w``.
