@@ -21,13 +21,14 @@ import logging
 import math
 import time
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, NamedTuple
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import ThreadpoolController
 
-from daskdca.methods.base import Ctx, DataInfo, Ops, add_contributions, tree_reduce
+from daskdca.methods.base import Ctx, DataInfo, Ops, add_contributions, thread_budget, tree_reduce
 from daskdca.partitions import (
     MemoryPartition,
     OneVsRestPartition,
@@ -436,14 +437,45 @@ class InProcess:
     point a warm start begins at, None for the method's own start.
     A method with ``fused_rounds`` runs stretches of rounds on a single
     partition in one call (the same bits as one round at a time).
+    ``n_threads`` (the ``n_jobs`` of :func:`daskdca.fit`) is this fit's
+    threads: up to that many run the partitions' local steps at once, as a
+    Dask worker's threads run its partitions (the kernels release the
+    interpreter), and each step may use its share for its own threads
+    (:func:`~daskdca.methods.base.thread_budget`: serial SDCA's gap sums on
+    a second thread, Newton's row chunks).  Each step reads only its own
+    partition, state and random stream, and the reduce adds their results
+    in partition order, so the bits are those of one thread.  None (a Dask
+    worker's one-worker fit): one partition at a time, and the steps' own
+    threads bounded by the process's cores.
     """
 
     # a round runs when submitted here, so running the next one before reading a report gains nothing
     lookahead = False
 
-    def __init__(self, parts, info: DataInfo, random_state, row_order=None, dual_init=None):
+    def __init__(self, parts, info: DataInfo, random_state, row_order=None, dual_init=None, n_threads=None):
         self.parts, self.info, self.seed, self.row_order = parts, info, int(random_state), row_order
         self.dual_init = dual_init
+        self.budget = None if n_threads is None else max(1, int(n_threads))
+        self.n_threads = 1 if n_threads is None else max(1, min(self.budget, len(parts)))
+        self.pool = None
+
+    def _map(self, fn, *columns):
+        """``[fn(part, *row) ...]`` over the partitions, on ``n_threads`` threads, in partition order; each
+        step may use its share of the budget (:func:`~daskdca.methods.base.thread_budget`)."""
+        rows = list(zip(self.parts, *columns))
+        if self.budget is None:
+            return [fn(*row) for row in rows]
+        share = max(1, self.budget // self.n_threads)
+
+        def step(row):
+            with thread_budget(share):
+                return fn(*row)
+
+        if self.n_threads == 1:
+            return [step(row) for row in rows]
+        if self.pool is None:
+            self.pool = ThreadPoolExecutor(self.n_threads, thread_name_prefix="daskdca-partition")
+        return list(self.pool.map(step, rows))
 
     def setup(self, method):
         return method.setup(self.info, _InProcessOps(self.parts))
@@ -473,13 +505,13 @@ class InProcess:
     def run(self, plan, G, Ls, r, n):
         fused = getattr(plan, "fused_rounds", None)
         if fused is not None and len(self.parts) == 1 and self.parts[0].whole() is not None:
-            L, G, report = fused(self.parts[0], Ls[0], G, self.ctx(r, 0), n)
+            L, G, report = self._map(lambda part: fused(part, Ls[0], G, self.ctx(r, 0), n))[0]
             return G, [L], report
         first = None
         steps = 0.0
         for j in range(n):
             for phase in plan.phases():
-                outs = [phase.local(p, L, G, self.ctx(r + j, k)) for k, (p, L) in enumerate(zip(self.parts, Ls))]
+                outs = self._map(phase.local, Ls, [G] * len(Ls), [self.ctx(r + j, k) for k in range(len(Ls))])
                 Ls = [o[0] for o in outs]
                 total = tree_reduce([o[1] for o in outs], add_contributions)
                 G, report = phase.combine(G, total, self.ctx(r + j, -1))
@@ -494,7 +526,9 @@ class InProcess:
         return G, Ls
 
     def finish(self, plan, G, Ls, r, epochs, history):
-        pass
+        if self.pool is not None:
+            self.pool.shutdown()
+            self.pool = None
 
     def fetch(self, value):
         return value
@@ -507,9 +541,9 @@ class InProcess:
         """``(w, alpha, P, D)`` from the dual point alone (module docstring)."""
         info = self.info
         alphas = [np.asarray(plan.dual_point(p, L, G), dtype=np.float64) for p, L in zip(self.parts, Ls)]
-        w_alpha = tree_reduce([xt_alpha_part(p, a, info.lam_n) for p, a in zip(self.parts, alphas)], sum_arrays)
+        w_alpha = tree_reduce(self._map(xt_alpha_part, alphas, [info.lam_n] * len(alphas)), sum_arrays)
         w = w_alpha if plan.primal_from_dual else np.asarray(plan.model(G), dtype=np.float64)
-        sums = tree_reduce([objective_sums_part(p, a, w, info.loss) for p, a in zip(self.parts, alphas)],
+        sums = tree_reduce(self._map(objective_sums_part, alphas, [w] * len(alphas), [info.loss] * len(alphas)),
                            sum_arrays)
         primal, dual = objectives(info, sums, w, w_alpha, getattr(plan, "l1_ratio", 0.0))
         return w, in_caller_order(np.concatenate(alphas, axis=-1), self.row_order), primal, dual
@@ -539,7 +573,7 @@ def in_process_partitions(X, y, n_partitions, random_state, weight=None, problem
 
 
 def fit_in_process(method, X, y, *, loss, lam, n_partitions, random_state, tol, max_rounds, max_epochs=None,
-                   callback=None, verbose=0, dual_init=None, sample_weight=None, problems=None):
+                   callback=None, verbose=0, dual_init=None, sample_weight=None, problems=None, n_threads=None):
     """Fit ``method`` on in-memory CSR data (validated, labels signed) in this process.
 
     ``dual_init`` (checked, in the rows' order) starts a warm fit there;
@@ -547,12 +581,13 @@ def fit_in_process(method, X, y, *, loss, lam, n_partitions, random_state, tol, 
     ``problems`` (a :class:`~daskdca.partitions.OneVsRest`; ``y`` holds class
     indices, ``method`` is a one-vs-rest method) the K problems are fitted
     together and the result's ``w``, ``alpha``, ``primal``, ``dual`` and
-    ``gap`` carry the class axis first.
+    ``gap`` carry the class axis first.  ``n_threads`` is the fit's threads
+    (:class:`InProcess`; the same bits for any number).
     """
     parts, order = in_process_partitions(X, y, n_partitions, random_state, sample_weight, problems)
     info = DataInfo(n=X.shape[0], d=X.shape[1], partition_sizes=tuple(p.n_rows for p in parts), loss=loss,
                     lam=lam, max_column_nnz=max_column_nnz(X), nnz=int(X.nnz))
-    executor = InProcess(parts, info, random_state, order, dual_init=dual_init)
+    executor = InProcess(parts, info, random_state, order, dual_init=dual_init, n_threads=n_threads)
     plan = executor.setup(method)
     return run_rounds(executor, plan, tol=tol, max_rounds=max_rounds, max_epochs=max_epochs, callback=callback,
                       verbose=verbose)

@@ -32,8 +32,13 @@ scratch (:mod:`daskdca.driver`).
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 import numbers
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
@@ -53,6 +58,10 @@ __all__ = [
     "check_l1_ratio",
     "check_local_iters",
     "compress",
+    "current_thread_budget",
+    "process_cores",
+    "thread_budget",
+    "threaded_map",
     "tree_nodes",
     "tree_reduce",
     "tree_reduce_within",
@@ -463,3 +472,98 @@ def check_l1_ratio(l1_ratio, method):
             "(their curvature is ||x_i||^2 / (eps n)).  Use daskdca.methods.l1.L1SDCA() (daskdca.l1; penalty='l1' in the "
             "estimators), which certifies the L1 problem through a sequence of elastic nets, or "
             "l1_ratio < 1, e.g. 0.99 (that elastic net is what the fit then solves and certifies).")
+
+
+# joblib's process workers set these to their share of the cores (joblib's documentation, "Avoiding
+# over-subscription of CPU resources": cpu_count() // n_jobs in each worker), as a SLURM job script may.
+_THREAD_CAP_VARIABLES = ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS")
+
+
+def process_cores():
+    """The cores this process may use: its CPU affinity (the machine's count where there is none), capped by
+    ``NUMBA_NUM_THREADS`` or ``OMP_NUM_THREADS`` where set to a positive integer, as joblib sets them in its
+    process workers so that a fit inside a parallel grid search takes its share of the cores, not all.
+
+    Returns
+    -------
+    int
+        At least 1.
+    """
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # no sched_getaffinity on this platform
+        cores = os.cpu_count() or 1
+    for name in _THREAD_CAP_VARIABLES:
+        value = os.environ.get(name, "").strip()
+        if value.isdigit() and int(value) >= 1:
+            cores = min(cores, int(value))
+    return max(1, cores)
+
+
+_THREAD_BUDGET = contextvars.ContextVar("daskdca_thread_budget", default=None)
+
+
+@contextlib.contextmanager
+def thread_budget(n_threads):
+    """A context in which a method's local step may use at most ``n_threads`` threads of this process.
+
+    The in-process executor runs its rounds in it (the ``n_jobs`` of :func:`daskdca.fit`); outside it (a Dask
+    worker's step) the budget is :func:`process_cores`.  :func:`current_thread_budget` reads it.
+
+    Parameters
+    ----------
+    n_threads : int
+        The threads allowed, at least 1.
+    """
+    token = _THREAD_BUDGET.set(max(1, int(n_threads)))
+    try:
+        yield
+    finally:
+        _THREAD_BUDGET.reset(token)
+
+
+def current_thread_budget():
+    """The threads a local step may use now: the innermost :func:`thread_budget`, else :func:`process_cores`.
+
+    Returns
+    -------
+    int
+        At least 1.
+    """
+    budget = _THREAD_BUDGET.get()
+    return process_cores() if budget is None else budget
+
+
+_POOLS = {}  # (pid, threads) -> the ThreadPoolExecutor that threaded_map runs on
+_POOLS_LOCK = threading.Lock()
+
+
+def threaded_map(fn, items):
+    """``[fn(item) for item in items]``, on up to :func:`current_thread_budget` threads, in the items' order.
+
+    For work whose result must not depend on the threads: the caller adds
+    the results in the order returned, so the bits are those of one thread.
+    ``fn`` runs numba kernels that release the interpreter; it must not call
+    ``threaded_map`` itself.
+
+    Parameters
+    ----------
+    fn : callable
+        Called once per item.
+    items : list
+        Its arguments.
+
+    Returns
+    -------
+    list
+        ``fn(item)`` for each item, in order.
+    """
+    threads = min(current_thread_budget(), len(items))
+    if threads <= 1:
+        return [fn(item) for item in items]
+    key = (os.getpid(), threads)
+    with _POOLS_LOCK:
+        if key not in _POOLS:
+            _POOLS[key] = ThreadPoolExecutor(threads, thread_name_prefix="daskdca-chunk")
+        pool = _POOLS[key]
+    return list(pool.map(fn, items))

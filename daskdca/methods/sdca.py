@@ -45,7 +45,7 @@ from daskdca.kernels.sdca import (
     threaded_line_search_sdca,
     threaded_local_sdca,
 )
-from daskdca.methods.base import Contribution, RoundReport, apply_vector, compress, dense
+from daskdca.methods.base import Contribution, RoundReport, apply_vector, compress, current_thread_budget, dense
 from daskdca.methods.dual import DualLocal, DualPlan, sweep_blocks, sweep_blocks_problems, sweep_window
 from daskdca.partitions import binary_rows, xt_alpha_part
 from daskdca.problem import dual_value, primal_value
@@ -97,11 +97,9 @@ _GAP_THREAD = [None, None]  # (pid, executor): the thread of the overlapped gap 
 
 
 def spare_core():
-    """Whether this process may use a second core (its CPU affinity, else the machine's count)."""
-    try:
-        return len(os.sched_getaffinity(0)) >= 2
-    except AttributeError:  # no sched_getaffinity on this platform
-        return (os.cpu_count() or 1) >= 2
+    """Whether this step may use a second core: the fit's thread budget (its ``n_jobs`` in this process, else the
+    cores this process may use; :func:`~daskdca.methods.base.thread_budget`) is at least 2."""
+    return current_thread_budget() >= 2
 
 
 def gap_thread():
