@@ -38,6 +38,7 @@ from daskdca.validation import (
     _check_dual_init,
     _check_dual_init_ovr,
     _check_fit_options,
+    _check_n_jobs,
     _check_int,
     _check_warm_start_supported,
     _check_X,
@@ -326,7 +327,7 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
         batch_size=None, local_iters=1.0, n_partitions=None, random_state=0, verbose=0,
         callback=None, client=None, in_memory=None, checkpoint=None, checkpoint_every=None,
         resume=False, overwrite=False, storage_options=None, dual_init=None, sample_weight=None,
-        class_weight=None, l1_ratio=None):
+        class_weight=None, l1_ratio=None, n_jobs=None):
     """Fit ``min_w P(w) = 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2`` by dual coordinate ascent.
 
     The dual is ``D(alpha) = -1/n sum_i phi_i*(-alpha_i) - lam/2 ||w(alpha)||^2``
@@ -540,6 +541,18 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
         carries its own.  Two classes, or a regression loss (more classes:
         :class:`daskdca.SDCAClassifier` with ``penalty``, one problem after
         another).
+    n_jobs : int or None, default=None
+        Threads of a fit in this process: the partitions' steps run at
+        once on up to ``n_jobs`` threads, and a step uses its share for
+        its own (primal Newton's row chunks; serial SDCA's gap sums beside
+        its sweep), with the same bits for every ``n_jobs``.  None: the
+        cores this process may use (its CPU affinity, capped by
+        ``NUMBA_NUM_THREADS`` where set, as joblib's process workers set
+        it); -1 the same, ``-k`` that less ``k - 1``.  Serial SDCA's sweep
+        is one thread whatever ``n_jobs`` (threads that split it lost on
+        data whose features sit in most rows: ``SDCA(threads=T)`` asks for
+        them).  A cluster fit uses its workers' threads: ``n_jobs`` must be
+        None there.
 
     Returns
     -------
@@ -587,6 +600,11 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
     if _is_pandas_frame(X):  # in memory: its values and column names (a dask DataFrame is staged below)
         X, y, feature_names = pandas_input(X, y)
     on_cluster = client is not None or _is_cluster_input(X)
+    n_threads = _check_n_jobs(n_jobs)
+    if on_cluster and n_jobs is not None:
+        raise ValueError(f"n_jobs={n_jobs!r} sets the threads of a fit in this process; a cluster fit (a client, a "
+                         "store or a dask array) runs on its workers' threads. Leave n_jobs=None, or start the "
+                         "workers with the threads you want (e.g. LocalCluster(threads_per_worker=...)).")
     auto = solver is None or (isinstance(solver, str) and solver == "auto")
     l1_ratio, named_options = _l1_ratio_options(l1_ratio, solver, auto)
     if auto and batch_size is not None:  # the routes' solvers take no batch: the same error as solver="sdca"
@@ -637,6 +655,7 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
         n_partitions = _default_partitions(method, False) if n_partitions is None else n_partitions
     else:
         route = explicit_route(method.name, on_cluster=False, n_partitions=n_partitions)
+    route = route._replace(reason=f"{route.reason}; {n_threads} thread{'s' if n_threads > 1 else ''} (n_jobs)")
     if n_partitions > n:
         raise ValueError(f"n_partitions={n_partitions} is more than the {n} rows of X; use at most {n}.")
     if sample_weight is not None:
@@ -648,7 +667,7 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
                             n_partitions=n_partitions,
                             random_state=seed, tol=tol, max_rounds=max_rounds, max_epochs=max_epochs,
                             callback=callback, verbose=verbose, dual_init=dual_init, sample_weight=sample_weight,
-                            problems=problems)
+                            problems=problems, n_threads=n_threads)
     _warn_not_converged(result, tol, max_epochs)
     return _summarised(verbose, started, LinearModel(
         loss=loss_obj, lam=lam, solver=method, classes=classes, result=result, random_state=seed, n_features=d,

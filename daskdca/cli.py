@@ -256,6 +256,10 @@ def build_parser():
                    help="row partitions (cocoa+, minibatch_sdca; the demo: one per worker)")
     p.add_argument("--random-state", type=int, default=0,
                    help="seed of all random streams, the demo's generated data included (default: 0)")
+    p.add_argument("--n-jobs", type=int, default=None,
+                   help="threads of a fit in this process, the same bits for any number (default: the cores "
+                        "this process may use; -1: all of them); not with --workers or a store, which run on "
+                        "the workers' threads (the demo: its in-memory fit)")
     talk = p.add_mutually_exclusive_group()
     talk.add_argument("-v", "--verbose", action="count", default=None,
                       help="-v: a progress bar on the log of the relative gap (stderr), updated in place with the "
@@ -587,7 +591,8 @@ def _fit(args):
     lam, lam_text = _lam(args, n)
     kwargs = dict(loss=loss, lam=lam, solver=args.solver, tol=args.tol, max_rounds=args.max_rounds,
                   max_epochs=args.max_epochs, batch_size=args.batch_size, local_iters=args.local_iters, n_partitions=args.n_partitions,
-                  random_state=args.random_state, verbose=_verbosity(args), l1_ratio=args.l1_ratio)
+                  random_state=args.random_state, verbose=_verbosity(args), l1_ratio=args.l1_ratio,
+                  n_jobs=args.n_jobs)
     if args.class_weight is not None:
         kwargs["sample_weight"] = _row_weights(args.class_weight, y)
     if args.workers:
@@ -690,7 +695,7 @@ def _demo(args):
         print(f"in memory: read the {X.shape[0]:,} rows into this process in {read_seconds:.1f} s; fitting them "
               f"with daskdca.fit's in-memory default (serial SDCA), the same loss, lam, penalty and tol", flush=True)
         started = time.perf_counter()
-        local = fit(X, y, **kwargs)
+        local = fit(X, y, n_jobs=args.n_jobs, **kwargs)
         local_seconds = time.perf_counter() - started
         print(f"in memory: {_summary_line(local, local_seconds)}")
         saved = SavedModel.from_fit(model, n_samples=rows, tol=args.tol)

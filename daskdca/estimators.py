@@ -177,6 +177,13 @@ _SHARED_PARAMETERS = {
     (unless ``solver="auto"`` runs the whole fit as one task on one
     worker).  ``solver="auto"`` with a number above 1 runs CoCoA+ rounds
     over that many partitions; ``"sdca"`` takes one only.""",
+    "n_jobs": """n_jobs : int or None, default=None
+    Threads of each fit in this process (:func:`daskdca.fit`'s ``n_jobs``):
+    None uses the cores this process may use (capped by
+    ``NUMBA_NUM_THREADS`` where set, as in joblib's process workers, so a
+    grid search with ``n_jobs`` of its own does not oversubscribe them),
+    -1 the same.  The bits are the same for every value.  With a
+    ``client`` the workers' threads run the fit, and it must be None.""",
     "client": """client : distributed.Client, str or None, default=None
     Fit on this Dask cluster: a ``Client``, or a scheduler address such as
     ``"tcp://host:8786"``, connected for each :func:`daskdca.fit` call and
@@ -364,6 +371,7 @@ class _SDCAMixin:
         "random_state": ["random_state"],
         "warm_start": ["boolean"],
         "n_partitions": [Interval(Integral, 1, None, closed="left"), None],
+        "n_jobs": [Integral, None],
         "client": [None, str, HasMethods(["submit", "scheduler_info"])],
         "verbose": ["verbose"],
         "keep_dual": ["boolean"],
@@ -520,6 +528,10 @@ class _SDCAMixin:
             starts.append(alpha)
         return starts
 
+    def _fit_threads(self):
+        """:func:`daskdca.fit`'s ``n_jobs``: the threads of each fit."""
+        return self.n_jobs
+
     def _fit_loss(self):
         """The :class:`~daskdca.losses.Loss` the fit solves (a name's default parameters)."""
         return get_loss(self.loss)
@@ -557,7 +569,7 @@ class _SDCAMixin:
                 X, y, loss=loss, lam=lam, solver=solver, tol=self.tol,
                 max_epochs=self.max_iter, n_partitions=n_partitions, random_state=seed, client=client,
                 verbose=int(self.verbose), dual_init=dual_init, sample_weight=sample_weight,
-                class_weight=class_weight, l1_ratio=l1_ratio,
+                class_weight=class_weight, l1_ratio=l1_ratio, n_jobs=self._fit_threads(),
             )
 
     def _warn_unconverged(self, labels, stacklevel=4):
@@ -775,6 +787,7 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
     {random_state}
     {warm_start}
     {n_partitions}
+    {n_jobs}
     {client}
     {verbose}
     {keep_dual}
@@ -856,7 +869,7 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
 
     def __init__(self, loss="hinge", C=1.0, *, penalty="l2", l1_ratio=None, solver="auto", tol=1e-6, max_iter=1000,
                  fit_intercept=True, intercept_scaling=1.0, class_weight=None, multi_class="auto", random_state=0,
-                 warm_start=False, n_partitions=None, client=None, verbose=0, keep_dual=False):
+                 warm_start=False, n_partitions=None, n_jobs=None, client=None, verbose=0, keep_dual=False):
         self.loss = loss
         self.C = C
         self.penalty = penalty
@@ -871,6 +884,7 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         self.random_state = random_state
         self.warm_start = warm_start
         self.n_partitions = n_partitions
+        self.n_jobs = n_jobs
         self.client = client
         self.verbose = verbose
         self.keep_dual = keep_dual
@@ -1547,6 +1561,10 @@ class SDCAClassifierCV(SDCAClassifier):
     warm_start = False
     multi_class = "ovr"
 
+    def _fit_threads(self):
+        """None: ``n_jobs`` runs the paths here, and each fit takes the cores its process may use."""
+        return None
+
     def __init__(self, Cs=10, *, cv=5, scoring=None, loss="hinge", penalty="l2", l1_ratio=None, solver="auto",
                  tol=1e-6, max_iter=1000, fit_intercept=True, intercept_scaling=1.0, class_weight=None, random_state=0,
                  n_partitions=None, n_jobs=None, client=None, verbose=0, keep_dual=False):
@@ -1721,6 +1739,7 @@ default="squared"
     {random_state}
     {warm_start}
     {n_partitions}
+    {n_jobs}
     {client}
     {verbose}
     {keep_dual}
@@ -1780,7 +1799,7 @@ default="squared"
 
     def __init__(self, loss="squared", C=1.0, *, epsilon=0.0, huber_delta=1.0, penalty="l2", l1_ratio=None,
                  solver="auto", tol=1e-6, max_iter=1000, fit_intercept=True, intercept_scaling=1.0, random_state=0,
-                 warm_start=False, n_partitions=None, client=None, verbose=0, keep_dual=False):
+                 warm_start=False, n_partitions=None, n_jobs=None, client=None, verbose=0, keep_dual=False):
         self.loss = loss
         self.C = C
         self.epsilon = epsilon
@@ -1795,6 +1814,7 @@ default="squared"
         self.random_state = random_state
         self.warm_start = warm_start
         self.n_partitions = n_partitions
+        self.n_jobs = n_jobs
         self.client = client
         self.verbose = verbose
         self.keep_dual = keep_dual

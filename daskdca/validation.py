@@ -19,6 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from daskdca.methods import REGISTRY
+from daskdca.methods.base import process_cores
 from daskdca.partitions import OneVsRest
 
 
@@ -186,6 +187,18 @@ class _FitOptions(NamedTuple):
     local_iters: int | float
     n_partitions: int | None
     seed: int
+
+
+def _check_n_jobs(n_jobs):
+    """The threads of a fit in this process for ``n_jobs``: None, the cores this process may use
+    (:func:`~daskdca.methods.base.process_cores`); ``k >= 1``, k; ``-k``, those cores less ``k - 1`` (joblib's
+    convention: -1 is all of them), at least 1."""
+    if n_jobs is None:
+        return process_cores()
+    if isinstance(n_jobs, (bool, np.bool_)) or not isinstance(n_jobs, numbers.Integral) or n_jobs == 0:
+        raise ValueError(f"n_jobs must be None, a positive int or a negative int (-1: every core this process may "
+                         f"use), got {n_jobs!r}; use e.g. n_jobs=None.")
+    return int(n_jobs) if n_jobs > 0 else max(1, process_cores() + 1 + int(n_jobs))
 
 
 def _check_fit_options(*, lam, tol, max_rounds, max_epochs, verbose, local_iters, n_partitions, callback,

@@ -452,7 +452,7 @@ def test_clone_get_set_params():
     assert params == {
         "loss": "logistic", "C": 3.0, "penalty": "l2", "l1_ratio": None, "solver": "auto", "tol": 1e-4,
         "max_iter": 50, "fit_intercept": True, "intercept_scaling": 1.0, "class_weight": None, "random_state": 7,
-        "multi_class": "auto", "warm_start": False, "n_partitions": None, "client": None, "verbose": 0,
+        "multi_class": "auto", "warm_start": False, "n_partitions": None, "n_jobs": None, "client": None, "verbose": 0,
         "keep_dual": True,
     }
     twin = clone(clf)

@@ -1,0 +1,193 @@
+"""Threads of a fit in this process: ``daskdca.fit(n_jobs=...)``, the estimators' and the CLI's ``n_jobs``.
+
+The in-process executor runs the partitions' steps on up to ``n_jobs``
+threads and gives each step its share (``thread_budget``): primal Newton
+sums its pass in fixed row chunks on it, serial SDCA runs its gap sums on a
+second thread only when the budget has one.  Checked here: the same bits for
+every ``n_jobs`` (several partitions of CoCoA+ and Newton, Newton's chunks,
+serial SDCA), Newton's chunked rounds against the NumPy reference, the
+threads actually used, the default (the process's cores, capped by
+``NUMBA_NUM_THREADS``), and the values refused.
+"""
+
+import threading
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+import daskdca
+import daskdca.methods.newton as newton_module
+import daskdca.methods.sdca as sdca_module
+from daskdca import SDCAClassifier, SDCAClassifierCV, SDCARegressor
+from daskdca.cli import main as cli_main
+from daskdca.driver import fit_in_process
+from daskdca.losses import get_loss
+from daskdca.methods import CoCoAPlus, Newton
+from daskdca.methods.base import current_thread_budget, process_cores, thread_budget, threaded_map
+
+import reference_newton as refn
+from conftest import data_path, load_dataset, random_labels, random_sparse
+
+
+def _same_fit(a, b):
+    for name in ("w", "alpha"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    assert (a.primal, a.dual, a.n_rounds) == (b.primal, b.dual, b.n_rounds)
+    assert [h.gap for h in a.history] == [h.gap for h in b.history]
+
+
+def test_threaded_map_keeps_the_order_and_uses_the_budget():
+    seen = []
+
+    def work(i):
+        seen.append(threading.current_thread().name)
+        return i * i
+
+    with thread_budget(1):
+        assert current_thread_budget() == 1
+        assert threaded_map(work, list(range(5))) == [0, 1, 4, 9, 16]
+    assert set(seen) == {threading.current_thread().name}  # one thread: the caller's
+    seen.clear()
+    with thread_budget(3):
+        assert threaded_map(work, list(range(40))) == [i * i for i in range(40)]
+    assert all(name.startswith("daskdca-chunk") for name in seen)
+
+
+def test_process_cores_takes_numba_num_threads_as_a_cap(monkeypatch):
+    monkeypatch.delenv("NUMBA_NUM_THREADS", raising=False)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    cores = process_cores()
+    assert cores >= 1
+    monkeypatch.setenv("NUMBA_NUM_THREADS", "1")
+    assert process_cores() == 1
+    monkeypatch.setenv("NUMBA_NUM_THREADS", "not a number")  # ignored
+    assert process_cores() == cores
+    monkeypatch.setenv("NUMBA_NUM_THREADS", str(cores + 5))  # a cap, never more than the cores
+    assert process_cores() == cores
+    monkeypatch.setenv("NUMBA_NUM_THREADS", "1")
+    assert current_thread_budget() == 1  # outside any thread_budget the budget is the process's cores
+
+
+@pytest.mark.parametrize("method", [CoCoAPlus(), Newton()], ids=["cocoa+", "newton"])
+def test_partitions_on_threads_give_the_bits_of_one_thread(method):
+    """Four partitions stepped on 1, 2 and 4 threads: every bit of the fit, its history included, is the same."""
+    X, y = random_sparse(600, 30, 0.3, seed=3), random_labels(600, 4)
+    fits = [fit_in_process(method, X, y, loss=get_loss("logistic"), lam=1e-3, n_partitions=4, random_state=2,
+                           tol=1e-10, max_rounds=30, n_threads=t) for t in (1, 2, 4)]
+    for other in fits[1:]:
+        _same_fit(fits[0], other)
+
+
+@pytest.mark.parametrize("loss", ["logistic", "squared_hinge"])
+def test_newton_chunks_match_the_reference_and_the_threads(monkeypatch, loss):
+    """Newton's pass in chunks of 50 rows (heart: 6 chunks, the last short) on 1 and 3 threads: the same bits,
+    and each round's point the one of the NumPy reference (``reference_newton.newton_points``)."""
+    monkeypatch.setattr(newton_module, "NEWTON_CHUNK_ROWS", 50)
+    X, y = load_dataset("heart")
+    ys = np.where(y > 0, 1.0, -1.0)
+    lam = 1e-3
+    expected = refn.newton_points(X, ys, lam, loss, 4)
+    for rounds in range(1, 5):
+        fits = [fit_in_process(Newton(), X, ys, loss=get_loss(loss), lam=lam, n_partitions=1, random_state=0,
+                               tol=0.0, max_rounds=rounds, n_threads=t) for t in (1, 3)]
+        _same_fit(fits[0], fits[1])
+        np.testing.assert_allclose(fits[0].w, expected[rounds - 1], rtol=1e-8, atol=1e-10)
+
+
+def test_newton_chunks_run_on_the_budgets_threads(monkeypatch):
+    """With 2 threads the chunks' sums run on the chunk threads; with 1, in the fit's own thread."""
+    monkeypatch.setattr(newton_module, "NEWTON_CHUNK_ROWS", 50)
+    names = []
+    original = newton_module.newton_sums
+
+    def spy(*args):
+        names.append(threading.current_thread().name)
+        return original(*args)
+
+    monkeypatch.setattr(newton_module, "newton_sums", spy)
+    X, y = load_dataset("heart")
+    ys = np.where(y > 0, 1.0, -1.0)
+    for threads, chunk_threads in ((1, False), (2, True)):
+        names.clear()
+        fit_in_process(Newton(), X, ys, loss=get_loss("logistic"), lam=1e-3, n_partitions=1, random_state=0,
+                       tol=0.0, max_rounds=2, n_threads=threads)
+        assert len(names) == 2 * 6  # two rounds of six chunks
+        assert any(name.startswith("daskdca-chunk") for name in names) == chunk_threads
+
+
+def test_serial_sdca_runs_its_gap_sums_beside_the_sweep_only_with_a_second_thread(monkeypatch):
+    """``n_jobs=1``: no gap thread; ``n_jobs=2``: every round's sums go there; the bits are the same."""
+    X, y = load_dataset("a9a")
+    X, y = X[:3000], np.where(y[:3000] > 0, 1.0, -1.0)
+    submitted = []
+    thread = sdca_module.gap_thread
+
+    def counted():
+        submitted.append(1)
+        return thread()
+
+    monkeypatch.setattr(sdca_module, "gap_thread", counted)
+    fits = {}
+    for n_jobs in (1, 2):
+        submitted.clear()
+        fits[n_jobs] = daskdca.fit(X, y, loss="logistic", lam=1e-3, solver="sdca", n_jobs=n_jobs)
+        assert (len(submitted) > 0) == (n_jobs == 2)
+    np.testing.assert_array_equal(fits[1].coef_, fits[2].coef_)
+    np.testing.assert_array_equal(fits[1].dual_coef_, fits[2].dual_coef_)
+
+
+def test_fit_gives_the_same_bits_for_every_n_jobs_and_says_its_threads():
+    X, y = load_dataset("a9a")
+    models = {j: daskdca.fit(X, y, loss="logistic", lam=1e-6, n_jobs=j) for j in (1, 2, -1, None)}
+    assert models[1].route_.solver == "newton"
+    for j, model in models.items():
+        np.testing.assert_array_equal(model.coef_, models[1].coef_)
+        np.testing.assert_array_equal(model.dual_coef_, models[1].dual_coef_)
+        threads = {1: 1, 2: 2}.get(j, process_cores())
+        assert model.route_.reason.endswith(f"; {threads} thread{'s' if threads > 1 else ''} (n_jobs)")
+
+
+@pytest.mark.parametrize("bad", [0, 1.5, True, "2"])
+def test_bad_n_jobs_is_refused_with_its_value(bad):
+    X, y = random_sparse(50, 5, 0.5, seed=1), random_labels(50, 2)
+    with pytest.raises(ValueError, match=f"n_jobs must be None, a positive int or a negative int.*got {bad!r}"):
+        daskdca.fit(X, y, n_jobs=bad)
+
+
+def test_n_jobs_on_a_cluster_fit_is_refused_before_anything_starts():
+    X, y = random_sparse(50, 5, 0.5, seed=1), random_labels(50, 2)
+    with pytest.raises(ValueError, match="n_jobs=2 sets the threads of a fit in this process"):
+        daskdca.fit(X, y, n_jobs=2, client="tcp://127.0.0.1:9")  # nothing listens there: the check comes first
+
+
+def test_estimators_pass_n_jobs_and_the_cv_keeps_its_own_for_the_paths(monkeypatch):
+    X, y = load_dataset("heart")
+    one = SDCAClassifier(loss="logistic", C=10.0, n_jobs=1).fit(X, y)
+    two = SDCAClassifier(loss="logistic", C=10.0, n_jobs=2).fit(X, y)
+    np.testing.assert_array_equal(one.coef_, two.coef_)
+    assert one.route_.reason.endswith("; 1 thread (n_jobs)") and two.route_.reason.endswith("; 2 threads (n_jobs)")
+    reg = SDCARegressor(C=1.0, n_jobs=1).fit(X, y)
+    assert reg.route_.reason.endswith("; 1 thread (n_jobs)")
+    given = []
+    fit = daskdca.api.fit
+
+    def spy(*args, **kwargs):
+        given.append(kwargs.get("n_jobs"))
+        return fit(*args, **kwargs)
+
+    monkeypatch.setattr(daskdca.api, "fit", spy)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        SDCAClassifierCV(Cs=2, cv=2, n_jobs=2, loss="logistic").fit(X, y)
+    # the CV's n_jobs runs its paths (in processes, where the spy does not reach); its refit here takes the
+    # default threads, not the CV's n_jobs
+    assert given and all(value is None for value in given)
+
+
+def test_cli_n_jobs(capsys):
+    heart = str(data_path("heart_scale"))
+    assert cli_main(["fit", heart, "--loss", "logistic", "--n-jobs", "1", "--quiet"]) == 0
+    assert cli_main(["fit", heart, "--loss", "logistic", "--n-jobs", "0", "--quiet"]) == 2
+    assert "n_jobs must be None, a positive int or a negative int" in capsys.readouterr().err
