@@ -2,12 +2,12 @@
 
 The in-process executor runs the partitions' steps on up to ``n_jobs``
 threads and gives each step its share (``thread_budget``): primal Newton
-sums its pass in fixed row chunks on it, serial SDCA runs its gap sums on a
-second thread only when the budget has one.  Checked here: the same bits for
-every ``n_jobs`` (several partitions of CoCoA+ and Newton, Newton's chunks,
-serial SDCA), Newton's chunked rounds against the NumPy reference, the
-threads actually used, the default (the process's cores, capped by
-``NUMBA_NUM_THREADS``), and the values refused.
+and multinomial L-BFGS sum their pass in fixed row chunks on it, serial
+SDCA runs its gap sums on a second thread only when the budget has one.
+Checked here: the same bits for every ``n_jobs`` (several partitions of
+CoCoA+ and Newton, the chunks, serial SDCA), the chunked rounds against the
+NumPy references, the threads actually used, the default (the process's
+cores, capped by ``NUMBA_NUM_THREADS``), and the values refused.
 """
 
 import threading
@@ -15,9 +15,11 @@ import warnings
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
 import daskdca
+import daskdca.methods.base as base_module
 import daskdca.methods.newton as newton_module
 import daskdca.methods.sdca as sdca_module
 from daskdca import SDCAClassifier, SDCAClassifierCV, SDCARegressor
@@ -84,7 +86,7 @@ def test_partitions_on_threads_give_the_bits_of_one_thread(method):
 def test_newton_chunks_match_the_reference_and_the_threads(monkeypatch, loss):
     """Newton's pass in chunks of 50 rows (heart: 6 chunks, the last short) on 1 and 3 threads: the same bits,
     and each round's point the one of the NumPy reference (``reference_newton.newton_points``)."""
-    monkeypatch.setattr(newton_module, "NEWTON_CHUNK_ROWS", 50)
+    monkeypatch.setattr(base_module, "CHUNK_ROWS", 50)
     X, y = load_dataset("heart")
     ys = np.where(y > 0, 1.0, -1.0)
     lam = 1e-3
@@ -96,9 +98,36 @@ def test_newton_chunks_match_the_reference_and_the_threads(monkeypatch, loss):
         np.testing.assert_allclose(fits[0].w, expected[rounds - 1], rtol=1e-8, atol=1e-10)
 
 
+def test_lbfgs_chunks_match_the_reference_and_the_threads(monkeypatch):
+    """Multinomial L-BFGS with its pass in chunks of 64 rows (500 digits: 8 chunks) on 1 and 3 threads: the same
+    bits, and the points of the NumPy reference (``reference_multinomial_lbfgs.lbfgs_points``)."""
+    from sklearn.datasets import load_digits
+
+    import reference_multinomial_lbfgs as ref
+
+    monkeypatch.setattr(base_module, "CHUNK_ROWS", 64)
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:500] / 16.0, y[:500]
+    lam, rounds = 1e-3, 6
+    fits = []
+    for n_jobs in (1, 3):
+        seen = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)  # tol=0: every round runs
+            daskdca.fit(X, y, loss="logistic", lam=lam, solver="multinomial_lbfgs", tol=0.0, max_rounds=rounds,
+                        n_jobs=n_jobs, callback=lambda record, state, seen=seen: seen.append(np.array(state.w)))
+        fits.append(seen)
+    assert len(fits[0]) == rounds
+    for a, b in zip(*fits):
+        np.testing.assert_array_equal(a, b)
+    want = ref.lbfgs_points(sp.csr_matrix(X), y.astype(np.int64), np.ones(X.shape[0]), lam, rounds + 1)[1:]
+    for got, point in zip(fits[0], want):
+        np.testing.assert_allclose(got.ravel(), point, rtol=1e-12, atol=1e-12 * np.abs(point).max())
+
+
 def test_newton_chunks_run_on_the_budgets_threads(monkeypatch):
     """With 2 threads the chunks' sums run on the chunk threads; with 1, in the fit's own thread."""
-    monkeypatch.setattr(newton_module, "NEWTON_CHUNK_ROWS", 50)
+    monkeypatch.setattr(base_module, "CHUNK_ROWS", 50)
     names = []
     original = newton_module.newton_sums
 

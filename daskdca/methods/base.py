@@ -57,6 +57,7 @@ __all__ = [
     "add_contributions",
     "check_l1_ratio",
     "check_local_iters",
+    "chunk_sums",
     "compress",
     "current_thread_budget",
     "process_cores",
@@ -567,3 +568,40 @@ def threaded_map(fn, items):
             _POOLS[key] = ThreadPoolExecutor(threads, thread_name_prefix="daskdca-chunk")
         pool = _POOLS[key]
     return list(pool.map(fn, items))
+
+
+#: Rows of one chunk of :func:`chunk_sums`: a pass is summed chunk by chunk, each into its own buffers, the chunks
+#: on up to the step's thread budget and added in row order, so the bits depend on this number and never on the
+#: threads.  16,384 rows of a9a (d = 123, 14 values a row) take about 10 ms of primal Newton's sums, against tens
+#: of microseconds to start a chunk and add its d (d + 1) / 2 Hessian sums.
+CHUNK_ROWS = 16_384
+
+
+def chunk_sums(pieces, chunk, size):
+    """``sum_c chunk(rows, lo_c, hi_c, extra)`` over the rows of ``pieces``, in chunks of :data:`CHUNK_ROWS`.
+
+    The chunks of one piece (a block out of core, read once) run on
+    :func:`threaded_map`'s threads; their results are added in row order, so
+    the bits do not depend on the threads.
+
+    Parameters
+    ----------
+    pieces : iterable
+        ``(rows, lo, hi, extra)`` tuples: a partition's ``pieces()``, or pieces with ``extra`` the caller's
+        (e.g. their labels).
+    chunk : callable
+        ``chunk(rows, lo, hi, extra)``: the sums of rows ``[lo, hi)``, a float64 array of ``size``.
+    size : int
+        The length of the sums.
+
+    Returns
+    -------
+    ndarray
+        The sums over every row.
+    """
+    total = np.zeros(size)
+    for rows, lo, hi, extra in pieces:
+        bounds = list(range(lo, hi, CHUNK_ROWS)) + [hi]
+        for value in threaded_map(lambda j: chunk(rows, bounds[j], bounds[j + 1], extra), range(len(bounds) - 1)):
+            total += value
+    return total

@@ -76,7 +76,7 @@ from daskdca.kernels.multinomial_lbfgs import (
 )
 from daskdca.kernels.newton import dual_point as logistic_dual_point
 from daskdca.losses import LOGISTIC, Softmax
-from daskdca.methods.base import Capabilities, Contribution, PlanBase, RoundReport, compress, dense
+from daskdca.methods.base import Capabilities, Contribution, PlanBase, RoundReport, chunk_sums, compress, dense
 from daskdca.partitions import softmax_rows
 
 __all__ = ["LBFGS_MEMORY", "MultinomialLBFGS", "MultinomialLBFGSGlobal", "MultinomialLBFGSLocal",
@@ -243,14 +243,20 @@ class MultinomialLBFGSPlan(PlanBase):
                                for rows, lo, hi, cls, weight in self._labelled(part)], axis=1)
 
     def local(self, part, local, state, ctx):
-        """Loss, conjugate and gradient sums of this partition's rows at the round's point, in one pass."""
-        sums = np.zeros(2)
-        grad = np.zeros(self.shape)
-        rows_seen = 0
+        """Loss, conjugate and gradient sums of this partition's rows at the round's point, in one pass, chunk by
+        chunk on the step's threads (:func:`~daskdca.methods.base.chunk_sums`)."""
         kernel = softmax_lbfgs_sums if self.n_classes else logistic_lbfgs_sums
-        for rows, lo, hi, cls, weight in self._labelled(part):
-            rows_seen += kernel(rows.indptr, rows.indices, rows.data, cls, weight, state.w, lo, hi, sums, grad)
-        return local, Contribution(compress(grad.ravel()), np.array([sums[0], sums[1], float(rows_seen)]))
+        size = int(np.prod(self.shape))
+
+        def chunk(rows, lo, hi, labels):
+            sums = np.zeros(2)
+            grad = np.zeros(self.shape)
+            seen = kernel(rows.indptr, rows.indices, rows.data, labels[0], labels[1], state.w, lo, hi, sums, grad)
+            return np.concatenate((sums, [float(seen)], grad.ravel()))
+
+        pieces = ((rows, lo, hi, (cls, weight)) for rows, lo, hi, cls, weight in self._labelled(part))
+        total = chunk_sums(pieces, chunk, 3 + size)  # on the step's threads, the bits of one thread
+        return local, Contribution(compress(total[3:]), total[:3])
 
     def combine(self, state, total, ctx):
         """``P`` and ``D`` of the round's point for the report; Armijo's test of the trial step, then the next

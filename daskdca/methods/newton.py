@@ -81,12 +81,12 @@ from daskdca.methods.base import (
     Phase,
     PlanBase,
     RoundReport,
+    chunk_sums,
     compress,
     dense,
-    threaded_map,
 )
 
-__all__ = ["NEWTON_CHUNK_ROWS", "Newton", "NewtonGlobal", "NewtonLocal", "NewtonPlan"]
+__all__ = ["Newton", "NewtonGlobal", "NewtonLocal", "NewtonPlan"]
 
 # Twice differentiable losses (squared hinge and smoothed hinge through the generalised Hessian).
 NEWTON_LOSSES = ("logistic", "squared", "squared_hinge", "smoothed_hinge")
@@ -99,25 +99,6 @@ ARMIJO_C1 = 1e-4
 # 1,000,000 x 122 logistic set: 0.22 s for the Newton pass, 0.09 s for a pass over 4 steps, 0.29 s over all 21.
 LADDER = tuple(0.5 ** j for j in range(21))
 LADDER_FIRST = 4
-
-
-#: Rows of one chunk of Newton's sums: a partition's pass is summed chunk by chunk, each into its own buffers,
-#: the chunks on up to the step's thread budget (``n_jobs`` in one process) and added in row order, so the bits
-#: depend on this number and never on the threads.  16,384 rows of a9a (d = 123, 14 values a row) take about
-#: 10 ms of Newton's sums, against tens of microseconds to start a chunk and add its d (d + 1) / 2 Hessian sums.
-NEWTON_CHUNK_ROWS = 16_384
-
-
-def _chunk_sums(part, chunk, size):
-    """``sum_c chunk(rows, lo_c, hi_c)`` over the partition's rows in chunks of :data:`NEWTON_CHUNK_ROWS`, added
-    in row order; the chunks of one piece (a block out of core, read once) run on
-    :func:`~daskdca.methods.base.threaded_map`'s threads."""
-    total = np.zeros(size)
-    for rows, lo, hi, _ in part.pieces():
-        bounds = list(range(lo, hi, NEWTON_CHUNK_ROWS)) + [hi]
-        for value in threaded_map(lambda j: chunk(rows, bounds[j], bounds[j + 1]), range(len(bounds) - 1)):
-            total += value
-    return total
 
 
 class NewtonGlobal(NamedTuple):
@@ -235,18 +216,18 @@ class NewtonPlan(PlanBase):
                                           kind, param) for rows, lo, hi, _ in part.pieces()])
 
     def local_newton(self, part, local, state, ctx):
-        """Loss, conjugate, gradient and Hessian sums of this partition's rows at ``w``, chunk by chunk
-        (:func:`_chunk_sums`)."""
+        """Loss, conjugate, gradient and Hessian sums of this partition's rows at ``w``, chunk by chunk on the
+        step's threads (:func:`~daskdca.methods.base.chunk_sums`)."""
         kind, param = int(self.loss.kind), self.loss.param
 
-        def chunk(rows, lo, hi):
+        def chunk(rows, lo, hi, _):
             sums = np.zeros(2)
             out = np.zeros(self.d + packed_size(self.d))
             seen = newton_sums(rows.indptr, rows.indices, rows.data, rows.y, rows.weight, state.w, lo, hi, kind,
                                param, sums, out)
             return np.concatenate((sums, [float(seen)], out))
 
-        total = _chunk_sums(part, chunk, 3 + self.d + packed_size(self.d))
+        total = chunk_sums(part.pieces(), chunk, 3 + self.d + packed_size(self.d))
         sums, rows_seen, out = total[:2], total[2], total[3:]
         # the gradient is the d-vector (sparse when it has few non-zeros); the Hessian's upper triangle rides in
         # the scalars, so that the one-vs-rest wrapper, which splits vectors by d and scalars evenly, carries it
@@ -276,13 +257,13 @@ class NewtonPlan(PlanBase):
         """``sum s_i phi_i(x_i.base + t x_i.s)`` for every ``t`` of ``steps``, in one pass."""
         kind, param = int(self.loss.kind), self.loss.param
 
-        def chunk(rows, lo, hi):
+        def chunk(rows, lo, hi, _):
             out = np.zeros(steps.shape[0])
             ladder_loss_sums(rows.indptr, rows.indices, rows.data, rows.y, rows.weight, state.base, state.direction,
                              lo, hi, kind, param, steps, out)
             return out
 
-        return _chunk_sums(part, chunk, steps.shape[0])
+        return chunk_sums(part.pieces(), chunk, steps.shape[0])
 
     def _armijo(self, state, steps, sums):
         """The first of ``steps`` meeting Armijo's condition (eq. (3.4)) given their loss ``sums``, or None."""
