@@ -63,7 +63,7 @@ from daskdca.engine.checkpoint import (
     _save_state,
 )
 from daskdca.engine.executor import DaskExecutor
-from daskdca.methods.base import Ctx, Ops, add_contributions, tree_nodes, tree_reduce, tree_reduce_within
+from daskdca.methods.base import Ctx, Ops, add_contributions, thread_budget, tree_nodes, tree_reduce, tree_reduce_within
 from daskdca.partitions import (
     gram_matvec_part,
     in_caller_order,
@@ -106,19 +106,27 @@ class _Resident:
         self.parts = [source.load() for source in sources] if mode == "load" else list(sources)
         self.first, self.n_partitions = int(first), int(n_partitions)
         self.n_threads = max(1, min(int(n_threads), len(self.parts)))
+        # each step's thread budget: the worker's threads shared by the partitions stepping at once
+        self.share = max(1, int(n_threads) // self.n_threads)
         self.pool = None
         self.plan = None
         self.versions = {}
         self.G = None  # the global state of the last step
 
     def _map(self, fn, *columns):
-        """``[fn(part, *row) ...]`` over the partitions, on the worker's threads (the kernels release the GIL)."""
+        """``[fn(part, *row) ...]`` over the partitions, on the worker's threads (the kernels release the GIL),
+        each with its share of them as its thread budget (:func:`~daskdca.methods.base.thread_budget`)."""
         rows = list(zip(self.parts, *columns))
+
+        def call(row):
+            with thread_budget(self.share):
+                return fn(*row)
+
         if self.n_threads == 1 or len(rows) == 1:
-            return [fn(*row) for row in rows]
+            return [call(row) for row in rows]
         if self.pool is None:
             self.pool = ThreadPoolExecutor(self.n_threads, thread_name_prefix="daskdca-resident")
-        return list(self.pool.map(lambda row: fn(*row), rows))
+        return list(self.pool.map(call, rows))
 
     def set_plan(self, plan):
         self.plan = plan
