@@ -1,0 +1,100 @@
+"""The default call in memory with ``n_jobs=2`` against ``n_jobs=1``: what a fit's threads buy.
+
+For each data set and ``lam`` (logistic, ``solver="auto"``, to the default
+certified relative gap of ``1e-6``), the median seconds of ``--reps`` runs of
+``daskdca.fit(X, y, loss="logistic", lam=lam, n_jobs=j)`` for ``j = 1`` and
+``2``, alternated in one process after a warm-up, the route's method, and
+the ratio.  Primal Newton and multinomial L-BFGS sum each pass in fixed row
+chunks on the fit's threads; serial SDCA runs its gap sums beside its sweep
+only with a second thread.  Both give the same bits for every ``n_jobs``
+(checked here on every row: ``coef_`` equal).  The multinomial row fits
+``SDCAClassifier(loss="logistic", n_jobs=j)`` on generated 7-class data.
+
+Run: ``python benchmarks/n_jobs.py [--data a9a,ijcnn1,w8a,kdd,generated,multinomial] [--reps 3]``.
+Results: benchmarks/RESULTS.md, "A fit's threads in memory (``n_jobs``)".  The cores and the load average are
+printed with the table: on a machine shared with other jobs the threads compete for the same cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+import daskdca
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+
+def data_sets(names):
+    """``(label, X, y, lams, multinomial)`` for each name."""
+    from conftest import load_dataset
+
+    for name in names:
+        if name in ("a9a", "ijcnn1", "w8a"):
+            X, y = load_dataset(name)
+            yield f"{name} ({X.shape[0]:,} x {X.shape[1]}, {X.nnz / 1e6:.2f} M nnz)", X, y, (1e-5, 1e-6), False
+        elif name == "kdd":
+            from routes import _kdd_like
+
+            X, y = _kdd_like(1_000_000)
+            yield f"KDD99-shaped (1,000,000 x 122, {X.nnz / 1e6:.1f} M nnz)", X, y, (1e-6, 1e-7), False
+        elif name == "generated":
+            from round_overhead import make
+
+            X, y = make(250_000, 100_000, 20)
+            yield "generated 250,000 x 100,000 (5 M nnz)", X, y, (1e-5, 1e-6), False
+        elif name == "multinomial":
+            from multiclass import make_data
+
+            X, y = make_data(200_000, 100, 20, 7)
+            yield f"generated 200,000 x 100, 7 classes ({X.nnz / 1e6:.1f} M nnz)", X, y, (1e-5, 1e-6), True
+        else:
+            raise SystemExit(f"unknown data set {name!r}")
+
+
+def run(X, y, lam, n_jobs, multinomial):
+    """Seconds, coef_ and the route's method of one default fit with ``n_jobs`` threads."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        t = time.perf_counter()
+        if multinomial:
+            model = daskdca.SDCAClassifier(loss="logistic", C=1.0 / (lam * X.shape[0]), fit_intercept=False,
+                                           n_jobs=n_jobs).fit(X, y)
+        else:
+            model = daskdca.fit(X, y, loss="logistic", lam=lam, n_jobs=n_jobs)
+        return time.perf_counter() - t, model.coef_, model.route_.solver
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", default="a9a,ijcnn1,w8a,kdd,generated,multinomial")
+    parser.add_argument("--reps", type=int, default=3)
+    args = parser.parse_args()
+    print(f"cores this process may use: {len(os.sched_getaffinity(0))}; load average before: {os.getloadavg()}")
+    print("| data | lam | method | n_jobs=1 s | n_jobs=2 s | ratio | same bits |")
+    print("|---|---|---|---:|---:|---:|---|")
+    for label, X, y, lams, multinomial in data_sets(args.data.split(",")):
+        for lam in lams:
+            run(X, y, lam, 2, multinomial)  # warm-up: kernels compiled, pages touched
+            seconds = {1: [], 2: []}
+            coefs = {}
+            for _ in range(args.reps):
+                for n_jobs in (1, 2):
+                    s, coefs[n_jobs], method = run(X, y, lam, n_jobs, multinomial)
+                    seconds[n_jobs].append(s)
+            one, two = np.median(seconds[1]), np.median(seconds[2])
+            same = "yes" if np.array_equal(coefs[1], coefs[2]) else "NO"
+            print(f"| {label} | {lam:g} | {method} | {one:.3f} | {two:.3f} | {two / one:.2f} | {same} |", flush=True)
+    print(f"load average after: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()
