@@ -181,7 +181,7 @@ def _passes_to(history, tol, passes_done):
 
 
 def advise(X, y=None, *, loss="hinge", lam=1e-4, tol=1e-6, client=None, n_partitions=None, checkpoint=None,
-           callback=None, in_memory=None, sample_weight=None, random_state=0):
+           callback=None, in_memory=None, sample_weight=None, random_state=0, n_jobs=None):
     """The route and predicted time of ``daskdca.fit(X, y, solver="auto", ...)``, before the fit.
 
     The objective is ``P(w) = 1/n sum_i s_i phi_i(x_i.w) + lam/2 ||w||^2``.
@@ -221,6 +221,12 @@ def advise(X, y=None, *, loss="hinge", lam=1e-4, tol=1e-6, client=None, n_partit
         As :func:`daskdca.fit`.
     random_state : int or None, default=0
         As :func:`daskdca.fit`; the seed of the probe's fits.
+    n_jobs : int or None, default=None
+        As :func:`daskdca.fit`: the threads of a fit in this process, with
+        which the probe runs.  On a cluster it must be None; there the
+        probe of the one-worker route takes this process's cores (as the
+        worker's fit takes its process's), and that of the rounds one
+        thread per partition.
 
     Returns
     -------
@@ -234,14 +240,18 @@ def advise(X, y=None, *, loss="hinge", lam=1e-4, tol=1e-6, client=None, n_partit
     """
     from daskdca.api import _is_cluster_input, fit
     from daskdca.losses import get_loss
-    from daskdca.routes import Workers, choose_route, data_bytes
-    from daskdca.validation import _check_real, _check_X, _check_y
+    from daskdca.routes import Workers, choose_route, data_bytes, with_threads
+    from daskdca.validation import _check_n_jobs, _check_real, _check_X, _check_y
     from daskdca.store import CSRStore, open_store
 
     loss_obj = get_loss(loss)
     lam = _check_real("lam", lam, low=0.0, low_inclusive=False, hint="LIBLINEAR's C corresponds to lam = 1/(C n)")
     tol = _check_real("tol", tol, low=0.0, low_inclusive=False, hint="use e.g. tol=1e-6 (relative duality gap)")
     on_cluster = client is not None or _is_cluster_input(X)
+    n_threads = _check_n_jobs(n_jobs)
+    if on_cluster and n_jobs is not None:
+        raise ValueError(f"n_jobs={n_jobs!r} sets the threads of a fit in this process; a cluster fit runs on its "
+                         "workers' threads. Leave n_jobs=None.")
     if isinstance(X, (CSRStore, str, os.PathLike)):
         store = X if isinstance(X, CSRStore) else open_store(X)
         X, y = store.read_all()
@@ -276,21 +286,23 @@ def advise(X, y=None, *, loss="hinge", lam=1e-4, tol=1e-6, client=None, n_partit
             fixed, latency = _cluster_costs(active, route=route, method=method, parts=parts, d=d, loss_obj=loss_obj,
                                             lam_n=lam * n, random_state=random_state)
             once = fixed + size / _bandwidth(active)
+        if route.name == "rounds":
+            n_threads = 1  # a pass of one thread per partition, divided by the partitions below
     else:
-        route = choose_route(on_cluster=False, n=n, nnz=X.nnz, lam=lam, d=d, loss_name=loss_obj.name,
-                             n_partitions=n_partitions)
+        route = with_threads(choose_route(on_cluster=False, n=n, nnz=X.nnz, lam=lam, d=d, loss_name=loss_obj.name,
+                                          n_partitions=n_partitions), n_threads)
         method = REGISTRY[route.solver](**route.options)
         parts = route.n_partitions or 1
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the probe stops on its budget, not on tol
         # a one-pass probe first: it tells how many passes fit in the probe's time
         first = fit(X, y, loss=loss_obj, lam=lam, tol=tol, solver=method, n_partitions=parts, max_epochs=1,
-                    sample_weight=sample_weight, random_state=random_state)
+                    sample_weight=sample_weight, random_state=random_state, n_jobs=n_threads)
         per_pass = max(first.history_[-1].seconds, 1e-6)
         probe_passes = int(max(2, min(PROBE_EPOCHS, PROBE_SECONDS / per_pass)))
         probe = first if first.converged_ else fit(
             X, y, loss=loss_obj, lam=lam, tol=tol, solver=method, n_partitions=parts, max_epochs=probe_passes,
-            sample_weight=sample_weight, random_state=random_state)
+            sample_weight=sample_weight, random_state=random_state, n_jobs=n_threads)
     rounds_per_pass = probe.plan_.rounds_per_epoch
     passes_done = probe.n_rounds_ / rounds_per_pass
     per_pass = probe.history_[-1].seconds / max(passes_done, 1e-9)

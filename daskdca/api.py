@@ -28,7 +28,7 @@ from daskdca.methods.multinomial_lbfgs import MultinomialLBFGS
 from daskdca.partitions import random_row_order, store_partition_ranges
 from daskdca.problem import check_sample_weight, relative_gap
 from daskdca.routes import (Workers, _resolve_solver, _sdca_options, choose_route, data_bytes, explicit_route,
-                            provisional_method, route_method)
+                            provisional_method, route_method, with_threads)
 from daskdca.prediction import Predictor, check_frame_columns, proba_kind, proba_refusal
 from daskdca.prediction import output as prediction_output
 from daskdca.prediction import score as prediction_score
@@ -655,7 +655,7 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
         n_partitions = _default_partitions(method, False) if n_partitions is None else n_partitions
     else:
         route = explicit_route(method.name, on_cluster=False, n_partitions=n_partitions)
-    route = route._replace(reason=f"{route.reason}; {n_threads} thread{'s' if n_threads > 1 else ''} (n_jobs)")
+    route = with_threads(route, n_threads)
     if n_partitions > n:
         raise ValueError(f"n_partitions={n_partitions} is more than the {n} rows of X; use at most {n}.")
     if sample_weight is not None:

@@ -340,6 +340,9 @@ def build_parser():
     a.add_argument("--tol", type=_positive_float, default=1e-6, help="relative duality gap (default: 1e-6)")
     a.add_argument("--workers", type=_int_at_least(1), default=None,
                    help="advise for a LocalCluster of this many worker processes (default: no cluster)")
+    a.add_argument("--n-jobs", type=int, default=None,
+                   help="threads of the fit in this process, as `daskdca fit --n-jobs` (default: the cores this "
+                        "process may use); not with --workers or a store")
     _add_common_options(a)
 
     m = sub.add_parser(
@@ -546,9 +549,9 @@ def _advise(args):
 
         with local_client(args.workers) as client:
             print(f"cluster: LocalCluster with {args.workers} workers on 127.0.0.1")
-            print(advise(X, y, loss=args.loss, lam=lam, tol=args.tol, client=client))
+            print(advise(X, y, loss=args.loss, lam=lam, tol=args.tol, client=client, n_jobs=args.n_jobs))
     else:
-        print(advise(X, y, loss=args.loss, lam=lam, tol=args.tol))
+        print(advise(X, y, loss=args.loss, lam=lam, tol=args.tol, n_jobs=args.n_jobs))
     return 0
 
 

@@ -60,7 +60,7 @@ from daskdca.methods.newton import NEWTON_LOSSES  # the losses the Newton method
 
 __all__ = ["CATALYST_LAM_N", "NEWTON_LAM_N", "NEWTON_LOSSES", "NEWTON_MAX_FEATURES", "NEWTON_ROUNDS_MIN_NNZ", "ONE_WORKER_MEMORY_FRACTION", "Route",
            "Workers", "choose_multinomial_route", "choose_route", "data_bytes", "explicit_route", "fits_one_worker",
-           "provisional_method", "route_method"]
+           "provisional_method", "route_method", "with_threads"]
 
 #: Serial SDCA runs inside Catalyst when ``lam n`` (``1/C`` in LIBLINEAR's terms) is below this.  Measured
 #: (benchmarks/RESULTS.md, "Catalyst around serial SDCA"): at lam n = 0.03-0.05 (lam 1e-6 on a9a, w8a,
@@ -329,6 +329,11 @@ def _room_text(workers):
     share = {0.5: "half", 0.25: "a quarter"}.get(ONE_WORKER_MEMORY_FRACTION, f"{ONE_WORKER_MEMORY_FRACTION:.0%}")
     whose = "its" if len(set(limits)) == 1 else "the smallest worker's"
     return f"{share} of {whose} {_size_text(min(limits))} memory limit"
+
+
+def with_threads(route, n_threads):
+    """``route`` with the threads of a fit in this process (``n_jobs``) at the end of its reason."""
+    return route._replace(reason=f"{route.reason}; {n_threads} thread{'s' if n_threads > 1 else ''} (n_jobs)")
 
 
 def explicit_route(solver_name, *, on_cluster, n_partitions):

@@ -220,3 +220,12 @@ def test_cli_n_jobs(capsys):
     assert cli_main(["fit", heart, "--loss", "logistic", "--n-jobs", "1", "--quiet"]) == 0
     assert cli_main(["fit", heart, "--loss", "logistic", "--n-jobs", "0", "--quiet"]) == 2
     assert "n_jobs must be None, a positive int or a negative int" in capsys.readouterr().err
+
+
+def test_advise_probes_with_the_fits_threads_and_names_them():
+    X, y = load_dataset("heart")
+    advice = daskdca.advise(X, y, loss="logistic", lam=1e-3, n_jobs=1)
+    assert advice.route == daskdca.fit(X, y, loss="logistic", lam=1e-3, n_jobs=1).route_
+    assert advice.route.reason.endswith("; 1 thread (n_jobs)")
+    with pytest.raises(ValueError, match="n_jobs=2 sets the threads of a fit in this process"):
+        daskdca.advise(X, y, loss="logistic", lam=1e-3, n_jobs=2, client="tcp://127.0.0.1:9")
