@@ -13,9 +13,10 @@ Run: ``python benchmarks/momentum_rounds.py [--data a9a,w8a,ijcnn1,gen5m] [--lam
 [--reps 1] [--loss logistic]`` (one process; the cluster started and the kernels compiled before the clock).  ``gen5m`` is
 round_overhead.py's generated 250,000 x 100,000 set of 5 M values.
 
-``--grids "1,0 1,1 2,0 2,1; 1,0 1,1 2,1"`` instead counts the rounds of CoCoA+ with the momentum search on 2
-partitions in this process (the cluster's bits) for each set of candidates ``(a, b)``, put in place of
-``MOMENTUM_STEPS`` for the run.  Results: benchmarks/RESULTS.md, "CoCoA+ rounds with a momentum search".
+``--grids "1,0 1,1 2,0 2,1; 1,0 1,1 2,1"`` instead counts the rounds of CoCoA+ with the momentum search on
+``--partitions`` (2) partitions in this process (the cluster's bits) for each set of candidates ``(a, b)``, put
+in place of ``MOMENTUM_STEPS`` for the run (``"1,0"`` alone is CoCoA+ without it); ``--data`` may name
+catalyst_rounds.py's URL-shaped ``url10`` and ``url``.  Results: benchmarks/RESULTS.md, "CoCoA+ rounds with a momentum search".
 """
 
 from __future__ import annotations
@@ -36,18 +37,22 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from conftest import load_dataset  # noqa: E402
 
 
-def load(name):
+def load(name, work_dir):
     if name == "gen5m":
         from round_overhead import make
 
         return make(250_000, 100_000, 20)
+    if name in ("url10", "url"):  # catalyst_rounds.py's URL-shaped sets, written once to work_dir
+        from catalyst_rounds import load_data_set
+
+        return load_data_set(name, None, work_dir)
     return load_dataset(name)
 
 
 def cases(args):
     """``(name, X, y, lam, tol)`` for every data set, ``lam`` and ``tol`` asked for, each set loaded once."""
     for name in args.data.split(","):
-        X, y = load(name)
+        X, y = load(name, args.work_dir)
         for lam in map(float, args.lams.split(",")):
             for tol in map(float, args.tols.split(",")):
                 yield name, X, y, lam, tol
@@ -68,20 +73,23 @@ def cell(model, seconds):
 
 
 def grid_rounds(args):
-    """Rounds in process on 2 partitions for each set of candidates of ``--grids``."""
+    """Rounds in process on ``--partitions`` partitions for each set of candidates of ``--grids``."""
     import daskdca.methods.sdca as sdca
 
     grids = [tuple(tuple(float(v) for v in pair.split(",")) for pair in grid.split()) for grid in args.grids.split(";")]
-    print("| data | lam | tol | candidates (a, b) | rounds |")
-    print("|---|---|---|---|---:|")
+    print("| data | lam | tol | K | candidates (a, b) | rounds |")
+    print("|---|---|---|---:|---|---:|")
     for name, X, y, lam, tol in cases(args):
-        for grid in grids:
-            sdca.MOMENTUM_STEPS = grid
-            m = daskdca.fit(X, y, loss=args.loss, lam=lam, tol=tol, random_state=0, max_rounds=args.max_rounds,
-                            solver=daskdca.CoCoAPlus(momentum=True), n_partitions=2)
-            label = " ".join(f"({a:g}, {b:g})" for a, b in grid)
-            print(f"| {name} | {lam:g} | {tol:g} | {label} | {m.n_rounds_}"
-                  f"{'' if m.converged_ else ' (not converged)'} |", flush=True)
+        for K in map(int, args.partitions.split(",")):
+            for grid in grids:
+                sdca.MOMENTUM_STEPS = grid
+                started = time.perf_counter()
+                m = daskdca.fit(X, y, loss=args.loss, lam=lam, tol=tol, random_state=0, max_rounds=args.max_rounds,
+                                solver=daskdca.CoCoAPlus(momentum=True), n_partitions=K,
+                                callback=lambda record, state: time.perf_counter() - started > args.max_seconds)
+                label = " ".join(f"({a:g}, {b:g})" for a, b in grid)
+                rounds = f"{m.n_rounds_}" if m.converged_ else f">{m.n_rounds_}"
+                print(f"| {name} | {lam:g} | {tol:g} | {K} | {label} | {rounds} |", flush=True)
 
 
 def main():
@@ -92,6 +100,10 @@ def main():
     parser.add_argument("--reps", type=int, default=1)
     parser.add_argument("--max-rounds", type=int, default=2000)
     parser.add_argument("--grids", default=None)
+    parser.add_argument("--partitions", default="2", help="with --grids: the K partitions of each count")
+    parser.add_argument("--max-seconds", type=float, default=float("inf"),
+                        help="with --grids: a fit stops after this long (its cell prints '>N', the rounds run)")
+    parser.add_argument("--work-dir", default="/tmp/daskdca-bench", help="where url10 and url are written once")
     parser.add_argument("--loss", default="logistic")
     args = parser.parse_args()
     if args.grids:
