@@ -7,8 +7,11 @@ should take, before the fit.  The prediction is measured, not guessed: the
 chosen method runs for a short probe (a few passes, a few seconds at most)
 in this process on the same rows, which gives the seconds a pass costs and
 the rate at which the certified gap falls; the passes still needed follow
-from that rate (the linear rate these methods have on smooth losses,
-Shalev-Shwartz & Zhang, JMLR 2013, Theorem 1).  A route on the cluster
+from the probe's gap extrapolated two ways, a geometric decay (the linear
+rate these methods have on smooth losses, Shalev-Shwartz & Zhang, JMLR
+2013, Theorem 1) and a power law (their Theorem 2's ``O(1/t)`` for
+Lipschitz losses, with the exponent the probe shows), whose geometric mean
+is the prediction and which bracket it.  A route on the cluster
 also pays what is measured there: once, the fixed cost of a fit on the
 cluster and the time to move the data at the bandwidth measured by sending
 16 MiB to a worker; and for a route with rounds, the cost of each round
@@ -67,6 +70,10 @@ class Advice(NamedTuple):
     cluster_seconds : float, default=0.0
         Seconds the cluster adds once (0 in process): a fit's fixed cost
         there plus moving the data, both measured (module docstring).
+    seconds_range : tuple of float, default=()
+        ``(low, high)``: the predicted time with the probe's gap extrapolated
+        as a geometric decay and as a power law (the prediction is their
+        geometric mean); equal when the probe met ``tol``.
     """
 
     route: object
@@ -76,16 +83,23 @@ class Advice(NamedTuple):
     round_latency: float
     probe: list
     cluster_seconds: float = 0.0
+    seconds_range: tuple = ()
 
     def __str__(self):
         r = self.route
         return (f"route: {r.name}, solver {r.solver}{'' if not r.options else f' {r.options}'}\n"
                 f"why: {r.reason}\n"
-                f"predicted: {self.predicted_seconds:.3g} s ({self.predicted_passes:.0f} "
+                f"predicted: {self.predicted_seconds:.3g} s{self._range_text()} ({self.predicted_passes:.0f} "
                 f"{'rounds' if r.name == 'rounds' else 'passes'} at {self.seconds_per_pass:.3g} s a pass"
                 f"{f' + {self.round_latency:.3g} s a round' if self.round_latency else ''}"
                 f"{f' + {self.cluster_seconds:.3g} s once on the cluster' if self.cluster_seconds else ''}; "
                 f"measured by a probe of {self.probe[-1].round} rounds in this process)")
+
+
+    def _range_text(self):
+        if len(self.seconds_range) != 2 or self.seconds_range[0] == self.seconds_range[1]:
+            return ""
+        return f" (between {self.seconds_range[0]:.3g} and {self.seconds_range[1]:.3g})"
 
 
 def _round_latency(client, repeats=5):
@@ -166,18 +180,26 @@ def _cluster_costs(active, *, route, method, parts, d, loss_obj, lam_n, random_s
 
 
 def _passes_to(history, tol, passes_done):
-    """Passes to reach relative gap ``tol``, extrapolating the probe's last geometric rate."""
+    """``(low, high)`` passes to reach relative gap ``tol``: the probe's second half (the first passes are often
+    faster or slower) extrapolated as a geometric decay, ``gap ~ exp(-c t)`` (the linear rate of smooth losses,
+    Shalev-Shwartz & Zhang, JMLR 2013, Theorem 1), and as a power law, ``gap ~ t^-p`` (their Theorem 2 bounds
+    the gap of Lipschitz losses by ``O(1/t)``; a fitted ``p`` covers the probe's own decay).  Once the rate of
+    a geometric decay is set, the power law's slope in ``log t`` steepens, so it predicts more passes; where the
+    gap falls slower later (a stall, the sublinear phase of the hinge loss) the geometric decay predicts too
+    few.  Both inf when the gap stopped falling in the probe."""
     rel = [abs(r.gap) / max(abs(r.primal), 1e-300) for r in history]
     epochs = [r.epochs for r in history]
     if rel[-1] <= tol:
-        return passes_done
-    # the rate of the second half of the probe (the first passes are often faster or slower)
+        return passes_done, passes_done
     half = max(0, len(rel) // 2 - 1)
     span = epochs[-1] - epochs[half]
-    if span <= 0 or rel[half] <= 0 or rel[-1] <= 0 or rel[-1] >= rel[half]:
-        return math.inf
+    if span <= 0 or epochs[half] <= 0 or rel[half] <= 0 or rel[-1] <= 0 or rel[-1] >= rel[half]:
+        return math.inf, math.inf
     rate = math.log(rel[-1] / rel[half]) / span  # < 0: log of the gap per pass
-    return passes_done + math.log(tol / rel[-1]) / rate
+    power = math.log(rel[half] / rel[-1]) / math.log(epochs[-1] / epochs[half])  # > 0: the gap's exponent
+    geometric = passes_done + math.log(tol / rel[-1]) / rate
+    power_law = passes_done * (rel[-1] / tol) ** (1.0 / power)
+    return min(geometric, power_law), max(geometric, power_law)
 
 
 def advise(X, y=None, *, loss="hinge", lam=1e-4, tol=1e-6, client=None, n_partitions=None, checkpoint=None,
@@ -306,11 +328,17 @@ def advise(X, y=None, *, loss="hinge", lam=1e-4, tol=1e-6, client=None, n_partit
     rounds_per_pass = probe.plan_.rounds_per_epoch
     passes_done = probe.n_rounds_ / rounds_per_pass
     per_pass = probe.history_[-1].seconds / max(passes_done, 1e-9)
-    passes = passes_done if probe.converged_ else _passes_to(probe.history_, tol, passes_done)
-    if route.name == "rounds":
-        # the partitions of a round run side by side on the workers; each round pays the Dask round trip
-        rounds = passes * rounds_per_pass
-        return Advice(route, float(passes * per_pass / parts + rounds * latency + once), float(rounds),
-                      float(per_pass), float(latency), list(probe.history_), float(once))
-    return Advice(route, float(passes * per_pass + once), float(passes), float(per_pass), 0.0, list(probe.history_),
-                  float(once))
+    low, high = (passes_done, passes_done) if probe.converged_ else _passes_to(probe.history_, tol, passes_done)
+    # the two extrapolations bracket the passes needed on the suite's problems (benchmarks/RESULTS.md,
+    # "daskdca.advise: two extrapolations of the probe"); the prediction is their geometric mean
+    passes = math.sqrt(low * high)
+
+    def seconds(p):
+        if route.name == "rounds":  # a round's partitions run side by side on the workers, and it pays its trip
+            return p * per_pass / parts + p * rounds_per_pass * latency + once
+        return p * per_pass + once
+
+    scale = rounds_per_pass if route.name == "rounds" else 1
+    return Advice(route, float(seconds(passes)), float(passes * scale), float(per_pass),
+                  float(latency if route.name == "rounds" else 0.0), list(probe.history_), float(once),
+                  (float(seconds(low)), float(seconds(high))))

@@ -109,3 +109,31 @@ def test_advice_for_rounds_adds_the_rounds_measured_cost_and_probes_the_fits_par
     assert advice.predicted_seconds == pytest.approx(
         arithmetic + advice.predicted_passes * advice.round_latency + advice.cluster_seconds, rel=1e-12)
     assert "a round" in str(advice)
+
+
+@pytest.mark.parametrize("decay", ["geometric", "power"])
+def test_the_two_extrapolations_are_exact_on_their_own_decay(decay):
+    """A probe whose gap falls exactly as ``0.5^t`` (or as ``t^-2``): that model's extrapolation gives the
+    passes to ``tol`` exactly, and the other one brackets it on its side."""
+    from daskdca.advice import _passes_to
+    from daskdca.driver import HistoryRecord
+
+    passes = range(1, 21)
+    gaps = [0.5 ** t if decay == "geometric" else float(t) ** -2 for t in passes]
+    history = [HistoryRecord(t, float(t), 0.1 * t, 1.0, 1.0 - g, g) for t, g in zip(passes, gaps)]
+    tol = 1e-9
+    low, high = _passes_to(history, tol, 20.0)
+    exact = math.log2(1 / tol) if decay == "geometric" else tol ** -0.5
+    # geometric: the power law's slope steepens, so it predicts more; power: the geometric rate predicts fewer
+    assert (low if decay == "geometric" else high) == pytest.approx(exact, rel=1e-9)
+    assert low < high
+    done = _passes_to(history, gaps[-1], 20.0)
+    assert done == (20.0, 20.0)
+
+
+def test_the_prediction_lies_in_its_range():
+    X, y = load_dataset("heart")
+    advice = daskdca.advise(X, y, loss="hinge", lam=1e-5, tol=1e-9)
+    low, high = advice.seconds_range
+    assert low <= advice.predicted_seconds <= high
+    assert (low < high) == ("between" in str(advice))
