@@ -57,7 +57,7 @@ def test_threaded_map_keeps_the_order_and_uses_the_budget():
     assert all(name.startswith("daskdca-chunk") for name in seen)
 
 
-def test_process_cores_takes_numba_num_threads_as_a_cap(monkeypatch):
+def test_process_cores_takes_numba_num_threads_as_a_cap_and_not_omp_num_threads(monkeypatch):
     monkeypatch.delenv("NUMBA_NUM_THREADS", raising=False)
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     cores = process_cores()
@@ -70,6 +70,10 @@ def test_process_cores_takes_numba_num_threads_as_a_cap(monkeypatch):
     assert process_cores() == cores
     monkeypatch.setenv("NUMBA_NUM_THREADS", "1")
     assert current_thread_budget() == 1  # outside any thread_budget the budget is the process's cores
+    monkeypatch.delenv("NUMBA_NUM_THREADS")
+    # a Dask nanny writes OMP_NUM_THREADS=1 into the process that starts a LocalCluster: not a cap here
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert process_cores() == cores
 
 
 @pytest.mark.parametrize("method", [CoCoAPlus(), Newton()], ids=["cocoa+", "newton"])

@@ -475,15 +475,17 @@ def check_l1_ratio(l1_ratio, method):
             "l1_ratio < 1, e.g. 0.99 (that elastic net is what the fit then solves and certifies).")
 
 
-# joblib's process workers set these to their share of the cores (joblib's documentation, "Avoiding
-# over-subscription of CPU resources": cpu_count() // n_jobs in each worker), as a SLURM job script may.
-_THREAD_CAP_VARIABLES = ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS")
+# joblib's process workers set this to their share of the cores (joblib's documentation, "Avoiding
+# over-subscription of CPU resources": cpu_count() // n_jobs in each worker).  OMP_NUM_THREADS is not read:
+# a Dask nanny writes its pre-spawn 1 into this process's environment when it starts a worker (distributed's
+# nanny.py, WorkerProcess.start), so a fit after starting a LocalCluster would have one thread.
+_THREAD_CAP_VARIABLES = ("NUMBA_NUM_THREADS",)
 
 
 def process_cores():
     """The cores this process may use: its CPU affinity (the machine's count where there is none), capped by
-    ``NUMBA_NUM_THREADS`` or ``OMP_NUM_THREADS`` where set to a positive integer, as joblib sets them in its
-    process workers so that a fit inside a parallel grid search takes its share of the cores, not all.
+    ``NUMBA_NUM_THREADS`` where set to a positive integer, as joblib sets it in its process workers so that a
+    fit inside a parallel grid search takes its share of the cores, not all.
 
     Returns
     -------
