@@ -58,6 +58,14 @@ machine hits all of them alike):
   start-up is not timed, nor the untimed warm-up fits that load the compiled
   kernels on its workers (``warm_up``); everything inside a timed ``fit`` is.
 
+daskdca's in-memory systems run with ``daskdca.fit``'s default ``n_jobs``,
+the cores this process may use (2 on the 2-core machine of RESULTS.md):
+primal Newton's and L-BFGS's passes and CoCoA+'s partitions use them all,
+serial SDCA its gap sums on a second one.  LIBLINEAR and scikit-learn's
+solvers are single-threaded, snapml runs one thread.  The tables in
+RESULTS.md measured before 2026-11-28's thirteenth session ran every
+in-memory daskdca pass on one thread.
+
 Peers that stop on their own tolerance run a ladder (tolerances 1e-1 .. 1e-9,
 or epochs / iterations doubling) and a suboptimality counts at the first rung
 that reaches it; daskdca runs once and its round history gives the curve,
