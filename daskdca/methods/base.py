@@ -23,6 +23,11 @@ returns a *plan*: the object whose ``phases()``, ``init_global``,
 typed NamedTuples of ndarrays and numbers, so checkpoints store their fields
 generically.
 
+A local step may run threads of its own, at most :func:`current_thread_budget`
+(the executor's :func:`thread_budget`, its share of the fit's or the
+worker's threads), and only for work whose bits do not depend on them:
+:func:`chunk_sums` sums a pass in fixed row chunks on them.
+
 The certificate never trusts the running state: the driver asks the plan for
 a dual point per partition (``alpha_k`` for dual methods, ``-phi'(x_i.w)`` for
 primal or dual-free ones, which is always dual-feasible), rebuilds
@@ -510,8 +515,9 @@ _THREAD_BUDGET = contextvars.ContextVar("daskdca_thread_budget", default=None)
 def thread_budget(n_threads):
     """A context in which a method's local step may use at most ``n_threads`` threads of this process.
 
-    The in-process executor runs its rounds in it (the ``n_jobs`` of :func:`daskdca.fit`); outside it (a Dask
-    worker's step) the budget is :func:`process_cores`.  :func:`current_thread_budget` reads it.
+    The in-process executor runs each partition's step in it (its share of the ``n_jobs`` of
+    :func:`daskdca.fit`), and a worker's resident actor likewise (its share of the worker's threads); outside it
+    (the one-worker route's fit) the budget is :func:`process_cores`.  :func:`current_thread_budget` reads it.
 
     Parameters
     ----------
@@ -574,8 +580,9 @@ def threaded_map(fn, items):
 
 #: Rows of one chunk of :func:`chunk_sums`: a pass is summed chunk by chunk, each into its own buffers, the chunks
 #: on up to the step's thread budget and added in row order, so the bits depend on this number and never on the
-#: threads.  16,384 rows of a9a (d = 123, 14 values a row) take about 10 ms of primal Newton's sums, against tens
-#: of microseconds to start a chunk and add its d (d + 1) / 2 Hessian sums.
+#: threads.  Measured here: a primal Newton round over a9a's 32,561 rows (two chunks, d = 123) takes about 8 ms on
+#: one thread (benchmarks/RESULTS.md, "A fit's threads in memory"), against about 0.1 ms to run two chunks on two
+#: threads with their d (d + 1) / 2 buffers at d = 300 and 8 us to add one such buffer.
 CHUNK_ROWS = 16_384
 
 

@@ -97,8 +97,9 @@ _GAP_THREAD = [None, None]  # (pid, executor): the thread of the overlapped gap 
 
 
 def spare_core():
-    """Whether this step may use a second core: the fit's thread budget (its ``n_jobs`` in this process, else the
-    cores this process may use; :func:`~daskdca.methods.base.thread_budget`) is at least 2."""
+    """Whether this step may use a second core: its thread budget
+    (:func:`~daskdca.methods.base.current_thread_budget`: its share of the fit's ``n_jobs`` in this process or of
+    its worker's threads, else the cores this process may use) is at least 2."""
     return current_thread_budget() >= 2
 
 
