@@ -95,7 +95,6 @@ class Advice(NamedTuple):
                 f"{f' + {self.cluster_seconds:.3g} s once on the cluster' if self.cluster_seconds else ''}; "
                 f"measured by a probe of {self.probe[-1].round} rounds in this process)")
 
-
     def _range_text(self):
         if len(self.seconds_range) != 2 or self.seconds_range[0] == self.seconds_range[1]:
             return ""
@@ -183,10 +182,10 @@ def _passes_to(history, tol, passes_done):
     """``(low, high)`` passes to reach relative gap ``tol``: the probe's second half (the first passes are often
     faster or slower) extrapolated as a geometric decay, ``gap ~ exp(-c t)`` (the linear rate of smooth losses,
     Shalev-Shwartz & Zhang, JMLR 2013, Theorem 1), and as a power law, ``gap ~ t^-p`` (their Theorem 2 bounds
-    the gap of Lipschitz losses by ``O(1/t)``; a fitted ``p`` covers the probe's own decay).  Once the rate of
-    a geometric decay is set, the power law's slope in ``log t`` steepens, so it predicts more passes; where the
-    gap falls slower later (a stall, the sublinear phase of the hinge loss) the geometric decay predicts too
-    few.  Both inf when the gap stopped falling in the probe."""
+    the gap of Lipschitz losses by ``O(1/t)``; a fitted ``p`` covers the probe's own decay).  On a geometric
+    decay the log-gap's slope against ``log t`` steepens as ``t`` grows, so the power law predicts too many
+    passes; where the gap falls more slowly later (a stall, the sublinear phase of the hinge loss) the
+    geometric decay predicts too few.  Both inf when the gap stopped falling in the probe."""
     rel = [abs(r.gap) / max(abs(r.primal), 1e-300) for r in history]
     epochs = [r.epochs for r in history]
     if rel[-1] <= tol:
