@@ -269,10 +269,7 @@ def advise(X, y=None, *, loss="hinge", lam=1e-4, tol=1e-6, client=None, n_partit
     lam = _check_real("lam", lam, low=0.0, low_inclusive=False, hint="LIBLINEAR's C corresponds to lam = 1/(C n)")
     tol = _check_real("tol", tol, low=0.0, low_inclusive=False, hint="use e.g. tol=1e-6 (relative duality gap)")
     on_cluster = client is not None or _is_cluster_input(X)
-    n_threads = _check_n_jobs(n_jobs)
-    if on_cluster and n_jobs is not None:
-        raise ValueError(f"n_jobs={n_jobs!r} sets the threads of a fit in this process; a cluster fit runs on its "
-                         "workers' threads. Leave n_jobs=None.")
+    n_threads = _check_n_jobs(n_jobs, on_cluster)
     if isinstance(X, (CSRStore, str, os.PathLike)):
         store = X if isinstance(X, CSRStore) else open_store(X)
         X, y = store.read_all()

@@ -600,11 +600,7 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
     if _is_pandas_frame(X):  # in memory: its values and column names (a dask DataFrame is staged below)
         X, y, feature_names = pandas_input(X, y)
     on_cluster = client is not None or _is_cluster_input(X)
-    n_threads = _check_n_jobs(n_jobs)
-    if on_cluster and n_jobs is not None:
-        raise ValueError(f"n_jobs={n_jobs!r} sets the threads of a fit in this process; a cluster fit (a client, a "
-                         "store or a dask array) runs on its workers' threads. Leave n_jobs=None, or start the "
-                         "workers with the threads you want (e.g. LocalCluster(threads_per_worker=...)).")
+    n_threads = _check_n_jobs(n_jobs, on_cluster)
     auto = solver is None or (isinstance(solver, str) and solver == "auto")
     l1_ratio, named_options = _l1_ratio_options(l1_ratio, solver, auto)
     if auto and batch_size is not None:  # the routes' solvers take no batch: the same error as solver="sdca"

@@ -189,10 +189,14 @@ class _FitOptions(NamedTuple):
     seed: int
 
 
-def _check_n_jobs(n_jobs):
+def _check_n_jobs(n_jobs, on_cluster=False):
     """The threads of a fit in this process for ``n_jobs``: None, the cores this process may use
     (:func:`~daskdca.methods.base.process_cores`); ``k >= 1``, k; ``-k``, those cores less ``k - 1`` (joblib's
-    convention: -1 is all of them), at least 1."""
+    convention: -1 is all of them), at least 1.  A cluster fit (``on_cluster``) takes None only."""
+    if on_cluster and n_jobs is not None:
+        raise ValueError(f"n_jobs={n_jobs!r} sets the threads of a fit in this process; a cluster fit (a client, a "
+                         "store or a dask array) runs on its workers' threads. Leave n_jobs=None, or start the "
+                         "workers with the threads you want (e.g. LocalCluster(threads_per_worker=...)).")
     if n_jobs is None:
         return process_cores()
     if isinstance(n_jobs, (bool, np.bool_)) or not isinstance(n_jobs, numbers.Integral) or n_jobs == 0:

@@ -228,11 +228,11 @@ class NewtonPlan(PlanBase):
             return np.concatenate((sums, [float(seen)], out))
 
         total = chunk_sums(part.pieces(), chunk, 3 + self.d + packed_size(self.d))
-        sums, rows_seen, out = total[:2], total[2], total[3:]
         # the gradient is the d-vector (sparse when it has few non-zeros); the Hessian's upper triangle rides in
-        # the scalars, so that the one-vs-rest wrapper, which splits vectors by d and scalars evenly, carries it
-        scalars = np.concatenate((np.array([sums[0], sums[1], float(rows_seen)]), out[self.d:]))
-        return local, Contribution(compress(out[:self.d]), scalars)
+        # the scalars after the loss, conjugate and row sums, so that the one-vs-rest wrapper, which splits
+        # vectors by d and scalars evenly, carries it
+        d = self.d
+        return local, Contribution(compress(total[3:3 + d]), np.concatenate((total[:3], total[3 + d:])))
 
     def combine_newton(self, state, total, ctx):
         """``P(w)`` and ``D(alpha)`` kept for the report; ``w`` accepted when it needs no test or ``t = 1`` meets
