@@ -261,6 +261,7 @@ def advise(X, y=None, *, loss="hinge", lam=1e-4, tol=1e-6, client=None, n_partit
     """
     from daskdca.api import _is_cluster_input, fit
     from daskdca.losses import get_loss
+    from daskdca.problem import column_nnz
     from daskdca.routes import Workers, choose_route, data_bytes, with_threads
     from daskdca.validation import _check_n_jobs, _check_real, _check_X, _check_y
     from daskdca.store import CSRStore, open_store
@@ -294,7 +295,8 @@ def advise(X, y=None, *, loss="hinge", lam=1e-4, tol=1e-6, client=None, n_partit
         with engine.cluster_client(client) as active:
             workers = Workers(*engine.worker_resources(active))
             route = choose_route(on_cluster=True, n=n, nnz=X.nnz, lam=lam, d=d, loss_name=loss_obj.name,
-                                 workers=workers, needs_rounds=needs_rounds, n_partitions=n_partitions, size=size)
+                                 workers=workers, needs_rounds=needs_rounds, n_partitions=n_partitions, size=size,
+                                 column_nnz=column_nnz(X))
             method = REGISTRY[route.solver](**route.options)
             parts = 1
             if route.name == "rounds":
@@ -308,7 +310,8 @@ def advise(X, y=None, *, loss="hinge", lam=1e-4, tol=1e-6, client=None, n_partit
             n_threads = 1  # a pass of one thread per partition, divided by the partitions below
     else:
         route = with_threads(choose_route(on_cluster=False, n=n, nnz=X.nnz, lam=lam, d=d, loss_name=loss_obj.name,
-                                          n_partitions=n_partitions), n_threads)
+                                          n_partitions=n_partitions, n_threads=n_threads, column_nnz=column_nnz(X)),
+                             n_threads)
         method = REGISTRY[route.solver](**route.options)
         parts = route.n_partitions or 1
     with warnings.catch_warnings():

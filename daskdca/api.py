@@ -26,7 +26,7 @@ from daskdca.methods.multinomial import MultinomialSDCA
 from daskdca.methods.multinomial import check_dual_init as _check_dual_init_multinomial
 from daskdca.methods.multinomial_lbfgs import MultinomialLBFGS
 from daskdca.partitions import random_row_order, store_partition_ranges
-from daskdca.problem import check_sample_weight, relative_gap
+from daskdca.problem import check_sample_weight, column_nnz, relative_gap
 from daskdca.routes import (Workers, _resolve_solver, _sdca_options, choose_route, data_bytes, explicit_route,
                             provisional_method, route_method, with_threads)
 from daskdca.prediction import Predictor, check_frame_columns, proba_kind, proba_refusal
@@ -645,7 +645,8 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
     if auto:
         route = choose_route(on_cluster=False, n=n, nnz=X.nnz, lam=lam, d=d, loss_name=loss_obj.name,
                              warm_start=dual_init is not None, sdca_options=_sdca_options(local_iters),
-                             n_partitions=n_partitions, l1_ratio=l1_ratio)
+                             n_partitions=n_partitions, l1_ratio=l1_ratio, n_threads=n_threads,
+                             column_nnz=column_nnz(X))
         method = route_method(route.solver, route.options, local_iters=local_iters, on_cluster=False,
                               loss_name=loss_obj.name)
         n_partitions = _default_partitions(method, False) if n_partitions is None else n_partitions
@@ -831,14 +832,16 @@ class _ClusterJob:
         self.feature_names = None  # a DataFrame's column names
         self.store_partitions = n_partitions
 
-    def route(self, *, n, nnz, d, warm_start, size=None):
-        """The route (and ``self.method``): the user's solver, or the one ``solver="auto"`` picks."""
+    def route(self, *, n, nnz, d, warm_start, size=None, column_counts=None):
+        """The route (and ``self.method``): the user's solver, or the one ``solver="auto"`` picks
+        (``column_counts``: the rows holding each feature, :func:`~daskdca.problem.column_nnz`)."""
         if self.method is not None:
             return explicit_route(self.method.name, on_cluster=True, n_partitions=self.n_partitions)
         route = choose_route(on_cluster=True, n=n, nnz=nnz, lam=self.lam, d=d, loss_name=self.loss_obj.name,
                              warm_start=warm_start, sdca_options=_sdca_options(self.local_iters),
                              workers=self.workers, size=size,
-                             needs_rounds=self.needs_rounds, n_partitions=self.n_partitions, l1_ratio=self.l1_ratio)
+                             needs_rounds=self.needs_rounds, n_partitions=self.n_partitions, l1_ratio=self.l1_ratio,
+                             column_nnz=column_counts)
         self.method = route_method(route.solver, route.options, local_iters=self.local_iters, on_cluster=True,
                                    loss_name=self.loss_obj.name)
         return route
@@ -897,18 +900,18 @@ def _fit_arrays_on_cluster(job, X, y, client, fit_args, *, dual_init, sample_wei
                                              job.problems)
     elif dual_init is not None:
         dual_init = _check_dual_init(dual_init, y, job.loss_obj, job.array_classes, sample_weight)
+    counts = column_nnz(X)
     route = job.route(n=n, nnz=X.nnz, d=d, warm_start=dual_init is not None,
-                      size=data_bytes(n, X.nnz, X.dtype.itemsize, X.indices.dtype.itemsize))
+                      size=data_bytes(n, X.nnz, X.dtype.itemsize, X.indices.dtype.itemsize), column_counts=counts)
     if route.name == "one_worker":
         from daskdca.driver import in_process_partitions
         from daskdca.methods.base import DataInfo
-        from daskdca.problem import max_column_nnz
 
         method_run = _run_method(job.method, job.problems)
         [part], _ = in_process_partitions(X, y, 1, job.seed, sample_weight, job.problems)
         info = DataInfo(n=n, d=d, partition_sizes=(n,), loss=_driver_loss(job.method, job.problems, job.loss_obj),
                         lam=job.lam,
-                        max_column_nnz=max_column_nnz(X), nnz=int(X.nnz))
+                        max_column_nnz=int(counts.max(initial=0)), nnz=int(X.nnz))
         result = engine.fit_on_one_worker(part, info, client=client, method=method_run, dual_init=dual_init,
                                           ship=True, **fit_args)
         _show_records(result, job.verbose, fit_args["tol"])
@@ -1026,7 +1029,8 @@ def _fit_store_on_cluster(job, store, client, fit_args, *, verbose, callback, in
     else:
         size = data_bytes(store.n, store.nnz, store.group["data"].dtype.itemsize,
                           store.group["indices"].dtype.itemsize)
-        route = job.route(n=store.n, nnz=store.nnz, d=store.d, warm_start=dual_init is not None, size=size)
+        route = job.route(n=store.n, nnz=store.nnz, d=store.d, warm_start=dual_init is not None, size=size,
+                          column_counts=store.column_nnz)
     method = job.method
     rounds = route.name == "rounds"  # the one-worker route runs the in-process driver, on one partition
     check_supported(method, loss_name=job.loss_obj.name, on_cluster=rounds, n_partitions=2 if rounds else 1,

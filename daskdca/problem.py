@@ -22,7 +22,7 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["check_sample_weight", "with_intercept_column", "dual_value", "gap_met", "l1_objectives", "max_column_nnz",
+__all__ = ["check_sample_weight", "with_intercept_column", "dual_value", "gap_met", "l1_objectives", "column_nnz", "feature_overlap", "max_column_nnz",
            "objectives", "primal_value", "relative_gap"]
 
 
@@ -130,12 +130,29 @@ def gap_met(primal, dual, tol):
     return bool(np.all(np.asarray(primal) - dual <= tol * np.abs(primal)))
 
 
-def max_column_nnz(X):
-    """The largest number of rows in which one feature is non-zero (the sparse ESO bound's input)."""
+def column_nnz(X):
+    """The number of rows in which each feature is non-zero (stored zeros not counted), shape ``(d,)``."""
     X = sp.csr_matrix(X)
     stored = X.indices if X.data.all() else X.indices[X.data != 0]  # no copy where no stored value is zero
-    counts = np.bincount(stored, minlength=X.shape[1])
-    return int(counts.max(initial=0))
+    return np.bincount(stored, minlength=X.shape[1])
+
+
+def max_column_nnz(X):
+    """The largest number of rows in which one feature is non-zero (the sparse ESO bound's input)."""
+    return int(column_nnz(X).max(initial=0))
+
+
+def feature_overlap(counts, n):
+    """``sum_j c_j^2 / (n sum_j c_j)`` for the column counts ``c`` of ``n`` rows: the mean, over the stored
+    values, of the share of the rows that hold the same feature (0 for no stored value).
+
+    About ``r / d`` for ``r`` values a row drawn uniformly from ``d`` features; a feature in every row adds
+    about ``1 / r``.  It is what two sub-blocks' steps share: their changes to ``w`` add up along the
+    features both hold (:data:`daskdca.routes.THREADED_SWEEP_MAX_OVERLAP`).
+    """
+    counts = np.asarray(counts, dtype=np.float64)
+    total = float(counts.sum())
+    return float(counts @ counts) / (n * total) if total else 0.0
 
 
 def check_sample_weight(sample_weight, n):

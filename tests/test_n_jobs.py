@@ -233,3 +233,33 @@ def test_advise_probes_with_the_fits_threads_and_names_them():
     assert advice.route.reason.endswith("; 1 thread (n_jobs)")
     with pytest.raises(ValueError, match="n_jobs=2 sets the threads of a fit in this process"):
         daskdca.advise(X, y, loss="logistic", lam=1e-3, n_jobs=2, client="tcp://127.0.0.1:9")
+
+
+def test_split_sweep_runs_on_the_fits_threads_certified_with_the_same_bits_each_run(monkeypatch):
+    """With ``n_jobs >= 2`` on data whose features overlap little, ``solver="auto"`` splits serial SDCA's sweep over
+    the threads (the size threshold lowered here so that a small set takes it): the route says so, the model
+    runs ``SDCA(threads=2, inner_aggregation="line_search")``, its gap holds from the returned duals, reruns
+    give the same bits, and ``n_jobs=1`` is plain serial SDCA."""
+    import daskdca.routes as routes_module
+    import reference_kernels as ref
+    from references import primal_objective
+
+    monkeypatch.setattr(routes_module, "THREADED_SWEEP_MIN_NNZ", 0)
+    X = random_sparse(3000, 20_000, 3e-4, seed=4)  # about 6 values a row over 20,000 features
+    y = random_labels(3000, 5)
+    lam, tol = 1e-3, 1e-6
+    runs = [daskdca.fit(X, y, loss="logistic", lam=lam, tol=tol, n_jobs=2, random_state=1) for _ in range(2)]
+    model = runs[0]
+    assert model.route_.options == {"threads": 2, "inner_rounds": 8, "inner_aggregation": "line_search"}
+    assert "its sweep split over 2 threads" in model.route_.reason
+    assert (model.solver.threads, model.solver.inner_aggregation) == (2, "line_search")
+    np.testing.assert_array_equal(runs[1].coef_, model.coef_)
+    np.testing.assert_array_equal(runs[1].dual_coef_, model.dual_coef_)
+    assert model.converged_
+    dual, w_alpha = ref.dual_objective(X, y, model.dual_coef_, lam, "logistic")
+    primal = primal_objective(X, y, model.coef_, lam, "logistic")
+    np.testing.assert_allclose(model.coef_, w_alpha, rtol=1e-10, atol=1e-13)
+    assert primal - dual <= tol * primal
+    one = daskdca.fit(X, y, loss="logistic", lam=lam, tol=tol, n_jobs=1, random_state=1)
+    assert one.route_.options == {} and one.solver.threads == 1
+    assert abs(one.primal_ - model.primal_) <= 2 * tol * one.primal_

@@ -14,10 +14,13 @@ import stat
 import dask
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
 import daskdca
-from daskdca.routes import CATALYST_LAM_N, ONE_WORKER_MEMORY_FRACTION, Workers, choose_route, data_bytes
+from daskdca.problem import column_nnz, feature_overlap
+from daskdca.routes import (CATALYST_LAM_N, ONE_WORKER_MEMORY_FRACTION, THREADED_SWEEP_INNER_ROUNDS,
+                            THREADED_SWEEP_MAX_THREADS, THREADED_SWEEP_MIN_NNZ, Workers, choose_route, data_bytes)
 
 from conftest import load_dataset
 
@@ -81,6 +84,68 @@ def test_route_rule(name, kwargs, route, solver, options):
     chosen = choose_route(**kwargs)
     assert (chosen.name, chosen.solver, chosen.options) == (route, solver, options)
     assert chosen.reason  # a sentence the user reads on model.route_
+
+
+# --- serial SDCA's sweep on the fit's threads (the split sweep) ------------------------------------------------
+
+N_SPLIT = 250_000
+UNIFORM = np.full(100_000, 50)  # 250,000 rows of 20 values over 100,000 features: overlap 0.0002
+SPLIT = {"threads": 2, "inner_rounds": THREADED_SWEEP_INNER_ROUNDS, "inner_aggregation": "line_search"}
+
+
+def test_feature_overlap_closed_forms():
+    # r values a row drawn evenly from d features: r / d
+    assert feature_overlap(UNIFORM, N_SPLIT) == pytest.approx(20 / 100_000)
+    # a feature in every row adds about 1 / r: here (n^2 + n r c) / (n (n + n r))
+    with_ones = np.append(UNIFORM, N_SPLIT)
+    assert feature_overlap(with_ones, N_SPLIT) == pytest.approx((N_SPLIT**2 + 100_000 * 50**2) / (N_SPLIT * 21 * N_SPLIT))
+    assert feature_overlap(np.zeros(3, dtype=np.int64), 5) == 0.0
+    X = sp.csr_matrix(np.array([[1.0, 0.0, 2.0], [0.0, 0.0, 3.0], [4.0, 0.0, 0.0]]))
+    np.testing.assert_array_equal(column_nnz(X), [2, 0, 2])
+
+
+SPLIT_CASES = [
+    # name, kwargs, route, options
+    ("two threads, spread features", dict(n_threads=2), "in_process", SPLIT),
+    ("one thread", dict(n_threads=1), "in_process", {}),
+    ("no column counts", dict(n_threads=2, column_nnz=None), "in_process", {}),
+    ("below the size", dict(n_threads=2, nnz=THREADED_SWEEP_MIN_NNZ - 1), "in_process", {}),
+    ("features overlap", dict(n_threads=2, column_nnz=np.append(UNIFORM, N_SPLIT)), "in_process", {}),
+    ("threads capped", dict(n_threads=64), "in_process", {**SPLIT, "threads": THREADED_SWEEP_MAX_THREADS}),
+    ("inside Catalyst", dict(n_threads=2, lam=1e-7), "in_process", {"acceleration": "catalyst", **SPLIT}),
+    ("elastic net stays one thread", dict(n_threads=2, l1_ratio=0.5), "in_process", {"l1_ratio": 0.5}),
+    ("the one worker's threads", dict(on_cluster=True, workers=Workers((1, 4, 2), (4 * GiB, 8 * GiB, 8 * GiB))),
+     "one_worker", {**SPLIT, "threads": 4}),
+    ("a one-thread worker", dict(on_cluster=True, workers=Workers((4, 1), (4 * GiB, 8 * GiB))), "one_worker", {}),
+    ("rounds stay one thread a partition", dict(on_cluster=True, needs_rounds=["checkpoint"],
+                                                workers=Workers((4,), (8 * GiB,))), "rounds", {}),
+]
+
+
+@pytest.mark.parametrize("name, kwargs, route, options", SPLIT_CASES, ids=[c[0] for c in SPLIT_CASES])
+def test_split_sweep_rule(name, kwargs, route, options):
+    base = dict(on_cluster=False, n=N_SPLIT, nnz=5_000_000, lam=1e-5, column_nnz=UNIFORM)
+    chosen = choose_route(**{**base, **kwargs})
+    assert (chosen.name, chosen.solver, chosen.options) == (route, "sdca" if route != "rounds" else "cocoa+", options)
+    if "threads" in options:
+        assert f"its sweep split over {options['threads']} threads" in chosen.reason
+    if name == "features overlap":
+        assert "its sweep on one thread (feature overlap 0.048 > 0.01)" in chosen.reason
+
+
+def test_the_one_worker_is_the_one_the_route_counts_threads_of():
+    from daskdca.engine.one_worker import _worker_for
+
+    class Client:
+        def __init__(self, workers):
+            self.workers = workers
+
+        def scheduler_info(self):
+            return {"workers": {address: {"nthreads": t, "memory_limit": m} for address, (t, m) in self.workers.items()}}
+
+    workers = {"tcp://b:1": (1, 8 * GiB), "tcp://a:1": (4, 4 * GiB), "tcp://c:1": (2, 8 * GiB)}
+    assert Workers((4, 1, 2), (4 * GiB, 8 * GiB, 8 * GiB)).fit_worker == 1  # sorted by address: a, b, c
+    assert _worker_for(Client(workers)) == "tcp://b:1"
 
 
 def test_one_worker_threshold_is_the_memory_fraction():

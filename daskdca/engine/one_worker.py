@@ -20,6 +20,7 @@ from daskdca.driver import InProcess, run_rounds
 from daskdca.engine.clients import _check_workers, worker_resources
 from daskdca.engine.errors import configured_no_workers_timeout
 from daskdca.engine.executor import DaskExecutor
+from daskdca.routes import Workers
 
 logger = logging.getLogger("daskdca")
 
@@ -36,10 +37,8 @@ def _fit_task(source, info, method, random_state, tol, max_rounds, max_epochs, d
 
 def _worker_for(client):
     """The worker with the most memory (the first by address among equals): where the whole fit goes."""
-    workers = client.scheduler_info().get("workers", {})
-    _, limits = worker_resources(client)
-    ranked = sorted(zip(sorted(workers), limits), key=lambda item: (-item[1], item[0]))
-    return ranked[0][0]
+    addresses = sorted(client.scheduler_info().get("workers", {}))
+    return addresses[Workers(*worker_resources(client)).fit_worker]
 
 
 def fit_on_one_worker(source, info, *, client, method, random_state, tol, max_rounds, max_epochs, dual_init=None,
