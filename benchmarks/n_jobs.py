@@ -1,16 +1,18 @@
 """The default call in memory with ``n_jobs=2`` against ``n_jobs=1``: what a fit's threads buy.
 
-For each data set and ``lam`` (logistic, ``solver="auto"``, to the default
-certified relative gap of ``1e-6``), the median seconds of ``--reps`` runs of
+For each data set and ``lam`` (logistic, ``solver="auto"``, to a certified
+relative gap of ``--tol``, the default ``1e-6``), the median seconds of ``--reps`` runs of
 ``daskdca.fit(X, y, loss="logistic", lam=lam, n_jobs=j)`` for ``j = 1`` and
 ``2``, alternated in one process after a warm-up, the route's method, and
 the ratio.  Primal Newton and multinomial L-BFGS sum each pass in fixed row
 chunks on the fit's threads; serial SDCA runs its gap sums beside its sweep
-only with a second thread.  Both give the same bits for every ``n_jobs``
-(checked here on every row: ``coef_`` equal).  The multinomial row fits
+only with a second thread, and on large data whose features overlap little
+its sweep is split over the threads ("split" beside the method).  All but
+the split give the same bits for every ``n_jobs`` (checked here on every
+row: ``coef_`` equal).  The multinomial row fits
 ``SDCAClassifier(loss="logistic", n_jobs=j)`` on generated 7-class data.
 
-Run: ``python benchmarks/n_jobs.py [--data a9a,ijcnn1,w8a,kdd,generated,multinomial] [--reps 3]``.
+Run: ``python benchmarks/n_jobs.py [--data a9a,ijcnn1,w8a,kdd,generated,multinomial] [--reps 3] [--tol 1e-6]``.
 Results: benchmarks/RESULTS.md, "A fit's threads in memory (``n_jobs``)".  The cores and the load average are
 printed with the table: on a machine shared with other jobs the threads compete for the same cores.
 """
@@ -60,38 +62,41 @@ def data_sets(names):
             raise SystemExit(f"unknown data set {name!r}")
 
 
-def run(X, y, lam, n_jobs, multinomial):
+def run(X, y, lam, n_jobs, multinomial, tol):
     """Seconds, coef_ and the route's method of one default fit with ``n_jobs`` threads."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         t = time.perf_counter()
         if multinomial:
             model = daskdca.SDCAClassifier(loss="logistic", C=1.0 / (lam * X.shape[0]), fit_intercept=False,
-                                           n_jobs=n_jobs).fit(X, y)
+                                           tol=tol, n_jobs=n_jobs).fit(X, y)
         else:
-            model = daskdca.fit(X, y, loss="logistic", lam=lam, n_jobs=n_jobs)
-        return time.perf_counter() - t, model.coef_, model.route_.solver
+            model = daskdca.fit(X, y, loss="logistic", lam=lam, tol=tol, n_jobs=n_jobs)
+        split = " split" if model.route_.options.get("threads", 1) > 1 else ""
+        return time.perf_counter() - t, model.coef_, model.route_.solver + split
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default="a9a,ijcnn1,w8a,kdd,generated,multinomial")
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--tol", type=float, default=1e-6, help="the certified relative gap (the default's 1e-6)")
     args = parser.parse_args()
     print(f"cores this process may use: {len(os.sched_getaffinity(0))}; load average before: {os.getloadavg()}")
     print("| data | lam | method | n_jobs=1 s | n_jobs=2 s | ratio | same bits |")
     print("|---|---|---|---:|---:|---:|---|")
     for label, X, y, lams, multinomial in data_sets(args.data.split(",")):
         for lam in lams:
-            run(X, y, lam, 2, multinomial)  # warm-up: kernels compiled, pages touched
+            run(X, y, lam, 2, multinomial, args.tol)  # warm-up: kernels compiled, pages touched
             seconds = {1: [], 2: []}
-            coefs = {}
+            coefs, methods = {}, {}
             for _ in range(args.reps):
                 for n_jobs in (1, 2):
-                    s, coefs[n_jobs], method = run(X, y, lam, n_jobs, multinomial)
+                    s, coefs[n_jobs], methods[n_jobs] = run(X, y, lam, n_jobs, multinomial, args.tol)
                     seconds[n_jobs].append(s)
             one, two = np.median(seconds[1]), np.median(seconds[2])
-            same = "yes" if np.array_equal(coefs[1], coefs[2]) else "NO"
+            same = "yes" if np.array_equal(coefs[1], coefs[2]) else "no"
+            method = methods[1] if methods[1] == methods[2] else f"{methods[1]} / {methods[2]}"
             print(f"| {label} | {lam:g} | {method} | {one:.3f} | {two:.3f} | {two / one:.2f} | {same} |", flush=True)
     print(f"load average after: {os.getloadavg()}")
 

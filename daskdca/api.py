@@ -548,11 +548,15 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
         its sweep), with the same bits for every ``n_jobs``.  None: the
         cores this process may use (its CPU affinity, capped by
         ``NUMBA_NUM_THREADS`` where set, as joblib's process workers set
-        it); -1 the same, ``-k`` that less ``k - 1``.  Serial SDCA's sweep
-        is one thread whatever ``n_jobs`` (threads that split it lost on
-        data whose features sit in most rows: ``SDCA(threads=T)`` asks for
-        them).  A cluster fit uses its workers' threads: ``n_jobs`` must be
-        None there.
+        it); -1 the same, ``-k`` that less ``k - 1``.  With
+        ``solver="auto"`` on at least
+        :data:`~daskdca.routes.THREADED_SWEEP_MIN_NNZ` stored values whose
+        features overlap little (:func:`~daskdca.problem.feature_overlap`
+        at most :data:`~daskdca.routes.THREADED_SWEEP_MAX_OVERLAP`),
+        serial SDCA's sweep is split over the threads (``SDCA(threads=T,
+        inner_aggregation="line_search")``): the bits are then the same
+        for the same ``n_jobs`` only.  A cluster fit uses its workers'
+        threads: ``n_jobs`` must be None there.
 
     Returns
     -------

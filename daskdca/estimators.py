@@ -182,8 +182,11 @@ _SHARED_PARAMETERS = {
     None uses the cores this process may use (capped by
     ``NUMBA_NUM_THREADS`` where set, as in joblib's process workers, so a
     grid search with ``n_jobs`` of its own does not oversubscribe them),
-    -1 the same.  The bits are the same for every value.  With a
-    ``client`` the workers' threads run the fit, and it must be None.""",
+    -1 the same.  The bits are the same for every value, except where
+    serial SDCA's sweep is split over the threads (large data whose
+    features overlap little, :func:`daskdca.fit`'s ``n_jobs``): the same
+    for the same value there.  With a ``client`` the workers' threads run
+    the fit, and it must be None.""",
     "client": """client : distributed.Client, str or None, default=None
     Fit on this Dask cluster: a ``Client``, or a scheduler address such as
     ``"tcp://host:8786"``, connected for each :func:`daskdca.fit` call and

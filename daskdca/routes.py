@@ -39,6 +39,15 @@ forms: serial SDCA and CoCoA+ with ``l1_ratio`` (Prox-SDCA, Shalev-Shwartz
 and Newton take the L2 penalty only.  An explicit ``solver=`` is always
 obeyed; the route then only says where it runs.
 
+With two or more threads (a fit's ``n_jobs`` in this process; on the
+one-worker route, that worker's threads) serial SDCA's sweep is split over
+them, hierarchical CoCoA+ on one partition with a line search
+(``SDCA(threads=T, inner_aggregation="line_search")``), where the data has
+at least ``THREADED_SWEEP_MIN_NNZ`` stored values and its column counts say
+its features overlap little (:func:`~daskdca.problem.feature_overlap` at
+most ``THREADED_SWEEP_MAX_OVERLAP``): where sub-blocks of rows share
+features their steps add up past the optimum and the threads lose.
+
 The multinomial (softmax) problem of ``K > 2`` classes, which the
 estimators fit for ``loss="logistic"`` (:func:`choose_multinomial_route`),
 takes the same shape rule: where Newton would run on the binary problem,
