@@ -11,8 +11,11 @@ its sweep is split over the threads ("split" beside the method).  All but
 the split give the same bits for every ``n_jobs`` (checked here on every
 row: ``coef_`` equal).  The multinomial row fits
 ``SDCAClassifier(loss="logistic", n_jobs=j)`` on generated 7-class data.
+With ``--one-worker`` the two fits are the same default call with a client
+of one worker of 1 and of 2 threads instead (two LocalClusters, both up for
+the whole run): the one-worker route, whose fit takes its worker's threads.
 
-Run: ``python benchmarks/n_jobs.py [--data a9a,ijcnn1,w8a,kdd,generated,multinomial] [--reps 3] [--tol 1e-6]``.
+Run: ``python benchmarks/n_jobs.py [--data a9a,ijcnn1,w8a,kdd,generated,multinomial] [--reps 3] [--tol 1e-6] [--one-worker]``.
 Results: benchmarks/RESULTS.md, "A fit's threads in memory (``n_jobs``)".  The cores and the load average are
 printed with the table: on a machine shared with other jobs the threads compete for the same cores.
 """
@@ -20,6 +23,7 @@ printed with the table: on a machine shared with other jobs the threads compete 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -62,16 +66,18 @@ def data_sets(names):
             raise SystemExit(f"unknown data set {name!r}")
 
 
-def run(X, y, lam, n_jobs, multinomial, tol):
-    """Seconds, coef_ and the route's method of one default fit with ``n_jobs`` threads."""
+def run(X, y, lam, n_jobs, multinomial, tol, clients=None):
+    """Seconds, coef_ and the route's method of one default fit with ``n_jobs`` threads (with ``clients``: on
+    ``clients[n_jobs]``, one worker of that many threads)."""
+    where = {"n_jobs": n_jobs} if clients is None else {"client": clients[n_jobs]}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         t = time.perf_counter()
         if multinomial:
             model = daskdca.SDCAClassifier(loss="logistic", C=1.0 / (lam * X.shape[0]), fit_intercept=False,
-                                           tol=tol, n_jobs=n_jobs).fit(X, y)
+                                           tol=tol, **where).fit(X, y)
         else:
-            model = daskdca.fit(X, y, loss="logistic", lam=lam, tol=tol, n_jobs=n_jobs)
+            model = daskdca.fit(X, y, loss="logistic", lam=lam, tol=tol, **where)
         split = " split" if model.route_.options.get("threads", 1) > 1 else ""
         return time.perf_counter() - t, model.coef_, model.route_.solver + split
 
@@ -81,18 +87,35 @@ def main():
     parser.add_argument("--data", default="a9a,ijcnn1,w8a,kdd,generated,multinomial")
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--tol", type=float, default=1e-6, help="the certified relative gap (the default's 1e-6)")
+    parser.add_argument("--one-worker", action="store_true",
+                        help="a client of one worker of 1 and of 2 threads instead of n_jobs=1 and 2")
     args = parser.parse_args()
+    with contextlib.ExitStack() as stack:
+        clients = None
+        if args.one_worker:
+            from distributed import Client, LocalCluster
+
+            clients = {threads: stack.enter_context(Client(stack.enter_context(LocalCluster(
+                n_workers=1, threads_per_worker=threads, processes=True, dashboard_address=None, silence_logs=40))))
+                for threads in (1, 2)}
+        table(args, clients)
+
+
+def table(args, clients):
+    """The table's rows: ``n_jobs`` 1 and 2 (with ``clients``: one worker of 1 and of 2 threads)."""
     print(f"cores this process may use: {len(os.sched_getaffinity(0))}; load average before: {os.getloadavg()}")
-    print("| data | lam | method | n_jobs=1 s | n_jobs=2 s | ratio | same bits |")
+    what = "1 worker of {} thread(s)" if clients else "n_jobs={}"
+    print(f"| data | lam | method | {what.format(1)} s | {what.format(2)} s | ratio | same bits |")
     print("|---|---|---|---:|---:|---:|---|")
     for label, X, y, lams, multinomial in data_sets(args.data.split(",")):
         for lam in lams:
-            run(X, y, lam, 2, multinomial, args.tol)  # warm-up: kernels compiled, pages touched
+            for n_jobs in (1, 2):
+                run(X, y, lam, n_jobs, multinomial, args.tol, clients)  # warm-up: kernels compiled, pages touched
             seconds = {1: [], 2: []}
             coefs, methods = {}, {}
             for _ in range(args.reps):
                 for n_jobs in (1, 2):
-                    s, coefs[n_jobs], methods[n_jobs] = run(X, y, lam, n_jobs, multinomial, args.tol)
+                    s, coefs[n_jobs], methods[n_jobs] = run(X, y, lam, n_jobs, multinomial, args.tol, clients)
                     seconds[n_jobs].append(s)
             one, two = np.median(seconds[1]), np.median(seconds[2])
             same = "yes" if np.array_equal(coefs[1], coefs[2]) else "no"

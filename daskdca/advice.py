@@ -245,9 +245,8 @@ def advise(X, y=None, *, loss="hinge", lam=1e-4, tol=1e-6, client=None, n_partit
     n_jobs : int or None, default=None
         As :func:`daskdca.fit`: the threads of a fit in this process, with
         which the probe runs.  On a cluster it must be None; there the
-        probe of the one-worker route takes this process's cores (as the
-        worker's fit takes its process's), and that of the rounds one
-        thread per partition.
+        probe of the one-worker route takes that worker's threads (as its
+        fit does), and that of the rounds one thread per partition.
 
     Returns
     -------
@@ -306,8 +305,8 @@ def advise(X, y=None, *, loss="hinge", lam=1e-4, tol=1e-6, client=None, n_partit
             fixed, latency = _cluster_costs(active, route=route, method=method, parts=parts, d=d, loss_obj=loss_obj,
                                             lam_n=lam * n, random_state=random_state)
             once = fixed + size / _bandwidth(active)
-        if route.name == "rounds":
-            n_threads = 1  # a pass of one thread per partition, divided by the partitions below
+        # the one worker's threads; a pass of one thread per partition, divided by the partitions below
+        n_threads = workers.nthreads[workers.fit_worker] if route.name == "one_worker" else 1
     else:
         route = with_threads(choose_route(on_cluster=False, n=n, nnz=X.nnz, lam=lam, d=d, loss_name=loss_obj.name,
                                           n_partitions=n_partitions, n_threads=n_threads, column_nnz=column_nnz(X)),

@@ -145,7 +145,7 @@ def test_the_one_worker_is_the_one_the_route_counts_threads_of():
 
     workers = {"tcp://b:1": (1, 8 * GiB), "tcp://a:1": (4, 4 * GiB), "tcp://c:1": (2, 8 * GiB)}
     assert Workers((4, 1, 2), (4 * GiB, 8 * GiB, 8 * GiB)).fit_worker == 1  # sorted by address: a, b, c
-    assert _worker_for(Client(workers)) == "tcp://b:1"
+    assert _worker_for(Client(workers)) == ("tcp://b:1", 1)
 
 
 def test_one_worker_threshold_is_the_memory_fraction():

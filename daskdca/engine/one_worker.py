@@ -5,8 +5,9 @@ needs one task where rounds would need a Dask round trip per epoch
 (:mod:`daskdca.routes`).  The task reads the store itself (a store that only
 this process can see, the staging copy of in-memory arrays, is read here and
 sent to the worker instead) and runs :func:`daskdca.driver.run_rounds` with
-the in-process executor, so the certificate and the bits are those of
-serial SDCA on the store's rows in this process.  A killed worker reruns the
+the in-process executor on the worker's threads (its step's thread budget,
+as a resident actor gives one), so the certificate and the bits are those
+of serial SDCA on the store's rows in this process.  A killed worker reruns the
 task from the start on another worker (Dask retries it), which gives the
 same bits.
 """
@@ -27,18 +28,21 @@ logger = logging.getLogger("daskdca")
 __all__ = ["fit_on_one_worker"]
 
 
-def _fit_task(source, info, method, random_state, tol, max_rounds, max_epochs, dual_init):
-    """Task: load ``source`` (a store partition, or one already in memory) and run the whole fit."""
+def _fit_task(source, info, method, random_state, tol, max_rounds, max_epochs, dual_init, n_threads):
+    """Task: load ``source`` (a store partition, or one already in memory) and run the whole fit on the
+    ``n_threads`` threads of the worker it was placed on."""
     part = source if source.whole() is not None else source.load()
-    executor = InProcess([part], info, random_state, dual_init=dual_init)
+    executor = InProcess([part], info, random_state, dual_init=dual_init, n_threads=n_threads)
     plan = executor.setup(method)
     return run_rounds(executor, plan, tol=tol, max_rounds=max_rounds, max_epochs=max_epochs)
 
 
 def _worker_for(client):
-    """The worker with the most memory (the first by address among equals): where the whole fit goes."""
+    """``(address, nthreads)`` of the worker with the most memory (the first by address among equals): where
+    the whole fit goes, and its threads."""
     addresses = sorted(client.scheduler_info().get("workers", {}))
-    return addresses[Workers(*worker_resources(client)).fit_worker]
+    workers = Workers(*worker_resources(client))
+    return addresses[workers.fit_worker], workers.nthreads[workers.fit_worker]
 
 
 def fit_on_one_worker(source, info, *, client, method, random_state, tol, max_rounds, max_epochs, dual_init=None,
@@ -78,7 +82,7 @@ def fit_on_one_worker(source, info, *, client, method, random_state, tol, max_ro
     wait_for_workers = configured_no_workers_timeout()  # a bad setting fails here, before any work
     _check_workers(client)
     run_id = uuid.uuid4().hex[:8]
-    worker = _worker_for(client)
+    worker, n_threads = _worker_for(client)
     if ship:
         rows = source if source.whole() is not None else source.load()
         # hash=False: a fresh key for every fit; the same rows scattered again under the key of a fit that has
@@ -86,7 +90,7 @@ def fit_on_one_worker(source, info, *, client, method, random_state, tol, max_ro
         [source] = client.scatter([rows], workers=[worker], direct=True, hash=False)
     logger.info("daskdca: %s on one worker (%s), %d rows, no rounds", method.name, worker, info.n)
     future = client.submit(_fit_task, source, info, method, random_state, tol, max_rounds, max_epochs, dual_init,
-                           key=f"daskdca-one-worker-{run_id}-fit", pure=False, workers=[worker],
+                           n_threads, key=f"daskdca-one-worker-{run_id}-fit", pure=False, workers=[worker],
                            allow_other_workers=True)
     # the executor's watched wait: no worker for daskdca.no-workers-timeout, or a lost scheduler, raises
     # instead of waiting forever; its rounds machinery is not used
