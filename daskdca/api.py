@@ -780,6 +780,8 @@ def _fit_cluster(X, y, *, loss_obj, lam, method, l1_ratio, local_iters, tol, max
                           workers=workers, needs_rounds=needs_rounds, n_partitions=n_partitions, l1_ratio=l1_ratio)
         job.verbose = verbose
         job.callback, job.checkpoint_every = callback, checkpoint_every
+        # a resumed fit runs the method its checkpoint recorded: the same threads a partition
+        job.rounds_threads = engine.recorded_threads(checkpoint) if resume else None
         job.feature_names = feature_names
         fit_args = dict(tol=tol, max_rounds=max_rounds, max_epochs=max_epochs, random_state=seed)
         try:  # the staging folder goes whatever happens
@@ -835,6 +837,7 @@ class _ClusterJob:
         self.array_classes = self.problems = self.row_order = self.dual_init = None
         self.feature_names = None  # a DataFrame's column names
         self.store_partitions = n_partitions
+        self.rounds_threads = None  # the threads a partition's sweep takes in rounds (None: the workers')
 
     def route(self, *, n, nnz, d, warm_start, size=None, column_counts=None):
         """The route (and ``self.method``): the user's solver, or the one ``solver="auto"`` picks
@@ -845,7 +848,7 @@ class _ClusterJob:
                              warm_start=warm_start, sdca_options=_sdca_options(self.local_iters),
                              workers=self.workers, size=size,
                              needs_rounds=self.needs_rounds, n_partitions=self.n_partitions, l1_ratio=self.l1_ratio,
-                             column_nnz=column_counts)
+                             column_nnz=column_counts, rounds_threads=self.rounds_threads)
         self.method = route_method(route.solver, route.options, local_iters=self.local_iters, on_cluster=True,
                                    loss_name=self.loss_obj.name)
         return route

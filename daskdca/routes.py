@@ -68,10 +68,10 @@ from daskdca.methods.l1 import L1SDCA
 from daskdca.methods.newton import NEWTON_LOSSES  # the losses the Newton method takes
 from daskdca.problem import feature_overlap
 
-__all__ = ["CATALYST_LAM_N", "NEWTON_LAM_N", "NEWTON_LOSSES", "NEWTON_MAX_FEATURES", "NEWTON_ROUNDS_MIN_NNZ", "ONE_WORKER_MEMORY_FRACTION", "Route",
-           "THREADED_SWEEP_INNER_ROUNDS", "THREADED_SWEEP_MAX_OVERLAP", "THREADED_SWEEP_MAX_THREADS",
-           "THREADED_SWEEP_MIN_NNZ",
-           "Workers", "choose_multinomial_route", "choose_route", "data_bytes", "explicit_route", "fits_one_worker",
+__all__ = ["CATALYST_LAM_N", "NEWTON_LAM_N", "NEWTON_LOSSES", "NEWTON_MAX_FEATURES", "NEWTON_ROUNDS_MIN_NNZ",
+           "ONE_WORKER_MEMORY_FRACTION", "Route", "THREADED_SWEEP_INNER_ROUNDS", "THREADED_SWEEP_MAX_OVERLAP",
+           "THREADED_SWEEP_MAX_THREADS", "THREADED_SWEEP_MIN_NNZ", "Workers", "choose_multinomial_route",
+           "choose_route", "data_bytes", "explicit_route", "fits_one_worker", "held_in_memory",
            "provisional_method", "route_method", "with_threads"]
 
 #: Serial SDCA runs inside Catalyst when ``lam n`` (``1/C`` in LIBLINEAR's terms) is below this.  Measured
@@ -199,19 +199,47 @@ def _serial_solver(lam, n, newton):
     return "sdca", {}, f"lam n = {lam * n:.3g} >= {CATALYST_LAM_N:g}: plain SDCA"
 
 
-def _split_sweep(solver, options, why, *, threads, n, nnz, column_nnz):
-    """``(options, why)`` of a serial fit on ``threads`` threads: serial SDCA's sweep split over them (at most
-    :data:`THREADED_SWEEP_MAX_THREADS`) where the data is large and its features overlap little
+def _split_sweep(options, why, *, threads, n, nnz, column_nnz, partitions=1):
+    """``(options, why)`` of SDCA's sweep on each of ``partitions`` partitions split over ``threads`` threads (at
+    most :data:`THREADED_SWEEP_MAX_THREADS`) where a partition is large and the features overlap little
     (:data:`THREADED_SWEEP_MIN_NNZ`, :data:`THREADED_SWEEP_MAX_OVERLAP`), else as they are."""
-    if solver != "sdca" or "l1_ratio" in options or threads < 2 or nnz < THREADED_SWEEP_MIN_NNZ or column_nnz is None:
+    if "l1_ratio" in options or threads < 2 or nnz / partitions < THREADED_SWEEP_MIN_NNZ or column_nnz is None:
         return options, why
+    whose = "its sweep" if partitions == 1 else "each partition's sweep"
     overlap = feature_overlap(column_nnz, n)
     if overlap > THREADED_SWEEP_MAX_OVERLAP:
-        return options, f"{why}; its sweep on one thread (feature overlap {overlap:.2g} > {THREADED_SWEEP_MAX_OVERLAP:g})"
-    threads = min(threads, THREADED_SWEEP_MAX_THREADS, n)
+        return options, f"{why}; {whose} on one thread (feature overlap {overlap:.2g} > {THREADED_SWEEP_MAX_OVERLAP:g})"
+    threads = min(threads, THREADED_SWEEP_MAX_THREADS, n // partitions)
     split = {"threads": threads, "inner_rounds": THREADED_SWEEP_INNER_ROUNDS, "inner_aggregation": "line_search"}
-    return {**options, **split}, (f"{why}; its sweep split over {threads} threads ({nnz / 1e6:.3g} M stored values "
-                                  f"of feature overlap {overlap:.2g} <= {THREADED_SWEEP_MAX_OVERLAP:g})")
+    return {**options, **split}, (f"{why}; {whose} split over {threads} threads ({nnz / partitions / 1e6:.3g} M "
+                                  f"stored values a partition, feature overlap {overlap:.2g} <= "
+                                  f"{THREADED_SWEEP_MAX_OVERLAP:g})")
+
+
+def held_in_memory(size, workers):
+    """Whether a cluster fit keeps its partitions in the workers' memory (``in_memory=None``): when the data's
+    ``size`` bytes take under half of the workers' memory limits together, or a worker has none."""
+    limits = [int(m or 0) for m in workers.memory_limits]
+    return not all(limits) or size < 0.5 * sum(limits)
+
+
+def _split_rounds(solver, options, why, *, workers, threads, held, n, nnz, column_nnz):
+    """``(options, why)`` of CoCoA+ rounds over one partition per worker with each partition's sweep split over
+    the fewest of a worker's threads, hierarchical CoCoA+ (Dünner et al., NeurIPS 2018, §3), by
+    :func:`_split_sweep`'s rule, where the partitions are ``held`` in memory (out of core a split sweep gives up
+    the sliding window of blocks, :data:`~daskdca.methods.cocoa.WINDOW_BLOCKS`).  ``threads`` given (a resumed
+    fit's recorded number) is taken as it is: split over it when it is 2 or more, whatever the rule says now."""
+    if solver != "cocoa+" or "l1_ratio" in options:
+        return options, why
+    if threads is not None:
+        if threads < 2:
+            return options, why
+        split = {"threads": threads, "inner_rounds": THREADED_SWEEP_INNER_ROUNDS, "inner_aggregation": "line_search"}
+        return {**options, **split}, f"{why}; each partition's sweep split over {threads} threads, as its checkpoint"
+    if not held or not workers.n_workers:
+        return options, why
+    return _split_sweep(options, why, threads=min(workers.nthreads), n=n, nnz=nnz, column_nnz=column_nnz,
+                        partitions=workers.n_workers)
 
 
 def _penalised_solvers(l1_ratio):
@@ -243,7 +271,7 @@ def fits_one_worker(size, workers):
 
 def choose_route(*, on_cluster, n, nnz, lam, d=None, loss_name=None, warm_start=False, sdca_options=(),
                  workers=None, size=None, needs_rounds=(), n_partitions=None, l1_ratio=0.0, n_threads=1,
-                 column_nnz=None):
+                 column_nnz=None, rounds_threads=None):
     """The route of a ``solver="auto"`` fit.
 
     Parameters
@@ -277,8 +305,11 @@ def choose_route(*, on_cluster, n, nnz, lam, d=None, loss_name=None, warm_start=
         The threads of a fit in this process (``n_jobs``); the one-worker route takes its worker's threads.
     column_nnz : array of int or None, default=None
         The rows in which each feature is non-zero (:func:`~daskdca.problem.column_nnz`): with two or more
-        threads serial SDCA's sweep is split over them where the features overlap little
+        threads SDCA's sweep is split over them where the features overlap little
         (:data:`THREADED_SWEEP_MAX_OVERLAP`); None keeps it on one thread.
+    rounds_threads : int or None, default=None
+        The threads each partition's sweep takes in CoCoA+ rounds: None, the fewest of a worker's; a resumed
+        fit gives the number its checkpoint recorded, so that it runs the same method on other workers.
 
     Returns
     -------
@@ -299,11 +330,16 @@ def choose_route(*, on_cluster, n, nnz, lam, d=None, loss_name=None, warm_start=
         return Route("rounds" if on_cluster else "in_process", asked_solver, asked_options, n_partitions,
                      f"n_partitions={n_partitions} asks for {n_partitions} partitions: {asked_why}")
     if not on_cluster:
-        options, why_solver = _split_sweep(solver, options, why_solver, threads=n_threads, n=n, nnz=nnz,
-                                           column_nnz=column_nnz)
+        if solver == "sdca":
+            options, why_solver = _split_sweep(options, why_solver, threads=n_threads, n=n, nnz=nnz,
+                                               column_nnz=column_nnz)
         return Route("in_process", solver, options, 1,
                      f"in-memory data and no client: one partition here ({why_solver})")
     workers = workers or Workers((), ())
+    held = "in_memory=False" not in needs_rounds and held_in_memory(size, workers)
+    rounds_options, why_rounds = _split_rounds(rounds_solver, rounds_options, why_rounds, workers=workers,
+                                               threads=rounds_threads, held=held, n=n, nnz=nnz,
+                                               column_nnz=column_nnz)
     if needs_rounds:
         return Route("rounds", rounds_solver, rounds_options, None,
                      f"{', '.join(needs_rounds)} given, which only rounds honour: {why_rounds} over "
@@ -315,8 +351,9 @@ def choose_route(*, on_cluster, n, nnz, lam, d=None, loss_name=None, warm_start=
                      "workers, one partition each (its iterates do not depend on the partitions, and each "
                      "worker's share of a pass costs more than the round trip)")
     if fits_one_worker(size, workers):
-        options, why_solver = _split_sweep(solver, options, why_solver, n=n, nnz=nnz, column_nnz=column_nnz,
-                                           threads=workers.nthreads[workers.fit_worker])
+        if solver == "sdca":
+            options, why_solver = _split_sweep(options, why_solver, n=n, nnz=nnz, column_nnz=column_nnz,
+                                               threads=workers.nthreads[workers.fit_worker])
         return Route("one_worker", solver, options, 1,
                      f"the data ({_size_text(size)} in memory) fits one worker (within {_room_text(workers)}): "
                      f"the whole fit is one task, no rounds ({why_solver})")

@@ -263,3 +263,48 @@ def test_split_sweep_runs_on_the_fits_threads_certified_with_the_same_bits_each_
     one = daskdca.fit(X, y, loss="logistic", lam=lam, tol=tol, n_jobs=1, random_state=1)
     assert one.route_.options == {} and one.solver.threads == 1
     assert abs(one.primal_ - model.primal_) <= 2 * tol * one.primal_
+
+
+@pytest.fixture(scope="module")
+def two_thread_worker():
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=True, dashboard_address=None,
+                                  silence_logs=40) as cluster, distributed.Client(cluster) as c:
+        yield c
+
+
+def test_rounds_split_a_partition_over_its_workers_threads_and_a_resume_keeps_them(two_thread_worker, monkeypatch,
+                                                                                    tmp_path):
+    """CoCoA+ rounds (a checkpoint asks for them) on one worker of 2 threads, on data whose features overlap
+    little (the size threshold lowered): the partition's sweep is split over the worker's 2 threads, the
+    checkpoint records them, and a fit resumed from it runs the same method to the same bits."""
+    import daskdca.routes as routes_module
+    from daskdca import engine
+
+    monkeypatch.setattr(routes_module, "THREADED_SWEEP_MIN_NNZ", 0)
+    X = random_sparse(3000, 20_000, 3e-4, seed=4)
+    y = random_labels(3000, 5)
+    store = daskdca.write_store(tmp_path / "s.zarr", X, y, block_rows=1000, shuffle=False)
+    kwargs = dict(loss="logistic", lam=1e-4, tol=1e-8, client=two_thread_worker, random_state=1, checkpoint_every=2)
+    whole = daskdca.fit(store, checkpoint=tmp_path / "a", **kwargs)
+    assert whole.route_.name == "rounds"
+    assert whole.route_.options == {"threads": 2, "inner_rounds": 8, "inner_aggregation": "line_search"}
+    assert "sweep split over 2 threads" in whole.route_.reason
+    assert whole.converged_ and whole.n_rounds_ > 4
+    assert engine.recorded_threads(tmp_path / "a") == 2
+
+    class DriverDied(Exception):
+        pass
+
+    def die(record, state):
+        if record.round == 3:
+            raise DriverDied
+
+    with pytest.raises(DriverDied):
+        daskdca.fit(store, checkpoint=tmp_path / "b", callback=die, **kwargs)
+    resumed = daskdca.fit(store, checkpoint=tmp_path / "b", resume=True, **kwargs)
+    assert resumed.route_.options == whole.route_.options
+    assert "as its checkpoint" in resumed.route_.reason
+    assert resumed.n_rounds_ == whole.n_rounds_
+    np.testing.assert_array_equal(resumed.coef_, whole.coef_)
+    np.testing.assert_array_equal(resumed.dual_coef_, whole.dual_coef_)

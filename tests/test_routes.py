@@ -117,8 +117,21 @@ SPLIT_CASES = [
     ("the one worker's threads", dict(on_cluster=True, workers=Workers((1, 4, 2), (4 * GiB, 8 * GiB, 8 * GiB))),
      "one_worker", {**SPLIT, "threads": 4}),
     ("a one-thread worker", dict(on_cluster=True, workers=Workers((4, 1), (4 * GiB, 8 * GiB))), "one_worker", {}),
-    ("rounds stay one thread a partition", dict(on_cluster=True, needs_rounds=["checkpoint"],
-                                                workers=Workers((4,), (8 * GiB,))), "rounds", {}),
+    # rounds: each partition's sweep on the fewest of a worker's threads, where the partitions are held in memory
+    ("rounds of one 4-thread worker", dict(on_cluster=True, needs_rounds=["checkpoint"],
+                                           workers=Workers((4,), (8 * GiB,))), "rounds", {**SPLIT, "threads": 4}),
+    ("rounds on the fewest threads", dict(on_cluster=True, size=3 * GiB, workers=Workers((2, 4), (4 * GiB, 4 * GiB))),
+     "rounds", SPLIT),
+    ("rounds out of core", dict(on_cluster=True, needs_rounds=["in_memory=False"], workers=Workers((4,), (8 * GiB,))),
+     "rounds", {}),
+    ("rounds not held in memory", dict(on_cluster=True, size=5 * GiB, workers=Workers((2, 2), (4 * GiB, 4 * GiB))),
+     "rounds", {}),
+    ("rounds of small partitions", dict(on_cluster=True, size=3 * GiB, workers=Workers((2,) * 4, (2 * GiB,) * 4)),
+     "rounds", {}),
+    ("a resume keeps its recorded threads", dict(on_cluster=True, needs_rounds=["checkpoint"], rounds_threads=3,
+                                                 workers=Workers((1,), (8 * GiB,))), "rounds", {**SPLIT, "threads": 3}),
+    ("a resume of one thread", dict(on_cluster=True, needs_rounds=["checkpoint"], rounds_threads=1,
+                                    workers=Workers((4,), (8 * GiB,))), "rounds", {}),
 ]
 
 
@@ -128,7 +141,7 @@ def test_split_sweep_rule(name, kwargs, route, options):
     chosen = choose_route(**{**base, **kwargs})
     assert (chosen.name, chosen.solver, chosen.options) == (route, "sdca" if route != "rounds" else "cocoa+", options)
     if "threads" in options:
-        assert f"its sweep split over {options['threads']} threads" in chosen.reason
+        assert f"sweep split over {options['threads']} threads" in chosen.reason
     if name == "features overlap":
         assert "its sweep on one thread (feature overlap 0.048 > 0.01)" in chosen.reason
 

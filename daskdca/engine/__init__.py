@@ -62,6 +62,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import uuid
 from functools import partial
 
@@ -106,12 +107,13 @@ from daskdca.engine.resident import ROUNDS_KEY, ResidentExecutor, configured_rou
 from daskdca.engine.tasks import _delayed, _held, _pinned, _Placement
 from daskdca.methods.base import DataInfo
 from daskdca.partitions import OneVsRestPartition, StorePartition, store_partition_ranges
+from daskdca.routes import Workers, data_bytes, held_in_memory
 
 logger = logging.getLogger("daskdca")
 
 __all__ = ["ROUNDS_KEY", "ClusterLostError", "DaskExecutor", "NoWorkersError", "ResidentExecutor", "SchedulerLostError", "cluster_client",
            "configured_no_workers_timeout", "default_partitions", "fit_on_cluster", "fit_on_one_worker",
-           "fit_partitions_on_cluster",
+           "fit_partitions_on_cluster", "recorded_threads",
            "local_client", "worker_resources"]
 
 
@@ -121,6 +123,32 @@ def _store_fingerprint(store):
     checksums = attrs.get("block_checksums")
     return {"n": store.n, "d": store.d, "blocks": [int(x) for x in store.block_row_offsets],
             "checksums": checksums}
+
+
+def recorded_threads(checkpoint):
+    """The threads of each partition's sweep (``threads=``) that a checkpoint's fit ran with, or None.
+
+    A resumed ``solver="auto"`` fit takes this number instead of its
+    workers' threads (:func:`daskdca.routes.choose_route`'s
+    ``rounds_threads``), so that it runs the method its checkpoint recorded
+    (the signature holds the method's dataclass ``repr``) whatever the
+    workers now.
+
+    Parameters
+    ----------
+    checkpoint : str or os.PathLike
+        The checkpoint a resumed fit continues.
+
+    Returns
+    -------
+    int or None
+        The recorded ``threads``, or None where the checkpoint holds no
+        complete fit or its method has no such setting.
+    """
+    meta = _checkpoint_meta(os.fspath(checkpoint))
+    solver = (meta or {}).get("signature", {}).get("solver")
+    found = re.search(r"\bthreads=(\d+)", solver) if isinstance(solver, str) else None
+    return int(found.group(1)) if found else None
 
 
 def default_partitions(store, n_workers, resumed_checkpoint=None):
@@ -256,10 +284,9 @@ def fit_on_cluster(store, *, client, method, loss, lam, positive_label, tol, max
                              "shared path and fit that store out of core.")
         in_memory = True
     if in_memory is None:
-        limits = [w.get("memory_limit") or 0 for w in client.scheduler_info()["workers"].values()]
-        raw = store.nnz * (store.group["data"].dtype.itemsize + store.group["indices"].dtype.itemsize) + 24 * store.n
-        # keep partitions in memory when they take under half the cluster's memory
-        in_memory = not all(limits) or raw < 0.5 * sum(limits)
+        raw = data_bytes(store.n, store.nnz, store.group["data"].dtype.itemsize,
+                         store.group["indices"].dtype.itemsize)
+        in_memory = held_in_memory(raw, Workers(*worker_resources(client)))
     offsets = store.block_row_offsets
     sizes = tuple(int(offsets[b] - offsets[a]) for a, b in ranges)
     column_nnz = store.column_nnz  # checksummed
