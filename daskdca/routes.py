@@ -40,13 +40,16 @@ and Newton take the L2 penalty only.  An explicit ``solver=`` is always
 obeyed; the route then only says where it runs.
 
 With two or more threads (a fit's ``n_jobs`` in this process; on the
-one-worker route, that worker's threads) serial SDCA's sweep is split over
-them, hierarchical CoCoA+ on one partition with a line search
-(``SDCA(threads=T, inner_aggregation="line_search")``), where the data has
-at least ``THREADED_SWEEP_MIN_NNZ`` stored values and its column counts say
-its features overlap little (:func:`~daskdca.problem.feature_overlap` at
-most ``THREADED_SWEEP_MAX_OVERLAP``): where sub-blocks of rows share
-features their steps add up past the optimum and the threads lose.
+one-worker route, that worker's threads; in rounds, the fewest of a
+worker's) SDCA's sweep of a partition is split over them, hierarchical
+CoCoA+ with a line search (``SDCA(threads=T,
+inner_aggregation="line_search")``, or ``CoCoAPlus(...)`` in rounds whose
+partitions are held in memory: K counts workers, not threads), where a
+partition has at least ``THREADED_SWEEP_MIN_NNZ`` stored values and the
+column counts say the features overlap little
+(:func:`~daskdca.problem.feature_overlap` at most
+``THREADED_SWEEP_MAX_OVERLAP``): where sub-blocks of rows share features
+their steps add up past the optimum and the threads lose.
 
 The multinomial (softmax) problem of ``K > 2`` classes, which the
 estimators fit for ``loss="logistic"`` (:func:`choose_multinomial_route`),
