@@ -114,20 +114,21 @@ NEWTON_ROUNDS_MIN_NNZ = 4_000_000
 #: inner_aggregation="line_search")`` (its rows in ``T`` sub-blocks, one thread each; Dünner et al., "Snap ML: A
 #: Hierarchical Framework for Machine Learning", NeurIPS 2018, §3), on data of at least this many stored values
 #: whose :func:`~daskdca.problem.feature_overlap` is at most ``THREADED_SWEEP_MAX_OVERLAP``.  Measured
-#: (benchmarks/RESULTS.md, "Serial SDCA's sweep on the fit's threads"; logistic, to a certified 1e-4, two threads
-#: against one on 2 cores): on 250,000 rows of 20 values drawn uniformly from 100,000 features (overlap 0.0002)
-#: 0.63-0.70x at 5 M stored values, 0.86-0.88x at 2.5 M and 1.20-1.24x (slower) at 1 M, where the inner rounds'
-#: fixed cost outweighs an epoch of 14 ms.
+#: (benchmarks/RESULTS.md, "Serial SDCA's sweep on the fit's threads"; logistic, to a certified 1e-4, the split
+#: on two threads against serial SDCA with its gap sums on the second, 2 cores): on rows of 20 values drawn
+#: uniformly from 100,000 features (overlap 0.0002), 0.64-0.72x at 5 M stored values, 0.87-0.90x at 2.5 M and
+#: 1.23-1.26x (slower) at 1 M, where the inner rounds' fixed cost outweighs an epoch of 14 ms.
 THREADED_SWEEP_MIN_NNZ = 2_500_000
 #: The most :func:`~daskdca.problem.feature_overlap` at which the threads split serial SDCA's sweep.  Measured
-#: (the same section; 5 M stored values, lam 1e-5): overlap 0.002 (10,000 uniform features) 0.66x in one more
-#: epoch (12 against 11), 0.02 (1,000) 0.93x in 17 epochs against 13, 0.039 (500) 1.34x and 0.077 (250) 1.78x
+#: (the same section; 5 M stored values, lam 1e-5): overlap 0.002 (10,000 uniform features) 0.72x in one more
+#: epoch (12 against 11), 0.02 (1,000) 0.97x in 17 epochs against 13, 0.039 (500) 1.26x and 0.077 (250) 1.86x
 #: slower; on the Zipf-featured store of ``daskdca make-data`` (0.16) and url10 (0.16) 0.92-1.88x.  Where the
 #: sub-blocks share features their steps add up past the optimum, which the line search's one step for the
 #: whole sum cannot undo, and the epochs grow.
 THREADED_SWEEP_MAX_OVERLAP = 0.01
 #: The most sub-blocks (threads) the split sweep takes: on the 5 M-value set above 4 and 8 sub-blocks took 8 and
-#: 28 epochs against 7 and 27 for 2 (lam 1e-5 and 1e-6); more were not measured.
+#: 28 epochs against 7 and 27 for 2 (lam 1e-5 and 1e-6; their time was not measured on as many cores); more
+#: were not measured.
 THREADED_SWEEP_MAX_THREADS = 8
 #: Inner rounds a pass of the split sweep: how often the sub-blocks share their steps (``inner_rounds``).
 #: Measured ("Threads with a line search", "Reruns on a quiet machine"): 8 took serial SDCA's epochs on the
@@ -238,7 +239,7 @@ def _split_rounds(solver, options, why, *, workers, threads, held, n, nnz, colum
         if threads < 2:
             return options, why
         split = {"threads": threads, "inner_rounds": THREADED_SWEEP_INNER_ROUNDS, "inner_aggregation": "line_search"}
-        return {**options, **split}, f"{why}; each partition's sweep split over {threads} threads, as its checkpoint"
+        return {**options, **split}, f"{why}; each partition's sweep split over {threads} threads, as its checkpoint recorded"
     if not held or not workers.n_workers:
         return options, why
     return _split_sweep(options, why, threads=min(workers.nthreads), n=n, nnz=nnz, column_nnz=column_nnz,
