@@ -7,7 +7,10 @@ SDCA runs its gap sums on a second thread only when the budget has one.
 Checked here: the same bits for every ``n_jobs`` (several partitions of
 CoCoA+ and Newton, the chunks, serial SDCA), the chunked rounds against the
 NumPy references, the threads actually used, the default (the process's
-cores, capped by ``NUMBA_NUM_THREADS``), and the values refused.
+cores, capped by ``NUMBA_NUM_THREADS``), and the values refused.  Where
+``solver="auto"`` splits SDCA's sweep over the threads (in memory, and in
+rounds over a worker's threads): the route, the certificate, the same bits
+for the same threads, and a resume that keeps the recorded threads.
 """
 
 import threading
