@@ -8,7 +8,7 @@ is at most ``THREADED_SWEEP_MAX_OVERLAP`` (:mod:`daskdca.routes`).  This
 measures the two inputs of that rule on generated sets of ``r`` values a row
 drawn uniformly from ``d`` features (``benchmarks/round_overhead.py``'s
 ``make``), whose overlap is about ``r / d``: for each shape and ``lam``
-(logistic, to a certified ``--tol``), the median seconds and the epochs of
+(``--loss``, logistic by default, to a certified ``--tol``), the median seconds and the epochs of
 serial SDCA (``SDCA()``, its gap sums on a second thread) and of the split
 sweep, both with ``n_jobs=T``, alternated in one process after a warm-up.  A
 shape ``NxDxR+ones`` adds a feature of value 1 in every row (an intercept's),
@@ -20,7 +20,7 @@ another and each split step on its ``T`` threads, as ``K`` workers of ``T``
 threads would step each (the bits are the cluster's; a round's time is not).
 
 Run: ``python benchmarks/split_sweep.py [--shapes 250000x100000x20,...] [--lams 1e-5,1e-6] [--threads 2]
-[--reps 3] [--tol 1e-4] [--catalyst] [--partitions K]``.  Results: benchmarks/RESULTS.md, "Serial SDCA's sweep on the fit's
+[--reps 3] [--tol 1e-4] [--loss logistic] [--catalyst] [--partitions K]``.  Results: benchmarks/RESULTS.md, "Serial SDCA's sweep on the fit's
 threads".  The cores and the load average are printed with the table: on a machine shared with other jobs the
 threads compete for the same cores.
 """
@@ -58,12 +58,12 @@ def data_set(shape):
     return X, y
 
 
-def run(X, y, solver, lam, tol, n_jobs, partitions):
+def run(X, y, loss, solver, lam, tol, n_jobs, partitions):
     """Seconds and epochs (rounds on several partitions) of one fit."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         t = time.perf_counter()
-        model = daskdca.fit(X, y, loss="logistic", lam=lam, solver=solver, tol=tol, max_epochs=500, random_state=0,
+        model = daskdca.fit(X, y, loss=loss, lam=lam, solver=solver, tol=tol, max_epochs=500, random_state=0,
                             n_jobs=n_jobs, n_partitions=partitions)
         return time.perf_counter() - t, model.n_epochs_
 
@@ -75,6 +75,7 @@ def main():
     parser.add_argument("--threads", default="2", help="comma-separated T")
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--tol", type=float, default=1e-4)
+    parser.add_argument("--loss", default="logistic")
     parser.add_argument("--catalyst", action="store_true", help="both inside Catalyst")
     parser.add_argument("--partitions", type=int, default=1, help="K > 1: CoCoA+ rounds over K partitions")
     args = parser.parse_args()
@@ -82,7 +83,7 @@ def main():
     acceleration = "catalyst" if args.catalyst else None if K == 1 else "auto"
     method = SDCA if K == 1 else CoCoAPlus
     print(f"cores this process may use: {len(os.sched_getaffinity(0))}; load average before: {os.getloadavg()}")
-    print(f"to a certified {args.tol:g}, logistic{', inside Catalyst' if args.catalyst else ''}; seconds (epochs)")
+    print(f"to a certified {args.tol:g}, {args.loss}{', inside Catalyst' if args.catalyst else ''}; seconds (epochs)")
     if K == 1:
         print("| data | overlap | M nnz | lam | T | serial SDCA, n_jobs=T | split sweep, n_jobs=T | ratio |")
     else:
@@ -98,12 +99,12 @@ def main():
                                            inner_aggregation="line_search", acceleration=acceleration)}
                 n_jobs = threads if K == 1 else 1
                 for solver in solvers.values():
-                    run(X, y, solver, lam, args.tol, n_jobs, K)  # warm-up: kernels compiled, pages touched
+                    run(X, y, args.loss, solver, lam, args.tol, n_jobs, K)  # warm-up: kernels compiled, pages touched
                 seconds = {name: [] for name in solvers}
                 epochs = {}
                 for _ in range(args.reps):
                     for name, solver in solvers.items():
-                        s, epochs[name] = run(X, y, solver, lam, args.tol, n_jobs, K)
+                        s, epochs[name] = run(X, y, args.loss, solver, lam, args.tol, n_jobs, K)
                         seconds[name].append(s)
                 one, split = np.median(seconds["serial"]), np.median(seconds["split"])
                 print(f"| {shape} | {overlap:.2g} | {X.nnz / 1e6:.2f} | {lam:g} | {threads} | {one:.3f} "
