@@ -239,7 +239,8 @@ def _split_rounds(solver, options, why, *, workers, threads, held, n, nnz, colum
         if threads < 2:
             return options, why
         split = {"threads": threads, "inner_rounds": THREADED_SWEEP_INNER_ROUNDS, "inner_aggregation": "line_search"}
-        return {**options, **split}, f"{why}; each partition's sweep split over {threads} threads, as its checkpoint recorded"
+        return {**options, **split}, (f"{why}; each partition's sweep split over {threads} threads, as its "
+                                      "checkpoint recorded")
     if not held or not workers.n_workers:
         return options, why
     return _split_sweep(options, why, threads=min(workers.nthreads), n=n, nnz=nnz, column_nnz=column_nnz,

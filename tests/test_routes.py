@@ -86,7 +86,7 @@ def test_route_rule(name, kwargs, route, solver, options):
     assert chosen.reason  # a sentence the user reads on model.route_
 
 
-# --- serial SDCA's sweep on the fit's threads (the split sweep) ------------------------------------------------
+# --- SDCA's sweep of a partition on its threads (the split sweep): in memory, on one worker, in rounds ------
 
 N_SPLIT = 250_000
 UNIFORM = np.full(100_000, 50)  # 250,000 rows of 20 values over 100,000 features: overlap 0.0002
@@ -98,7 +98,8 @@ def test_feature_overlap_closed_forms():
     assert feature_overlap(UNIFORM, N_SPLIT) == pytest.approx(20 / 100_000)
     # a feature in every row adds about 1 / r: here (n^2 + n r c) / (n (n + n r))
     with_ones = np.append(UNIFORM, N_SPLIT)
-    assert feature_overlap(with_ones, N_SPLIT) == pytest.approx((N_SPLIT**2 + 100_000 * 50**2) / (N_SPLIT * 21 * N_SPLIT))
+    expected = (N_SPLIT**2 + 100_000 * 50**2) / (N_SPLIT * 21 * N_SPLIT)
+    assert feature_overlap(with_ones, N_SPLIT) == pytest.approx(expected)
     assert feature_overlap(np.zeros(3, dtype=np.int64), 5) == 0.0
     X = sp.csr_matrix(np.array([[1.0, 0.0, 2.0], [0.0, 0.0, 3.0], [4.0, 0.0, 0.0]]))
     np.testing.assert_array_equal(column_nnz(X), [2, 0, 2])
