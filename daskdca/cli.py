@@ -40,7 +40,7 @@ from daskdca.prediction import RunningScore, decision_scores, labels, store_coef
 from daskdca.problem import with_intercept_column
 from daskdca.saved_model import SavedModel, atomic_output, check_output_path, load_model, save_model
 from daskdca.store import DEFAULT_BLOCK_ROWS, DEFAULT_CHUNK_BYTES
-from daskdca.validation import class_weights
+from daskdca.validation import _check_n_jobs, class_weights
 
 
 # Exceptions that are the user's to fix: one line and exit status 2.
@@ -710,9 +710,10 @@ def _demo(args):
             ratio = f"out of core {cluster_seconds / max(local_seconds, 1e-9):.1f}x the in-memory time"
         else:
             ratio = f"in memory {local_seconds / cluster_seconds:.1f}x the out-of-core time"
+        threads = _check_n_jobs(args.n_jobs)  # the in-memory fit's threads, as daskdca.fit took them
         print(f"time: out of core on {workers} worker{'s' if workers > 1 else ''}: {cluster_seconds:.1f} s "
-              f"({model.n_rounds_} rounds); "
-              f"in memory, 1 core: {local_seconds:.1f} s ({local.n_rounds_} epochs) ({ratio})")
+              f"({model.n_rounds_} rounds); in memory, {threads} thread{'s' if threads > 1 else ''}: "
+              f"{local_seconds:.1f} s ({local.n_rounds_} epochs) ({ratio})")
         if args.save is not None:
             save_model(args.save, saved, overwrite=args.overwrite)
             print(f"saved the out-of-core model to {args.save}")

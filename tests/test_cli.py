@@ -448,7 +448,7 @@ def test_the_demo_fits_a_generated_store_out_of_core_certifies_and_cleans_up(tmp
     # both certify the same problem: each primal is within its own gap of the optimum
     (p1, g1), (p2, g2) = results
     assert abs(p1 - p2) <= max(g1, g2) + 1e-9
-    line = re.search(r"^time: out of core on 1 worker: ([0-9.]+) s \((\d+) rounds\); in memory, 1 core: "
+    line = re.search(r"^time: out of core on 1 worker: ([0-9.]+) s \((\d+) rounds\); in memory, \d+ threads?: "
                      r"([0-9.]+) s \((\d+) epochs\) \((out of core|in memory) ([0-9.]+)x the", out, re.M)
     assert line and line.group(2) == ooc.group(1) and line.group(4) == memory.group(1)
     # the ratio is the slower over the faster time, named by the slower; all three printed to 0.1
