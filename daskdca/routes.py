@@ -203,6 +203,11 @@ def _serial_solver(lam, n, newton):
     return "sdca", {}, f"lam n = {lam * n:.3g} >= {CATALYST_LAM_N:g}: plain SDCA"
 
 
+def _split_options(threads):
+    """SDCA's settings that split a partition's sweep over ``threads`` threads with the line search."""
+    return {"threads": threads, "inner_rounds": THREADED_SWEEP_INNER_ROUNDS, "inner_aggregation": "line_search"}
+
+
 def _split_sweep(options, why, *, threads, n, nnz, column_nnz, partitions=1):
     """``(options, why)`` of SDCA's sweep on each of ``partitions`` partitions split over ``threads`` threads (at
     most :data:`THREADED_SWEEP_MAX_THREADS`) where a partition is large and the features overlap little
@@ -214,10 +219,9 @@ def _split_sweep(options, why, *, threads, n, nnz, column_nnz, partitions=1):
     if overlap > THREADED_SWEEP_MAX_OVERLAP:
         return options, f"{why}; {whose} on one thread (feature overlap {overlap:.2g} > {THREADED_SWEEP_MAX_OVERLAP:g})"
     threads = min(threads, THREADED_SWEEP_MAX_THREADS, n // partitions)
-    split = {"threads": threads, "inner_rounds": THREADED_SWEEP_INNER_ROUNDS, "inner_aggregation": "line_search"}
-    return {**options, **split}, (f"{why}; {whose} split over {threads} threads ({nnz / partitions / 1e6:.3g} M "
-                                  f"stored values a partition, feature overlap {overlap:.2g} <= "
-                                  f"{THREADED_SWEEP_MAX_OVERLAP:g})")
+    why = (f"{why}; {whose} split over {threads} threads ({nnz / partitions / 1e6:.3g} M stored values a partition, "
+           f"feature overlap {overlap:.2g} <= {THREADED_SWEEP_MAX_OVERLAP:g})")
+    return {**options, **_split_options(threads)}, why
 
 
 def held_in_memory(size, workers):
@@ -238,9 +242,8 @@ def _split_rounds(solver, options, why, *, workers, threads, held, n, nnz, colum
     if threads is not None:
         if threads < 2:
             return options, why
-        split = {"threads": threads, "inner_rounds": THREADED_SWEEP_INNER_ROUNDS, "inner_aggregation": "line_search"}
-        return {**options, **split}, (f"{why}; each partition's sweep split over {threads} threads, as its "
-                                      "checkpoint recorded")
+        why = f"{why}; each partition's sweep split over {threads} threads, as its checkpoint recorded"
+        return {**options, **_split_options(threads)}, why
     if not held or not workers.n_workers:
         return options, why
     return _split_sweep(options, why, threads=min(workers.nthreads), n=n, nnz=nnz, column_nnz=column_nnz,
