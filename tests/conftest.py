@@ -111,6 +111,20 @@ def random_labels(n, seed):
     return np.random.default_rng(seed).choice([-1.0, 1.0], n)
 
 
+class DriverDied(Exception):
+    """Raised by :func:`driver_dies_at`'s callback: the driver of a fit dies between two rounds."""
+
+
+def driver_dies_at(round_index):
+    """A fit's ``callback`` that raises :class:`DriverDied` at the first record of round ``round_index`` or later."""
+
+    def die(record, state):
+        if record.round >= round_index:
+            raise DriverDied
+
+    return die
+
+
 def plan_on_partitions(X, y, method, loss, lam, n_partitions, seed=5):
     """``method`` set up in process on the drivers' seeded split of ``(X, y)``; returns ``(plan, partitions)``."""
     from daskdca.driver import InProcess, in_process_partitions, max_column_nnz

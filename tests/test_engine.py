@@ -17,7 +17,7 @@ from daskdca.engine.clients import WORKER_MALLOC_ENVIRON  # noqa: E402
 from daskdca.partitions import random_row_order  # noqa: E402
 from daskdca.store import StoreError, convert_svmlight, write_store  # noqa: E402
 
-from conftest import data_path, load_dataset  # noqa: E402
+from conftest import DriverDied, data_path, driver_dies_at, load_dataset  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -397,13 +397,7 @@ def test_interrupted_fit_resumes_from_checkpoint(client, tmp_path_factory, tmp_p
                   checkpoint_every=5)  # 34 rounds
     uninterrupted = daskdca.fit(store, checkpoint=tmp_path / "a", **kwargs)
 
-    class DriverDied(Exception):
-        pass
-
-    def die(record, state):
-        if record.round == 13:
-            raise DriverDied
-
+    die = driver_dies_at(13)
     with pytest.raises(DriverDied):
         daskdca.fit(store, checkpoint=tmp_path / "b", callback=die, **kwargs)
     resumed = daskdca.fit(store, checkpoint=tmp_path / "b", resume=True, **kwargs)

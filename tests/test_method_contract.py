@@ -22,7 +22,7 @@ from daskdca.store import write_store
 
 import reference_kernels as ref
 import reference_prox_sdca as ref_prox
-from conftest import load_dataset
+from conftest import DriverDied, driver_dies_at, load_dataset
 from references import primal_objective
 
 distributed = pytest.importorskip("distributed")
@@ -272,13 +272,7 @@ def test_a_killed_driver_resumes_to_the_undisturbed_result(heart, client, tmp_pa
     kwargs = dict(max_rounds=rounds, random_state=2, client=client, checkpoint_every=every, eval_every=eval_every)
     undisturbed = _fit(store, None, name, checkpoint=tmp_path / "a", **kwargs)
 
-    class DriverDied(Exception):
-        pass
-
-    def die(record, state):
-        if record.round >= die_at:
-            raise DriverDied
-
+    die = driver_dies_at(die_at)
     with pytest.raises(DriverDied):
         _fit(store, None, name, checkpoint=tmp_path / "b", callback=die, **kwargs)
     resumed = _fit(store, None, name, checkpoint=tmp_path / "b", resume=True, **kwargs)

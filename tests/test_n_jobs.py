@@ -33,7 +33,7 @@ from daskdca.methods import CoCoAPlus, Newton
 from daskdca.methods.base import current_thread_budget, process_cores, thread_budget, threaded_map
 
 import reference_newton as refn
-from conftest import data_path, load_dataset, random_labels, random_sparse
+from conftest import DriverDied, data_path, driver_dies_at, load_dataset, random_labels, random_sparse
 
 
 def _same_fit(a, b):
@@ -296,13 +296,7 @@ def test_rounds_split_a_partition_over_its_workers_threads_and_a_resume_keeps_th
     assert whole.converged_ and whole.n_rounds_ > 4
     assert engine.recorded_threads(tmp_path / "a") == 2
 
-    class DriverDied(Exception):
-        pass
-
-    def die(record, state):
-        if record.round == 3:
-            raise DriverDied
-
+    die = driver_dies_at(3)
     with pytest.raises(DriverDied):
         daskdca.fit(store, checkpoint=tmp_path / "b", callback=die, **kwargs)
     resumed = daskdca.fit(store, checkpoint=tmp_path / "b", resume=True, **kwargs)

@@ -30,7 +30,7 @@ from daskdca.partitions import rows_from_csr
 
 import reference_kernels as ref
 import reference_newton as refn
-from conftest import load_dataset
+from conftest import DriverDied, driver_dies_at, load_dataset
 from references import lbfgs, liblinear, primal_objective, ridge_closed_form
 
 SMOOTH = ["logistic", "squared", "squared_hinge", "smoothed_hinge"]
@@ -269,13 +269,7 @@ def test_a_killed_driver_resumes_to_the_undisturbed_result(fault_client, tmp_pat
     store = write_store(tmp_path / "h.zarr", X, y, block_rows=135, shuffle=False)
     undisturbed = _cluster_fit(store, client=fault_client, random_state=2, checkpoint=tmp_path / "a")
 
-    class DriverDied(Exception):
-        pass
-
-    def die(record, state):
-        if record.round >= FAULT_ROUNDS // 2:
-            raise DriverDied
-
+    die = driver_dies_at(FAULT_ROUNDS // 2)
     with pytest.raises(DriverDied):
         _cluster_fit(store, client=fault_client, random_state=2, checkpoint=tmp_path / "b", callback=die)
     resumed = _cluster_fit(store, client=fault_client, random_state=2, checkpoint=tmp_path / "b", resume=True)

@@ -32,7 +32,7 @@ from daskdca import engine
 from daskdca.partitions import random_row_order
 from daskdca.store import write_store
 
-from conftest import load_dataset
+from conftest import DriverDied, driver_dies_at, load_dataset
 from references import primal_objective
 
 distributed = pytest.importorskip("distributed")
@@ -193,13 +193,7 @@ def test_out_of_core_with_a_checkpoint_on_slurm_workers(heart, tmp_path, numba_c
     store = write_store(tmp_path / "h.zarr", X[order], y[order], block_rows=-(-X.shape[0] // 2), shuffle=False)
     local = _fixed_rounds(X, y, n_partitions=2, max_rounds=rounds, random_state=seed)
 
-    class DriverDied(Exception):
-        pass
-
-    def die(record, state):
-        if record.round >= 10:
-            raise DriverDied
-
+    die = driver_dies_at(10)
     with _slurm_client(tmp_path, numba_cache, jobs=2) as (_, client):
         kwargs = dict(client=client, in_memory=False, max_rounds=rounds, random_state=seed, checkpoint_every=3)
         undisturbed = _fixed_rounds(store, checkpoint=tmp_path / "a", **kwargs)
