@@ -23,7 +23,8 @@ import numpy as np
 import scipy.sparse as sp
 
 import daskdca
-from daskdca.driver import InProcess, max_column_nnz, run_rounds
+from daskdca.driver import InProcess, run_rounds
+from daskdca.problem import max_column_nnz
 from daskdca.losses import get_loss
 from daskdca.methods.base import DataInfo
 from daskdca.partitions import MemoryPartition, even_sizes, rows_from_csr

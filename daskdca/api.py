@@ -646,11 +646,12 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
     if n == 0 or d == 0:
         raise ValueError(f"X is empty (shape {X.shape}); it needs at least one row and one feature.")
     y_signed, classes = _check_y(y, n, loss_obj)
+    counts = column_nnz(X)  # the route's overlap and the driver's sparse ESO input
     if auto:
         route = choose_route(on_cluster=False, n=n, nnz=X.nnz, lam=lam, d=d, loss_name=loss_obj.name,
                              warm_start=dual_init is not None, sdca_options=_sdca_options(local_iters),
                              n_partitions=n_partitions, l1_ratio=l1_ratio, n_threads=n_threads,
-                             column_nnz=column_nnz(X))
+                             column_nnz=counts)
         method = route_method(route.solver, route.options, local_iters=local_iters, on_cluster=False,
                               loss_name=loss_obj.name)
         n_partitions = _default_partitions(method, False) if n_partitions is None else n_partitions
@@ -668,7 +669,7 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
                             n_partitions=n_partitions,
                             random_state=seed, tol=tol, max_rounds=max_rounds, max_epochs=max_epochs,
                             callback=callback, verbose=verbose, dual_init=dual_init, sample_weight=sample_weight,
-                            problems=problems, n_threads=n_threads)
+                            problems=problems, n_threads=n_threads, column_counts=counts)
     _warn_not_converged(result, tol, max_epochs)
     return _summarised(verbose, started, LinearModel(
         loss=loss_obj, lam=lam, solver=method, classes=classes, result=result, random_state=seed, n_features=d,

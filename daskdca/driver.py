@@ -42,7 +42,7 @@ from daskdca.partitions import (
     sqnorm_sum_part,
     xt_alpha_part,
 )
-from daskdca.problem import gap_met, max_column_nnz, objectives, relative_gap
+from daskdca.problem import column_nnz, gap_met, objectives, relative_gap
 
 __all__ = ["FitResult", "FitState", "HistoryRecord", "InProcess", "fit_in_process", "one_blas_thread", "run_rounds",
            "sum_arrays"]
@@ -573,7 +573,8 @@ def in_process_partitions(X, y, n_partitions, random_state, weight=None, problem
 
 
 def fit_in_process(method, X, y, *, loss, lam, n_partitions, random_state, tol, max_rounds, max_epochs=None,
-                   callback=None, verbose=0, dual_init=None, sample_weight=None, problems=None, n_threads=None):
+                   callback=None, verbose=0, dual_init=None, sample_weight=None, problems=None, n_threads=None,
+                   column_counts=None):
     """Fit ``method`` on in-memory CSR data (validated, labels signed) in this process.
 
     ``dual_init`` (checked, in the rows' order) starts a warm fit there;
@@ -582,11 +583,14 @@ def fit_in_process(method, X, y, *, loss, lam, n_partitions, random_state, tol, 
     indices, ``method`` is a one-vs-rest method) the K problems are fitted
     together and the result's ``w``, ``alpha``, ``primal``, ``dual`` and
     ``gap`` carry the class axis first.  ``n_threads`` is the fit's threads
-    (:class:`InProcess`; the same bits for any number).
+    (:class:`InProcess`; the same bits for any number).  ``column_counts``
+    is :func:`~daskdca.problem.column_nnz` of X where the caller has it
+    (None: counted here).
     """
     parts, order = in_process_partitions(X, y, n_partitions, random_state, sample_weight, problems)
+    counts = column_nnz(X) if column_counts is None else column_counts
     info = DataInfo(n=X.shape[0], d=X.shape[1], partition_sizes=tuple(p.n_rows for p in parts), loss=loss,
-                    lam=lam, max_column_nnz=max_column_nnz(X), nnz=int(X.nnz))
+                    lam=lam, max_column_nnz=int(counts.max(initial=0)), nnz=int(X.nnz))
     executor = InProcess(parts, info, random_state, order, dual_init=dual_init, n_threads=n_threads)
     plan = executor.setup(method)
     return run_rounds(executor, plan, tol=tol, max_rounds=max_rounds, max_epochs=max_epochs, callback=callback,

@@ -21,6 +21,7 @@ import numbers
 
 import numpy as np
 import scipy.sparse as sp
+from numba import njit
 
 __all__ = ["check_sample_weight", "with_intercept_column", "dual_value", "gap_met", "l1_objectives", "column_nnz", "feature_overlap", "max_column_nnz",
            "objectives", "primal_value", "relative_gap"]
@@ -133,8 +134,18 @@ def gap_met(primal, dual, tol):
 def column_nnz(X):
     """The number of rows in which each feature is non-zero (stored zeros not counted), shape ``(d,)``."""
     X = sp.csr_matrix(X)
-    stored = X.indices if X.data.all() else X.indices[X.data != 0]  # no copy where no stored value is zero
-    return np.bincount(stored, minlength=X.shape[1])
+    return _count_columns(X.indices, X.data, X.shape[1])
+
+
+@njit(nogil=True, cache=True)
+def _count_columns(indices, data, d):
+    """:func:`column_nnz` in one pass over the stored values (``np.bincount`` would first copy 32-bit indices to
+    64 bits, and a mask of the non-zero values copy them again)."""
+    counts = np.zeros(d, dtype=np.int64)
+    for k in range(indices.shape[0]):
+        if data[k] != 0:
+            counts[indices[k]] += 1
+    return counts
 
 
 def max_column_nnz(X):

@@ -208,14 +208,13 @@ def _split_options(threads):
     return {"threads": threads, "inner_rounds": THREADED_SWEEP_INNER_ROUNDS, "inner_aggregation": "line_search"}
 
 
-def _split_sweep(options, why, *, threads, n, nnz, column_nnz, partitions=1):
+def _split_sweep(options, why, *, threads, n, nnz, overlap, partitions=1):
     """``(options, why)`` of SDCA's sweep on each of ``partitions`` partitions split over ``threads`` threads (at
     most :data:`THREADED_SWEEP_MAX_THREADS`) where a partition is large and the features overlap little
     (:data:`THREADED_SWEEP_MIN_NNZ`, :data:`THREADED_SWEEP_MAX_OVERLAP`), else as they are."""
-    if "l1_ratio" in options or threads < 2 or nnz / partitions < THREADED_SWEEP_MIN_NNZ or column_nnz is None:
+    if "l1_ratio" in options or threads < 2 or nnz / partitions < THREADED_SWEEP_MIN_NNZ or overlap is None:
         return options, why
     whose = "its sweep" if partitions == 1 else "each partition's sweep"
-    overlap = feature_overlap(column_nnz, n)
     if overlap > THREADED_SWEEP_MAX_OVERLAP:
         return options, f"{why}; {whose} on one thread (feature overlap {overlap:.2g} > {THREADED_SWEEP_MAX_OVERLAP:g})"
     threads = min(threads, THREADED_SWEEP_MAX_THREADS, n // partitions)
@@ -231,7 +230,7 @@ def held_in_memory(size, workers):
     return not all(limits) or size < 0.5 * sum(limits)
 
 
-def _split_rounds(solver, options, why, *, workers, threads, held, n, nnz, column_nnz):
+def _split_rounds(solver, options, why, *, workers, threads, held, n, nnz, overlap):
     """``(options, why)`` of CoCoA+ rounds over one partition per worker with each partition's sweep split over
     the fewest of a worker's threads, hierarchical CoCoA+ (Dünner et al., NeurIPS 2018, §3), by
     :func:`_split_sweep`'s rule, where the partitions are ``held`` in memory (out of core a split sweep gives up
@@ -246,7 +245,7 @@ def _split_rounds(solver, options, why, *, workers, threads, held, n, nnz, colum
         return {**options, **_split_options(threads)}, why
     if not held or not workers.n_workers:
         return options, why
-    return _split_sweep(options, why, threads=min(workers.nthreads), n=n, nnz=nnz, column_nnz=column_nnz,
+    return _split_sweep(options, why, threads=min(workers.nthreads), n=n, nnz=nnz, overlap=overlap,
                         partitions=workers.n_workers)
 
 
@@ -337,17 +336,17 @@ def choose_route(*, on_cluster, n, nnz, lam, d=None, loss_name=None, warm_start=
     if n_partitions is not None and n_partitions > 1:
         return Route("rounds" if on_cluster else "in_process", asked_solver, asked_options, n_partitions,
                      f"n_partitions={n_partitions} asks for {n_partitions} partitions: {asked_why}")
+    # the rule's statistic, once (a split needs at least THREADED_SWEEP_MIN_NNZ stored values in a partition)
+    overlap = None if column_nnz is None or nnz < THREADED_SWEEP_MIN_NNZ else feature_overlap(column_nnz, n)
     if not on_cluster:
         if solver == "sdca":
-            options, why_solver = _split_sweep(options, why_solver, threads=n_threads, n=n, nnz=nnz,
-                                               column_nnz=column_nnz)
+            options, why_solver = _split_sweep(options, why_solver, threads=n_threads, n=n, nnz=nnz, overlap=overlap)
         return Route("in_process", solver, options, 1,
                      f"in-memory data and no client: one partition here ({why_solver})")
     workers = workers or Workers((), ())
     held = "in_memory=False" not in needs_rounds and held_in_memory(size, workers)
     rounds_options, why_rounds = _split_rounds(rounds_solver, rounds_options, why_rounds, workers=workers,
-                                               threads=rounds_threads, held=held, n=n, nnz=nnz,
-                                               column_nnz=column_nnz)
+                                               threads=rounds_threads, held=held, n=n, nnz=nnz, overlap=overlap)
     if needs_rounds:
         return Route("rounds", rounds_solver, rounds_options, None,
                      f"{', '.join(needs_rounds)} given, which only rounds honour: {why_rounds} over "
@@ -360,7 +359,7 @@ def choose_route(*, on_cluster, n, nnz, lam, d=None, loss_name=None, warm_start=
                      "worker's share of a pass costs more than the round trip)")
     if fits_one_worker(size, workers):
         if solver == "sdca":
-            options, why_solver = _split_sweep(options, why_solver, n=n, nnz=nnz, column_nnz=column_nnz,
+            options, why_solver = _split_sweep(options, why_solver, n=n, nnz=nnz, overlap=overlap,
                                                threads=workers.nthreads[workers.fit_worker])
         return Route("one_worker", solver, options, 1,
                      f"the data ({_size_text(size)} in memory) fits one worker (within {_room_text(workers)}): "

@@ -127,7 +127,8 @@ def driver_dies_at(round_index):
 
 def plan_on_partitions(X, y, method, loss, lam, n_partitions, seed=5):
     """``method`` set up in process on the drivers' seeded split of ``(X, y)``; returns ``(plan, partitions)``."""
-    from daskdca.driver import InProcess, in_process_partitions, max_column_nnz
+    from daskdca.driver import InProcess, in_process_partitions
+    from daskdca.problem import max_column_nnz
     from daskdca.losses import get_loss
     from daskdca.methods.base import DataInfo
 

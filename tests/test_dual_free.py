@@ -8,7 +8,8 @@ import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
 import daskdca
-from daskdca.driver import InProcess, max_column_nnz, run_rounds
+from daskdca.driver import InProcess, run_rounds
+from daskdca.problem import max_column_nnz
 from daskdca.kernels import dual_free as kern
 from daskdca.losses import get_loss
 from daskdca.methods import REGISTRY, AdaptiveDualFreeSDCA, DualFreeSDCA

@@ -250,7 +250,8 @@ def test_equal_partition_beta_fails_on_a_short_duplicate_partition():
 def test_minibatch_converges_with_a_short_partition_of_duplicates():
     """Partitions of (100, 100, 100, 10) rows, the short one ten duplicates, b = 40."""
     import daskdca
-    from daskdca.driver import InProcess, max_column_nnz, run_rounds
+    from daskdca.driver import InProcess, run_rounds
+    from daskdca.problem import max_column_nnz
     from daskdca.methods.base import DataInfo
     from daskdca.partitions import MemoryPartition, rows_from_csr
 

@@ -14,7 +14,8 @@ import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
 import daskdca
-from daskdca.driver import InProcess, in_process_partitions, max_column_nnz, run_rounds
+from daskdca.driver import InProcess, in_process_partitions, run_rounds
+from daskdca.problem import max_column_nnz
 from daskdca.losses import get_loss
 from daskdca.methods import SDCA, SDNA, CoCoAPlus
 from daskdca.methods import spdc as spdc_module

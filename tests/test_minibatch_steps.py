@@ -13,7 +13,8 @@ import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
 import daskdca
-from daskdca.driver import InProcess, in_process_partitions, max_column_nnz
+from daskdca.driver import InProcess, in_process_partitions
+from daskdca.problem import max_column_nnz
 from daskdca.kernels.sampling import minibatch_indices
 from daskdca.losses import get_loss
 from daskdca.methods import MinibatchSDCA

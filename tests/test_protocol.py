@@ -17,7 +17,8 @@ import pytest
 import scipy.sparse as sp
 
 import daskdca
-from daskdca.driver import InProcess, in_process_partitions, max_column_nnz
+from daskdca.driver import InProcess, in_process_partitions
+from daskdca.problem import max_column_nnz
 from daskdca.losses import get_loss
 from daskdca.methods import REGISTRY, VARIANTS, CoCoAPlus, DataInfo
 from daskdca.methods.base import PlanBase

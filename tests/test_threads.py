@@ -23,7 +23,8 @@ import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
 import daskdca
-from daskdca.driver import InProcess, in_process_partitions, max_column_nnz
+from daskdca.driver import InProcess, in_process_partitions
+from daskdca.problem import max_column_nnz
 from daskdca.kernels.sampling import iid_order, permutation_order, sub_block_stream
 from daskdca.kernels.sdca import sub_block_bounds, threaded_line_search_sdca, threaded_local_sdca
 from daskdca.losses import get_loss

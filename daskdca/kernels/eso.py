@@ -21,6 +21,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from daskdca.problem import column_nnz, max_column_nnz
+
 __all__ = [
     "sigma2_upper_bound_column_nnz",
     "sigma2_power",
@@ -51,10 +53,7 @@ def sigma2_upper_bound_column_nnz(X):
 
     ``omega_j`` is the number of rows in which feature ``j`` is non-zero.
     """
-    X = sp.csr_matrix(X)
-    n = X.shape[0]
-    omega = np.bincount(X.indices[X.data != 0], minlength=X.shape[1])
-    return min(1.0, max(1, int(omega.max(initial=0))) / n)
+    return min(1.0, max(1, max_column_nnz(X)) / X.shape[0])
 
 
 def sigma2_power_iteration(gram_matvec, d, n, column_bound, *, max_iter=300, rtol=1e-7, seed=0):
@@ -111,7 +110,7 @@ def v_sparse_standard(X, batch_size):
     """
     X = sp.csr_matrix(X, dtype=np.float64)
     n = X.shape[0]
-    omega = np.bincount(X.indices[X.data != 0], minlength=X.shape[1]).astype(np.float64)
+    omega = column_nnz(X).astype(np.float64)
     col_factor = 1.0 + (batch_size - 1) * (omega - 1.0) / max(1, n - 1)
     sq = X.multiply(X).tocsr()
     return np.asarray(sq @ col_factor).ravel()
