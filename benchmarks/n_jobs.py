@@ -12,8 +12,11 @@ the split give the same bits for every ``n_jobs`` (checked here on every
 row: ``coef_`` equal).  The multinomial row fits
 ``SDCAClassifier(loss="logistic", n_jobs=j)`` on generated 7-class data.
 With ``--one-worker`` the two fits are the same default call with a client
-of one worker of 1 and of 2 threads instead (two LocalClusters, both up for
-the whole run): the one-worker route, whose fit takes its worker's threads.
+of one worker of 1 and of 2 threads instead: the one-worker route, whose fit
+takes its worker's threads.  Each timed fit gets a LocalCluster of its own,
+started for it and warmed by one fit first, so that no other cluster's
+processes and event loops run beside it (with both clusters up for the whole
+run, the 2-thread fit, which takes both cores, paid for the idle one's).
 
 Run: ``python benchmarks/n_jobs.py [--data a9a,ijcnn1,w8a,kdd,generated,multinomial] [--reps 3] [--tol 1e-6] [--one-worker]``.
 Results: benchmarks/RESULTS.md, "A fit's threads in memory (``n_jobs``)".  The cores and the load average are
@@ -23,7 +26,6 @@ printed with the table: on a machine shared with other jobs the threads compete 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
 import time
@@ -66,10 +68,21 @@ def data_sets(names):
             raise SystemExit(f"unknown data set {name!r}")
 
 
-def run(X, y, lam, n_jobs, multinomial, tol, clients=None):
-    """Seconds, coef_ and the route's method of one default fit with ``n_jobs`` threads (with ``clients``: on
-    ``clients[n_jobs]``, one worker of that many threads)."""
-    where = {"n_jobs": n_jobs} if clients is None else {"client": clients[n_jobs]}
+def run(X, y, lam, n_jobs, multinomial, tol, one_worker=False):
+    """Seconds, coef_ and the route's method of one default fit with ``n_jobs`` threads (with ``one_worker``:
+    with a client of one worker of that many threads, the second fit on a LocalCluster started for the two)."""
+    if one_worker:
+        from distributed import Client, LocalCluster
+
+        with LocalCluster(n_workers=1, threads_per_worker=n_jobs, processes=True, dashboard_address=None,
+                          silence_logs=40) as cluster, Client(cluster) as client:
+            fit(X, y, lam, {"client": client}, multinomial, tol)  # warm-up: the worker's kernels loaded
+            return fit(X, y, lam, {"client": client}, multinomial, tol)
+    return fit(X, y, lam, {"n_jobs": n_jobs}, multinomial, tol)
+
+
+def fit(X, y, lam, where, multinomial, tol):
+    """Seconds, coef_ and the route's method of one default fit with the keywords ``where``."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         t = time.perf_counter()
@@ -90,32 +103,25 @@ def main():
     parser.add_argument("--one-worker", action="store_true",
                         help="a client of one worker of 1 and of 2 threads instead of n_jobs=1 and 2")
     args = parser.parse_args()
-    with contextlib.ExitStack() as stack:
-        clients = None
-        if args.one_worker:
-            from distributed import Client, LocalCluster
-
-            clients = {threads: stack.enter_context(Client(stack.enter_context(LocalCluster(
-                n_workers=1, threads_per_worker=threads, processes=True, dashboard_address=None, silence_logs=40))))
-                for threads in (1, 2)}
-        table(args, clients)
+    table(args)
 
 
-def table(args, clients):
-    """The table's rows: ``n_jobs`` 1 and 2 (with ``clients``: one worker of 1 and of 2 threads)."""
+def table(args):
+    """The table's rows: ``n_jobs`` 1 and 2 (with ``--one-worker``: one worker of 1 and of 2 threads)."""
     print(f"cores this process may use: {len(os.sched_getaffinity(0))}; load average before: {os.getloadavg()}")
-    what = "1 worker of {} thread(s)" if clients else "n_jobs={}"
+    what = "1 worker of {} thread(s)" if args.one_worker else "n_jobs={}"
     print(f"| data | lam | method | {what.format(1)} s | {what.format(2)} s | ratio | same bits |")
     print("|---|---|---|---:|---:|---:|---|")
     for label, X, y, lams, multinomial in data_sets(args.data.split(",")):
         for lam in lams:
             for n_jobs in (1, 2):
-                run(X, y, lam, n_jobs, multinomial, args.tol, clients)  # warm-up: kernels compiled, pages touched
+                run(X, y, lam, n_jobs, multinomial, args.tol)  # warm-up: kernels compiled, pages touched
             seconds = {1: [], 2: []}
             coefs, methods = {}, {}
             for _ in range(args.reps):
                 for n_jobs in (1, 2):
-                    s, coefs[n_jobs], methods[n_jobs] = run(X, y, lam, n_jobs, multinomial, args.tol, clients)
+                    s, coefs[n_jobs], methods[n_jobs] = run(X, y, lam, n_jobs, multinomial, args.tol,
+                                                            args.one_worker)
                     seconds[n_jobs].append(s)
             one, two = np.median(seconds[1]), np.median(seconds[2])
             same = "yes" if np.array_equal(coefs[1], coefs[2]) else "no"
