@@ -105,6 +105,21 @@ def test_feature_overlap_closed_forms():
     np.testing.assert_array_equal(column_nnz(X), [2, 0, 2])
 
 
+@pytest.mark.parametrize("index_dtype, value_dtype", [(np.int32, np.float64), (np.int64, np.float32)])
+def test_column_nnz_counts_the_non_zero_stored_values(index_dtype, value_dtype):
+    # the one-pass count against NumPy's: stored zeros (kept by a CSR built from its arrays) are not counted
+    rng = np.random.default_rng(0)
+    n, d = 300, 40
+    X = sp.random(n, d, density=0.2, format="csr", random_state=1, dtype=np.float64)
+    X.data[rng.random(X.nnz) < 0.3] = 0.0
+    X = sp.csr_matrix((X.data.astype(value_dtype), X.indices.astype(index_dtype), X.indptr), shape=(n, d))
+    assert (X.data == 0).any()
+    expected = np.bincount(X.indices[X.data != 0], minlength=d)
+    np.testing.assert_array_equal(column_nnz(X), expected)
+    np.testing.assert_array_equal(column_nnz(X.toarray()), expected)  # dense input, as CSR
+    np.testing.assert_array_equal(column_nnz(sp.csr_matrix((0, d))), np.zeros(d))
+
+
 SPLIT_CASES = [
     # name, kwargs, route, options
     ("two threads, spread features", dict(n_threads=2), "in_process", SPLIT),
