@@ -25,7 +25,8 @@ the cluster started before the clock; medians of the repeats).  The cluster's wo
 settings of the clusters daskdca starts (:data:`daskdca.engine.clients.WORKER_MALLOC_ENVIRON`); ``--allocators``
 also times the resident rounds on a second cluster with Dask's own (``MALLOC_TRIM_THRESHOLD_=65536``).  Results:
 benchmarks/RESULTS.md, "Engine: resident rounds", "The workers' allocator", "Engine: actor calls straight to the
-workers" and "CoCoA+ rounds with a momentum search".
+workers", "CoCoA+ rounds with a momentum search" and "Round overhead: the rounds the fits ran" (which corrects the
+5 M-value case's times in the others).
 """
 
 from __future__ import annotations
