@@ -23,8 +23,8 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-__all__ = ["check_sample_weight", "with_intercept_column", "dual_value", "gap_met", "l1_objectives", "column_nnz", "feature_overlap", "max_column_nnz",
-           "objectives", "primal_value", "relative_gap"]
+__all__ = ["check_sample_weight", "with_intercept_column", "dual_value", "gap_met", "l1_objectives", "add_column_nnz",
+           "column_nnz", "feature_overlap", "max_column_nnz", "objectives", "primal_value", "relative_gap"]
 
 
 def primal_value(n, lam, loss_sum, w):
@@ -134,18 +134,20 @@ def gap_met(primal, dual, tol):
 def column_nnz(X):
     """The number of rows in which each feature is non-zero (stored zeros not counted), shape ``(d,)``."""
     X = sp.csr_matrix(X)
-    return _count_columns(X.indices, X.data, X.shape[1])
+    counts = np.zeros(X.shape[1], dtype=np.int64)
+    add_column_nnz(X.indices, X.data, counts)
+    return counts
 
 
 @njit(nogil=True, cache=True)
-def _count_columns(indices, data, d):
-    """:func:`column_nnz` in one pass over the stored values (``np.bincount`` would first copy 32-bit indices to
-    64 bits, and a mask of the non-zero values copy them again)."""
-    counts = np.zeros(d, dtype=np.int64)
+def add_column_nnz(indices, data, counts):
+    """Add to ``counts`` (int64, one per feature, changed in place) the non-zero stored values of CSR rows with
+    these ``indices`` and ``data``: :func:`column_nnz` in one pass (``np.bincount`` would first copy 32-bit
+    indices to 64 bits, and a mask of the non-zero values copy them again), and the store writer's count,
+    block after block."""
     for k in range(indices.shape[0]):
         if data[k] != 0:
             counts[indices[k]] += 1
-    return counts
 
 
 def max_column_nnz(X):

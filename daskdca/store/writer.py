@@ -14,7 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 import zarr
 
-from daskdca.problem import _count_columns, row_sqnorms
+from daskdca.problem import add_column_nnz, row_sqnorms
 from daskdca.store import format as _format
 from daskdca.store.format import (
     ATTRS_CHECKSUM,
@@ -146,7 +146,7 @@ class _Writer:
         if self.column_nnz.shape[0] < self.d:
             self.column_nnz = np.concatenate([self.column_nnz,
                                               np.zeros(self.d - self.column_nnz.shape[0], dtype=np.int64)])
-        self.column_nnz += _count_columns(indices, data, self.d)
+        add_column_nnz(indices, data, self.column_nnz)
         row_sqnorm = row_sqnorms(X.indptr, data)
         indices = np.ascontiguousarray(indices.astype(self.index_dtype, copy=False))
         ends = X.indptr[1:].astype(np.int64) + self.nnz
