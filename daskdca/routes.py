@@ -211,7 +211,8 @@ def _split_options(threads):
 def _split_sweep(options, why, *, threads, n, nnz, overlap, partitions=1):
     """``(options, why)`` of SDCA's sweep on each of ``partitions`` partitions split over ``threads`` threads (at
     most :data:`THREADED_SWEEP_MAX_THREADS`) where a partition is large and the features overlap little
-    (:data:`THREADED_SWEEP_MIN_NNZ`, :data:`THREADED_SWEEP_MAX_OVERLAP`), else as they are."""
+    (:data:`THREADED_SWEEP_MIN_NNZ`, :data:`THREADED_SWEEP_MAX_OVERLAP`), else as they are.  ``overlap`` is the
+    data's :func:`~daskdca.problem.feature_overlap` (None, no column counts: no split)."""
     if "l1_ratio" in options or threads < 2 or nnz / partitions < THREADED_SWEEP_MIN_NNZ or overlap is None:
         return options, why
     whose = "its sweep" if partitions == 1 else "each partition's sweep"
