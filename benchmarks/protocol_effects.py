@@ -24,10 +24,10 @@ import scipy.sparse as sp
 
 import daskdca
 from daskdca.driver import InProcess, run_rounds
-from daskdca.problem import max_column_nnz
 from daskdca.losses import get_loss
 from daskdca.methods.base import DataInfo
 from daskdca.partitions import MemoryPartition, even_sizes, rows_from_csr
+from daskdca.problem import max_column_nnz
 
 
 def sorted_problem(n, d=20, seed=0):

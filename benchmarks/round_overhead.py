@@ -3,7 +3,7 @@
 Each case fits the same generated data with ``tol=0`` for at most ``R_SHORT``
 and ``R_LONG`` rounds; the difference of the two wall times over the
 difference of the rounds the two fits ran is the time of a round without
-setup and certificate.  The rounds ran are the fits' own (``n_rounds_``):
+setup and certificate.  The rounds counted are the fits' own (``n_rounds_``):
 a fit whose gap reaches zero in rounding (``P - D <= 0``, which meets
 ``tol=0``) stops before ``R_LONG``, as the 5 M-value case does after 19
 rounds inside Catalyst, and the table prints the rounds of each row.

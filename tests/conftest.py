@@ -128,9 +128,9 @@ def driver_dies_at(round_index):
 def plan_on_partitions(X, y, method, loss, lam, n_partitions, seed=5):
     """``method`` set up in process on the drivers' seeded split of ``(X, y)``; returns ``(plan, partitions)``."""
     from daskdca.driver import InProcess, in_process_partitions
-    from daskdca.problem import max_column_nnz
     from daskdca.losses import get_loss
     from daskdca.methods.base import DataInfo
+    from daskdca.problem import max_column_nnz
 
     parts, _ = in_process_partitions(X, y, n_partitions, seed)
     info = DataInfo(n=X.shape[0], d=X.shape[1], partition_sizes=tuple(p.n_rows for p in parts),

@@ -9,12 +9,12 @@ from sklearn.exceptions import ConvergenceWarning
 
 import daskdca
 from daskdca.driver import InProcess, run_rounds
-from daskdca.problem import max_column_nnz
 from daskdca.kernels import dual_free as kern
 from daskdca.losses import get_loss
 from daskdca.methods import REGISTRY, AdaptiveDualFreeSDCA, DualFreeSDCA
 from daskdca.methods.base import DataInfo
 from daskdca.partitions import StorePartition
+from daskdca.problem import max_column_nnz
 from daskdca.store import write_store
 
 import reference_dual_free as ref

@@ -251,9 +251,9 @@ def test_minibatch_converges_with_a_short_partition_of_duplicates():
     """Partitions of (100, 100, 100, 10) rows, the short one ten duplicates, b = 40."""
     import daskdca
     from daskdca.driver import InProcess, run_rounds
-    from daskdca.problem import max_column_nnz
     from daskdca.methods.base import DataInfo
     from daskdca.partitions import MemoryPartition, rows_from_csr
+    from daskdca.problem import max_column_nnz
 
     X, y = load_dataset("a9a")
     X, y = X[:310].toarray(), y[:310].copy()

@@ -15,13 +15,13 @@ from sklearn.exceptions import ConvergenceWarning
 
 import daskdca
 from daskdca.driver import InProcess, in_process_partitions, run_rounds
-from daskdca.problem import max_column_nnz
 from daskdca.losses import get_loss
 from daskdca.methods import SDCA, SDNA, CoCoAPlus
 from daskdca.methods import spdc as spdc_module
 from daskdca.methods.base import Ctx, DataInfo, add_contributions, dense, tree_reduce
 from daskdca.methods.dual import DualGlobal, DualLocal
 from daskdca.partitions import MemoryPartition
+from daskdca.problem import max_column_nnz
 from daskdca.methods.spdc import step_parameters
 
 import reference_kernels as ref

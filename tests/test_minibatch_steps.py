@@ -14,11 +14,11 @@ from sklearn.exceptions import ConvergenceWarning
 
 import daskdca
 from daskdca.driver import InProcess, in_process_partitions
-from daskdca.problem import max_column_nnz
 from daskdca.kernels.sampling import minibatch_indices
 from daskdca.losses import get_loss
 from daskdca.methods import MinibatchSDCA
 from daskdca.methods.base import DataInfo
+from daskdca.problem import max_column_nnz
 
 import reference_kernels as ref
 import reference_minibatch_steps as refm

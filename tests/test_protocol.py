@@ -18,13 +18,13 @@ import scipy.sparse as sp
 
 import daskdca
 from daskdca.driver import InProcess, in_process_partitions
-from daskdca.problem import max_column_nnz
 from daskdca.losses import get_loss
 from daskdca.methods import REGISTRY, VARIANTS, CoCoAPlus, DataInfo
 from daskdca.methods.base import PlanBase
 from daskdca.methods.multiclass import OneVsRestMethod, OneVsRestPlan
 from daskdca.methods.protocol import Executor, Method, Plan, WarmStartPlan
 from daskdca.methods.spdc import SPDCPlan
+from daskdca.problem import max_column_nnz
 
 SOURCE = Path(daskdca.__file__).parent
 MAKERS = {

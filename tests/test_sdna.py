@@ -344,8 +344,8 @@ def test_sets_are_tau_nice_and_reproducible():
 
 def _run_on(parts, X, loss, lam, max_rounds, seed=4):
     from daskdca.driver import InProcess, run_rounds
-    from daskdca.problem import max_column_nnz
     from daskdca.methods.base import DataInfo
+    from daskdca.problem import max_column_nnz
 
     info = DataInfo(n=X.shape[0], d=X.shape[1], partition_sizes=tuple(p.n_rows for p in parts),
                     loss=get_loss(loss), lam=lam, max_column_nnz=max_column_nnz(X))

@@ -12,12 +12,12 @@ from sklearn.exceptions import ConvergenceWarning
 
 import daskdca
 from daskdca.driver import InProcess, in_process_partitions
-from daskdca.problem import max_column_nnz
 from daskdca.kernels import spdc as kern
 from daskdca.losses import get_loss
 from daskdca.methods import SPDC
 from daskdca.methods.base import Ctx, DataInfo, add_contributions, tree_reduce
 from daskdca.methods.spdc import optimal_mixing, step_parameters, weighted_step_parameters
+from daskdca.problem import max_column_nnz
 
 import reference_kernels as ref
 import reference_spdc as rs

@@ -24,7 +24,6 @@ from sklearn.exceptions import ConvergenceWarning
 
 import daskdca
 from daskdca.driver import InProcess, in_process_partitions
-from daskdca.problem import max_column_nnz
 from daskdca.kernels.sampling import iid_order, permutation_order, sub_block_stream
 from daskdca.kernels.sdca import sub_block_bounds, threaded_line_search_sdca, threaded_local_sdca
 from daskdca.losses import get_loss
@@ -33,6 +32,7 @@ from daskdca.methods.base import Ctx, DataInfo, dense
 from daskdca.methods.dual import DualGlobal, DualLocal, _block_stream
 from daskdca.methods.sdca import LocalSDCAPlan, line_search_steps
 from daskdca.partitions import MemoryPartition, random_row_order
+from daskdca.problem import max_column_nnz
 from daskdca.store import write_store
 
 import reference_kernels as ref
