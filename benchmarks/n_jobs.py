@@ -18,7 +18,8 @@ started for it and warmed by one fit first, so that no other cluster's
 processes and event loops run beside it (with both clusters up for the whole
 run, the 2-thread fit, which takes both cores, paid for the idle one's).
 
-Run: ``python benchmarks/n_jobs.py [--data a9a,ijcnn1,w8a,kdd,generated,multinomial] [--reps 3] [--tol 1e-6] [--one-worker]``.
+Run: ``python benchmarks/n_jobs.py [--data a9a,ijcnn1,w8a,kdd,generated,multinomial] [--reps 3] [--tol 1e-6]
+[--one-worker]``.
 Results: benchmarks/RESULTS.md, "A fit's threads in memory (``n_jobs``)" and (``--one-worker``) "One worker's
 threads, again".  The cores and the load average are printed with the table: on a machine shared with other jobs
 the threads compete for the same cores.

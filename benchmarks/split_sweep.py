@@ -8,9 +8,10 @@ is at most ``THREADED_SWEEP_MAX_OVERLAP`` (:mod:`daskdca.routes`).  This
 measures the two inputs of that rule on generated sets of ``r`` values a row
 drawn uniformly from ``d`` features (``benchmarks/round_overhead.py``'s
 ``make``), whose overlap is about ``r / d``: for each shape and ``lam``
-(``--loss``, logistic by default, to a certified ``--tol``), the median seconds and the epochs of
-serial SDCA (``SDCA()``, its gap sums on a second thread) and of the split
-sweep, both with ``n_jobs=T``, alternated in one process after a warm-up.  A
+(``--loss``, logistic by default, to a certified ``--tol``), the median
+seconds and the epochs of serial SDCA (``SDCA()``, its gap sums on a second
+thread) and of the split sweep, both with ``n_jobs=T``, alternated in one
+process after a warm-up.  A
 shape ``NxDxR+ones`` adds a feature of value 1 in every row (an intercept's),
 and ``--catalyst`` runs both inside Catalyst (``acceleration="catalyst"``).
 With ``--partitions K`` the two are CoCoA+ rounds over ``K`` partitions
@@ -20,9 +21,9 @@ another and each split step on its ``T`` threads, as ``K`` workers of ``T``
 threads would step each (the bits are the cluster's; a round's time is not).
 
 Run: ``python benchmarks/split_sweep.py [--shapes 250000x100000x20,...] [--lams 1e-5,1e-6] [--threads 2]
-[--reps 3] [--tol 1e-4] [--loss logistic] [--catalyst] [--partitions K]``.  Results: benchmarks/RESULTS.md, "Serial SDCA's sweep on the fit's
-threads".  The cores and the load average are printed with the table: on a machine shared with other jobs the
-threads compete for the same cores.
+[--reps 3] [--tol 1e-4] [--loss logistic] [--catalyst] [--partitions K]``.  Results: benchmarks/RESULTS.md,
+"Serial SDCA's sweep on the fit's threads".  The cores and the load average are printed with the table: on a
+machine shared with other jobs the threads compete for the same cores.
 """
 
 from __future__ import annotations

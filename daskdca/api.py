@@ -941,7 +941,7 @@ def _fit_arrays_on_cluster(job, X, y, client, fit_args, *, dual_init, sample_wei
         # no checkpoint to fingerprint the data with: the partitions go to the workers straight from here, the
         # runs of ceil(n / parts) rows that a staged store would have held (the same bits), without writing and
         # reading that store
-        return _fit_held_arrays(job, X, y, sample_weight, parts, route, client, fit_args)
+        return _fit_held_arrays(job, X, y, sample_weight, counts, parts, route, client, fit_args)
     # shuffle=False: the rows are already in the in-process partition order (above)
     store = write_store(os.path.join(job.staging_folder(), "data.zarr"), X, y, block_rows=-(-n // parts),
                         compression="none", shuffle=False, source="daskdca.fit input", sample_weight=sample_weight)
@@ -950,16 +950,16 @@ def _fit_arrays_on_cluster(job, X, y, client, fit_args, *, dual_init, sample_wei
     return None
 
 
-def _fit_held_arrays(job, X, y, sample_weight, parts, route, client, fit_args):
+def _fit_held_arrays(job, X, y, sample_weight, counts, parts, route, client, fit_args):
     """Rounds over in-memory arrays (rows already in the partition order) held on the workers: ``parts`` runs of
     ``ceil(n / parts)`` rows, each sent once to a worker (:func:`daskdca.engine.fit_partitions_on_cluster`);
-    returns the LinearModel."""
+    ``counts`` is X's :func:`~daskdca.problem.column_nnz` (the route's, which the rows' order does not change).
+    Returns the LinearModel."""
     import scipy.sparse as sp
 
     from daskdca import engine
     from daskdca.methods.base import DataInfo
     from daskdca.partitions import MemoryPartition, OneVsRestPartition, rows_from_csr, store_partition_ranges
-    from daskdca.problem import max_column_nnz
 
     n, d = X.shape
     block = -(-n // parts)
@@ -980,7 +980,7 @@ def _fit_held_arrays(job, X, y, sample_weight, parts, route, client, fit_args):
         partitions.append(part if job.problems is None else OneVsRestPartition(part, job.problems))
     fit_loss = _driver_loss(method, job.problems, job.loss_obj)
     info = DataInfo(n=n, d=d, partition_sizes=tuple(p.n_rows for p in partitions), loss=fit_loss, lam=job.lam,
-                    max_column_nnz=max_column_nnz(X), nnz=int(X.nnz))
+                    max_column_nnz=int(counts.max(initial=0)), nnz=int(X.nnz))
     result = engine.fit_partitions_on_cluster(partitions, info, client=client, method=_run_method(method, job.problems),
                                               verbose=job.verbose, callback=job.callback,
                                               dual_init=job.dual_init, checkpoint_every=job.checkpoint_every,

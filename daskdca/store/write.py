@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
-from daskdca.problem import check_sample_weight
+from daskdca.problem import check_sample_weight, column_nnz
 from daskdca.store.format import (
     DEFAULT_BLOCK_ROWS,
     INT32_LIMIT,
@@ -239,8 +239,7 @@ def write_prepared(url, data, *, block_rows, compression, float32, shuffle, seed
             sample_weight = sample_weight[perm]
     feature_permutation = None
     if renumber_features:
-        counts = np.bincount(X.indices[X.data != 0], minlength=X.shape[1])
-        feature_permutation = _feature_order(counts)
+        feature_permutation = _feature_order(column_nnz(X))
         X = X[:, feature_permutation].tocsr()
     index_dtype = np.int64 if X.shape[1] > INT32_LIMIT else np.int32
     with _writing(url, storage_options, overwrite=overwrite, block_rows=block_rows, compression=compression,
