@@ -84,19 +84,33 @@ def permutation_order(random_state, round_index, partition, n_rows, n_steps, row
     state = np.empty(1, dtype=np.uint64)
     state[0] = stream_seed(random_state, round_index, partition)
     out = np.empty(n_steps, dtype=np.int64)
+    if n_steps == n_rows:  # one permutation (a sweep's usual order), shuffled in place: the same draws, one array
+        for k in range(n_rows):
+            out[k] = k
+        _shuffle(state, out)
+        if row_offset != 0:
+            for k in range(n_rows):
+                out[k] += row_offset
+        return out
     perm = np.arange(n_rows, dtype=np.int64)
     t = 0
     while t < n_steps:
-        for k in range(n_rows - 1, 0, -1):
-            j = _next_below(state, k + 1)
-            tmp = perm[k]
-            perm[k] = perm[j]
-            perm[j] = tmp
+        _shuffle(state, perm)
         take = min(n_rows, n_steps - t)
         for k in range(take):
             out[t + k] = perm[k] + row_offset
         t += take
     return out
+
+
+@njit(nogil=True, cache=True)
+def _shuffle(state, perm):
+    """Fisher-Yates shuffle of ``perm`` in place, drawing from ``state``."""
+    for k in range(perm.shape[0] - 1, 0, -1):
+        j = _next_below(state, k + 1)
+        tmp = perm[k]
+        perm[k] = perm[j]
+        perm[j] = tmp
 
 
 @njit(nogil=True, cache=True)

@@ -230,11 +230,19 @@ def threaded_line_search_sdca(indptr, indices, data, y, weight, sqnorm, alpha, u
     local_delta = np.empty((threads, d))
     direction = np.empty(d)
     marks = np.zeros(alpha.shape[0], dtype=np.bool_)  # the sub-blocks' rows are disjoint: no two threads share a mark
+    # each sub-block's distinct rows of an inner round and their duals before it, in buffers held for the whole
+    # call: arrays made afresh each inner round cost their pages again where the allocator hands freed memory back
+    # to the system at once (as a Dask worker's does: MALLOC_TRIM_THRESHOLD_)
+    longest = max(-(-order.shape[0] // inner_rounds) for order in orders)  # the longest chunk
+    row_buffers = np.empty((threads, longest), dtype=np.int64)
+    start_buffers = np.empty((threads, longest))
     top = steps[-2:]
 
     def sweep(b, chunk):
-        return _line_search_sub_block(indptr, indices, data, y, weight, sqnorm, alpha, u, local_u[b], local_delta[b],
-                                      chunk, marks, loss_kind, loss_param, lam_n, sigma, top)
+        count, sums = _line_search_sub_block(indptr, indices, data, y, weight, sqnorm, alpha, u, local_u[b],
+                                             local_delta[b], chunk, marks, row_buffers[b], start_buffers[b],
+                                             loss_kind, loss_param, lam_n, sigma, top)
+        return row_buffers[b][:count], start_buffers[b][:count], sums
 
     for j in range(inner_rounds):
         swept = _sweep_sub_blocks(executor, sweep, orders, j, inner_rounds)
@@ -270,12 +278,12 @@ def _best_step(swept, y, weight, alpha, steps, us, ss, loss_kind, loss_param, la
 
 @njit(nogil=True, cache=True)
 def _line_search_sub_block(indptr, indices, data, y, weight, sqnorm, alpha, u, local_u, local_delta, chunk, marks,
-                           loss_kind, loss_param, lam_n, sigma, top):
+                           rows, start, loss_kind, loss_param, lam_n, sigma, top):
     """One sub-block's inner round of :func:`threaded_line_search_sdca`: its chunk's distinct rows and their duals
-    before the steps, the steps from a copy of ``u`` (``delta_b`` in ``local_delta``), the conjugate sums at ``top``."""
+    before the steps (into the first ``count`` entries of ``rows`` and ``start``), the steps from a copy of ``u``
+    (``delta_b`` in ``local_delta``); returns ``count`` and the conjugate sums at ``top``."""
     local_u[:] = u
     local_delta[:] = 0.0
-    rows = np.empty(chunk.shape[0], dtype=np.int64)
     count = 0
     for t in range(chunk.shape[0]):  # a row drawn twice (local_iters > 1, iid sampling) is on the line once
         i = chunk[t]
@@ -283,21 +291,26 @@ def _line_search_sub_block(indptr, indices, data, y, weight, sqnorm, alpha, u, l
             marks[i] = True
             rows[count] = i
             count += 1
-    rows = rows[:count]
-    start = np.empty(count)
     for r in range(count):
         marks[rows[r]] = False
         start[r] = alpha[rows[r]]
     local_sdca(indptr, indices, data, y, weight, sqnorm, alpha, local_u, local_delta, chunk, loss_kind, loss_param,
                lam_n, sigma, True)
-    return rows, start, _chunk_line_sums(y, weight, alpha, rows, start, top, loss_kind, loss_param)
+    return count, _chunk_line_sums(y, weight, alpha, rows[:count], start[:count], top, loss_kind, loss_param)
 
 
 @njit(nogil=True, cache=True)
 def _chunk_line_sums(y, weight, alpha, rows, start, steps, loss_kind, loss_param):
-    """:func:`line_conjugate_sums` of the rows ``rows``, from ``start`` towards their duals now."""
-    return line_conjugate_sums(y[rows], weight if weight.shape[0] == 0 else weight[rows], start,
-                               alpha[rows] - start, steps, loss_kind, loss_param)
+    """:func:`line_conjugate_sums` of the rows ``rows``, from ``start`` towards their duals now (the same sums,
+    read in place: no copies of the rows' labels, weights and duals)."""
+    out = np.zeros(steps.shape[0])
+    for r in range(rows.shape[0]):
+        i = rows[r]
+        s = row_weight(weight, i)
+        direction = alpha[i] - start[r]
+        for j in range(steps.shape[0]):
+            out[j] += weighted_conjugate_value(loss_kind, loss_param, y[i], start[r] + steps[j] * direction, s)
+    return out
 
 
 @njit(nogil=True, cache=True)

@@ -131,13 +131,14 @@ class LocalSDCAPlan(DualPlan):
     certifies_rounds: bool = False
     primal_from_dual = True
 
-    def _order(self, n_rows, rows_to_visit, ctx, stream):
-        """Rows of one sweep: ``local_iters * n_rows`` draws from ``rows_to_visit`` (None: all)."""
+    def _order(self, n_rows, rows_to_visit, ctx, stream, row_offset=0):
+        """Rows of one sweep: ``local_iters * n_rows`` draws from ``rows_to_visit`` (None: all, shifted by
+        ``row_offset``)."""
         s = self.settings
         n_steps = max(1, int(math.ceil(s.local_iters * n_rows)))
         draw = permutation_order if s.sampling == "permutation" else iid_order
         if rows_to_visit is None:
-            return draw(ctx.random_state, ctx.round, stream, n_rows, n_steps, 0)
+            return draw(ctx.random_state, ctx.round, stream, n_rows, n_steps, row_offset)
         if rows_to_visit.size == 0:
             return rows_to_visit
         return rows_to_visit[draw(ctx.random_state, ctx.round, stream, rows_to_visit.size, n_steps, 0)]
@@ -367,8 +368,7 @@ class LocalSDCAPlan(DualPlan):
                                      first, stop, kind, param, self.lam_n, sigma_sub)
             if stop == first:
                 return loss_sum, conj_sum, np.empty(0, dtype=np.int64)
-            order = self._order(stop - first, visit, ctx, sub_block_stream(stream, b))
-            return loss_sum, conj_sum, (order + first if visit is None else order)
+            return loss_sum, conj_sum, self._order(stop - first, visit, ctx, sub_block_stream(stream, b), first)
 
         with ThreadPoolExecutor(max_workers=threads - 1, thread_name_prefix="daskdca-sub-block") as executor:
             futures = [executor.submit(prepare, b) for b in range(1, threads)]
