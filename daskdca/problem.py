@@ -201,18 +201,72 @@ def check_sample_weight(sample_weight, n):
 
 
 def row_sqnorms(indptr, data):
-    """``||x_i||^2`` of every CSR row, summed in float64 left to right within the row.
+    """``||x_i||^2`` of every CSR row in float64, each row's squares summed in the order of NumPy's
+    ``np.add.reduceat(data.astype(np.float64) ** 2, starts)``: the row's first square plus the pairwise sum of
+    the rest (NumPy's ``pairwise_sum``: sequential below 8 terms, eight running sums up to 128, halves above).
 
     The one formula of the store writer (``row_sqnorm``, checksummed) and of
     :func:`daskdca.partitions.rows_from_csr`, so a block read from a store and
-    the same rows held as an array give the same bits.
+    the same rows held as an array give the same bits.  One numba pass with no
+    temporary (``reduceat`` squared every value into a new array first).
     """
     indptr = np.asarray(indptr)
     out = np.zeros(indptr.shape[0] - 1)
-    nonempty = np.flatnonzero(np.diff(indptr) > 0)
-    if nonempty.size:  # segments between non-empty row starts are exactly those rows
-        out[nonempty] = np.add.reduceat(np.asarray(data, dtype=np.float64) ** 2, indptr[nonempty])
+    _row_sqnorms(indptr, np.asarray(data), out)
     return out
+
+
+@njit(nogil=True, cache=True)
+def _row_sqnorms(indptr, data, out):
+    """:func:`row_sqnorms` into ``out``."""
+    for i in range(out.shape[0]):
+        start = indptr[i]
+        length = indptr[i + 1] - start
+        if length > 0:
+            out[i] = _sq(data[start]) + _pairwise_sqsum(data, start + 1, length - 1)
+
+
+@njit(nogil=True, cache=True)
+def _sq(value):
+    """``value^2`` in float64."""
+    v = np.float64(value)
+    return v * v
+
+
+@njit(nogil=True, cache=True)
+def _pairwise_sqsum(data, lo, n):
+    """``sum_{p < n} data[lo + p]^2`` (squares in float64) in the order of NumPy's ``pairwise_sum``
+    (``numpy/_core/src/umath/loops_utils.h.src``): sequential below 8 terms, eight running sums combined as
+    ``((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))`` then the rest up to 128, above that the two halves
+    (the first a multiple of 8 long) summed so and added."""
+    if n < 8:
+        total = 0.0
+        for p in range(lo, lo + n):
+            total += _sq(data[p])
+        return total
+    if n <= 128:
+        r0, r1, r2, r3 = _sq(data[lo]), _sq(data[lo + 1]), _sq(data[lo + 2]), _sq(data[lo + 3])
+        r4, r5, r6, r7 = _sq(data[lo + 4]), _sq(data[lo + 5]), _sq(data[lo + 6]), _sq(data[lo + 7])
+        p = lo + 8
+        stop = lo + n - n % 8
+        while p < stop:
+            r0 += _sq(data[p])
+            r1 += _sq(data[p + 1])
+            r2 += _sq(data[p + 2])
+            r3 += _sq(data[p + 3])
+            r4 += _sq(data[p + 4])
+            r5 += _sq(data[p + 5])
+            r6 += _sq(data[p + 6])
+            r7 += _sq(data[p + 7])
+            p += 8
+        total = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+        while p < lo + n:
+            total += _sq(data[p])
+            p += 1
+        return total
+    half = n // 2
+    half -= half % 8
+    return _pairwise_sqsum(data, lo, half) + _pairwise_sqsum(data, lo + half, n - half)
 
 
 def with_intercept_column(X, intercept_scaling):

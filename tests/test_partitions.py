@@ -6,6 +6,7 @@ import scipy.sparse as sp
 
 import daskdca
 from daskdca.partitions import even_sizes, random_row_order
+from daskdca.problem import row_sqnorms
 
 import reference_kernels as ref
 
@@ -105,3 +106,26 @@ def test_a_loaded_store_partition_is_the_vstack_of_its_blocks(tmp_path, weighted
         np.testing.assert_array_equal(rows.weight, weight[lo:hi])
     else:
         assert rows.weight.size == 0  # unweighted: every weight 1
+
+
+@pytest.mark.parametrize("index_dtype, value_dtype", [(np.int64, np.float64), (np.int32, np.float32), (np.int32, np.int32)])
+def test_row_sqnorms_sum_in_numpys_reduceat_order(index_dtype, value_dtype):
+    # rows of every length through 300 (NumPy's pairwise sum: sequential below 8, eight sums to 128, halves above)
+    # and some long ones, with values over many scales so that any other order changes bits
+    rng = np.random.default_rng(3)
+    lengths = np.concatenate([np.arange(301), [0, 1000, 4099]])
+    indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(index_dtype)
+    data = rng.standard_normal(indptr[-1]) * np.exp(rng.uniform(-15, 15, indptr[-1]))
+    data = (data * 1e-3).astype(value_dtype) if value_dtype == np.int32 else data.astype(value_dtype)
+    expected = np.zeros(lengths.size)
+    rows = np.flatnonzero(lengths > 0)
+    expected[rows] = np.add.reduceat(data.astype(np.float64) ** 2, indptr[rows])
+    got = row_sqnorms(indptr, data)
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got, expected)
+    if value_dtype == np.int32:
+        return  # integer squares sum exactly in any order
+    # the order matters on these values: summed left to right (np.cumsum is sequential), many rows differ
+    squares = data.astype(np.float64) ** 2
+    left_to_right = np.array([np.cumsum(squares[a:b])[-1] if b > a else 0.0 for a, b in zip(indptr[:-1], indptr[1:])])
+    assert (left_to_right != expected).sum() > 10
