@@ -108,7 +108,8 @@ def test_a_loaded_store_partition_is_the_vstack_of_its_blocks(tmp_path, weighted
         assert rows.weight.size == 0  # unweighted: every weight 1
 
 
-@pytest.mark.parametrize("index_dtype, value_dtype", [(np.int64, np.float64), (np.int32, np.float32), (np.int32, np.int32)])
+@pytest.mark.parametrize("index_dtype, value_dtype",
+                         [(np.int64, np.float64), (np.int32, np.float32), (np.int32, np.int32)])
 def test_row_sqnorms_sum_in_numpys_reduceat_order(index_dtype, value_dtype):
     # rows of every length through 300 (NumPy's pairwise sum: sequential below 8, eight sums to 128, halves above)
     # and some long ones, with values over many scales so that any other order changes bits
