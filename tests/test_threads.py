@@ -25,7 +25,8 @@ from sklearn.exceptions import ConvergenceWarning
 import daskdca
 from daskdca.driver import InProcess, in_process_partitions
 from daskdca.kernels.sampling import iid_order, permutation_order, sub_block_stream
-from daskdca.kernels.sdca import sub_block_bounds, threaded_line_search_sdca, threaded_local_sdca
+from daskdca.kernels.sdca import (_chunk_line_sums, line_conjugate_sums, sub_block_bounds, threaded_line_search_sdca,
+                                  threaded_local_sdca)
 from daskdca.losses import get_loss
 from daskdca.methods import SDCA, CoCoAPlus
 from daskdca.methods.base import Ctx, DataInfo, dense
@@ -165,6 +166,30 @@ def test_line_search_inner_rounds_match_the_numpy_reference(loss, T, m, sigma, t
     if density == 1.0 and loss == "logistic":
         assert min(chosen) < 1.0  # the search below t = 1 is exercised
 
+
+
+@pytest.mark.parametrize("loss", ["logistic", "hinge", "squared", "squared_hinge"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_the_line_searchs_sums_read_the_rows_in_place(loss, weighted):
+    """The sub-blocks' conjugate sums along the line, read in place, are those of the gathered rows' copies."""
+    rng = np.random.default_rng(4)
+    n = 50
+    y = np.where(rng.random(n) < 0.5, -1.0, 1.0) + (0.3 if loss == "squared" else 0.0)
+    weight = rng.uniform(0.5, 2.0, n) if weighted else np.empty(0)
+    rows = rng.permutation(n)[:20]
+    # y_i alpha_i / weight_i in (0, 0.95): inside every loss's dual domain, at the start and along the line
+    scale = y[rows] * (weight[rows] if weighted else 1.0)
+    first = 0.9 * rng.random(20)
+    start = scale * first
+    alpha = np.zeros(n)
+    alpha[rows] = scale * (first + 0.05 * rng.random(20))
+    steps = line_search_steps(3)
+    kind, param = int(get_loss(loss).kind), get_loss(loss).param
+    expected = line_conjugate_sums(y[rows], weight[rows] if weighted else weight, start, alpha[rows] - start, steps,
+                                   kind, param)
+    got = _chunk_line_sums(y, weight, alpha, rows, start, steps, kind, param)
+    np.testing.assert_array_equal(got, expected)
+    assert np.isfinite(got).all()  # every step of the ladder (at most 1) stays in the dual domain
 
 @pytest.mark.parametrize("sampling", ["permutation", "iid"])
 def test_a_partition_round_is_the_reference_on_the_sub_block_streams(sampling):
