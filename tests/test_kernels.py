@@ -219,13 +219,13 @@ def test_permutation_order_blocks_are_permutations_and_deterministic():
         assert not np.array_equal(order, permutation_order(*other, 40, 100, 1000))
 
 
-
 def test_one_permutation_is_the_first_of_several():
     # a draw of exactly one permutation (shuffled in place) takes the same draws as the first of several
     for n, offset in ((1, 0), (2, 7), (40, 1000), (1001, 0)):
         one = permutation_order(5, 2, 3, n, n, offset)
         np.testing.assert_array_equal(one, permutation_order(5, 2, 3, n, 2 * n + 1, offset)[:n])
         assert sorted(one) == list(range(offset, offset + n))
+
 
 def test_iid_order_is_uniform():
     draws = iid_order(1, 0, 0, 10, 200_000, 0)

@@ -167,7 +167,6 @@ def test_line_search_inner_rounds_match_the_numpy_reference(loss, T, m, sigma, t
         assert min(chosen) < 1.0  # the search below t = 1 is exercised
 
 
-
 @pytest.mark.parametrize("loss", ["logistic", "hinge", "squared", "squared_hinge"])
 @pytest.mark.parametrize("weighted", [False, True])
 def test_the_line_searchs_sums_read_the_rows_in_place(loss, weighted):
@@ -190,6 +189,7 @@ def test_the_line_searchs_sums_read_the_rows_in_place(loss, weighted):
     got = _chunk_line_sums(y, weight, alpha, rows, start, steps, kind, param)
     np.testing.assert_array_equal(got, expected)
     assert np.isfinite(got).all()  # every step of the ladder (at most 1) stays in the dual domain
+
 
 @pytest.mark.parametrize("sampling", ["permutation", "iid"])
 def test_a_partition_round_is_the_reference_on_the_sub_block_streams(sampling):
