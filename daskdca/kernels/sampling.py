@@ -86,11 +86,8 @@ def permutation_order(random_state, round_index, partition, n_rows, n_steps, row
     out = np.empty(n_steps, dtype=np.int64)
     if n_steps == n_rows:  # one permutation (a sweep's usual order), shuffled in place: the same draws, one array
         for k in range(n_rows):
-            out[k] = k
+            out[k] = k + row_offset  # the shuffle moves values, never changes them
         _shuffle(state, out)
-        if row_offset != 0:
-            for k in range(n_rows):
-                out[k] += row_offset
         return out
     perm = np.arange(n_rows, dtype=np.int64)
     t = 0
