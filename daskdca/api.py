@@ -12,7 +12,6 @@ import math
 import numbers
 import os
 import time
-import warnings
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
@@ -34,6 +33,7 @@ from daskdca.prediction import output as prediction_output
 from daskdca.prediction import score as prediction_score
 from daskdca.store import CSRStore, open_store
 from daskdca.store.frames import _is_dask_frame, _is_pandas_frame, _refuse_label_name, is_parquet_path, pandas_input
+from daskdca.user_warnings import warn_at_caller
 from daskdca.validation import (
     _check_dual_init,
     _check_dual_init_ovr,
@@ -313,13 +313,12 @@ def _is_cluster_input(X):
 def _warn_not_converged(result, tol, max_epochs=None):
     if not result.converged and result.n_rounds >= result.max_rounds:
         budget = "" if max_epochs is None else f" (max_epochs={max_epochs:g})"
-        warnings.warn(
+        warn_at_caller(
             f"daskdca.fit reached max_rounds={result.max_rounds}{budget} with relative duality gap "
             f"{relative_gap(result.primal, result.dual):.3e} > tol={tol:g}"
             f"{' (the largest of its one-vs-rest problems)' if np.ndim(result.primal) else ''}; "
             "increase max_epochs (or max_rounds) or tol.",
             ConvergenceWarning,
-            stacklevel=3,
         )
 
 
@@ -1094,8 +1093,8 @@ def _warn_if_partitions_differ(store, positive, n_partitions):
     offsets = store.block_row_offsets
     fractions = [float(np.mean(y[offsets[a]:offsets[b]] == positive)) for a, b in ranges]
     if max(fractions) - min(fractions) > LABEL_FRACTION_SPREAD:
-        warnings.warn(
+        warn_at_caller(
             f"The store {store.url!r} was not shuffled and its {len(ranges)} partitions have positive-label "
             f"fractions from {min(fractions):.2f} to {max(fractions):.2f}; distributed solvers converge far "
             "slower on such partitions. Rewrite it shuffled: daskdca.rewrite_store(store, NEW_URL, shuffle=True) "
-            "or `daskdca convert FILE NEW_URL` (which shuffles by default).", UserWarning, stacklevel=4)
+            "or `daskdca convert FILE NEW_URL` (which shuffles by default).", UserWarning)

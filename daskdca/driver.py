@@ -20,7 +20,6 @@ from __future__ import annotations
 import logging
 import math
 import time
-import warnings
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, NamedTuple
 
@@ -43,6 +42,7 @@ from daskdca.partitions import (
     xt_alpha_part,
 )
 from daskdca.problem import column_nnz, gap_met, objectives, relative_gap
+from daskdca.user_warnings import warn_at_caller
 
 __all__ = ["FitResult", "FitState", "HistoryRecord", "InProcess", "fit_in_process", "one_blas_thread", "run_rounds",
            "sum_arrays"]
@@ -376,7 +376,7 @@ def _run_rounds(executor, plan, *, tol, max_rounds, max_epochs, callback, verbos
                     # any true value stops (a NumPy bool such as ``record.gap <= x`` too); None goes on
                     stop = callback is not None and bool(callback(record, FitState(executor, plan, G, Ls, r, epochs)))
                     if getattr(rep, "stop", ""):  # the method's own reason to end the fit (RoundReport.stop)
-                        warnings.warn(rep.stop, ConvergenceWarning, stacklevel=3)
+                        warn_at_caller(rep.stop, ConvergenceWarning)
                         stop = True
                     if stop or gap_met(record.primal, record.dual, tol):
                         if getattr(rep, "certified", False):  # the report certifies (G, Ls) itself (RoundReport.certified)

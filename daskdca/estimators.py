@@ -49,6 +49,7 @@ from daskdca.problem import check_sample_weight, with_intercept_column
 from daskdca.regpath import _check_Cs, path
 from daskdca.routes import Route
 from daskdca.store.frames import _check_numeric_columns, _is_dask_frame, _is_pandas_frame, _refuse_missing_labels
+from daskdca.user_warnings import warn_at_caller
 from daskdca.validation import _check_weighted_rows, _is_dask_array, _scipy_if_pydata, class_weights
 
 __all__ = ["SDCAClassifier", "SDCAClassifierCV", "SDCARegressor"]
@@ -575,22 +576,18 @@ class _SDCAMixin:
                 class_weight=class_weight, l1_ratio=l1_ratio, n_jobs=self._fit_threads(),
             )
 
-    def _warn_unconverged(self, labels, stacklevel=4):
-        """One ConvergenceWarning naming the gap reached and the tol asked, per unfinished problem.
-
-        ``stacklevel`` 4 points at the caller of ``fit`` when ``fit`` calls this
-        (this < fit < sklearn's _fit_context wrapper < the caller); one more per frame between.
-        """
+    def _warn_unconverged(self, labels):
+        """One ConvergenceWarning naming the gap reached and the tol asked, per unfinished problem, at the line
+        that called ``fit`` (:func:`~daskdca.user_warnings.warn_at_caller`)."""
         converged = np.atleast_1d(self.converged_)
         if converged.all():
             return
         rel = np.atleast_1d(_relative_gap(self.gap_, self.primal_))
         parts = [f"{label}: {r:.3e}" for label, r, ok in zip(labels, rel, converged) if not ok]
-        warnings.warn(
+        warn_at_caller(
             f"{type(self).__name__} reached max_iter={self.max_iter} passes over the data before the relative "
             f"duality gap fell to tol={self.tol:g} ({'; '.join(parts)}); increase max_iter or tol.",
             ConvergenceWarning,
-            stacklevel=stacklevel,
         )
 
     def _validate_X_predict(self, X):
@@ -971,7 +968,7 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
             self.dual_coef_ = fit.alpha[np.newaxis, :].copy()
         elif hasattr(self, "dual_coef_"):
             del self.dual_coef_  # from an earlier fit with keep_dual=True
-        self._warn_unconverged([f"class {np.asarray(classes[1]).item()!r}"], stacklevel=5)
+        self._warn_unconverged([f"class {np.asarray(classes[1]).item()!r}"])
         return self
 
     def _resolve_multi_class(self, n_classes):
@@ -1072,7 +1069,7 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         elif hasattr(self, "_warm_multinomial"):
             del self._warm_multinomial
         self._multinomial = self.multi_class_ == "multinomial"  # softmax probabilities
-        self._warn_unconverged([f"the {self.multi_class_} problem"], stacklevel=5)
+        self._warn_unconverged([f"the {self.multi_class_} problem"])
         return self
 
     def _multinomial_start(self, X, y, classes, sample_weight):
@@ -1188,7 +1185,7 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         elif hasattr(self, "dual_coef_"):
             del self.dual_coef_  # from an earlier fit with keep_dual=True
         self._keep_warm_duals(X, classes, models)
-        self._warn_unconverged([f"class {np.asarray(label).item()!r}" for label in positives], stacklevel=5)
+        self._warn_unconverged([f"class {np.asarray(label).item()!r}" for label in positives])
         return self
 
     def decision_function(self, X):
@@ -1654,10 +1651,10 @@ class SDCAClassifierCV(SDCAClassifier):
                 model = self._fold_model(classes, [p.coef[c] for p in fold], [p.intercept[c] for p in fold])
                 scores[f, c] = scorer(model, X[test], y[test])
         if unconverged:
-            warnings.warn(
+            warn_at_caller(
                 f"{unconverged} of the {len(folds) * Cs.shape[0] * len(positives)} cross-validation fits reached "
-                f"max_iter={self.max_iter} rounds before the relative duality gap fell to tol={self.tol:g}; "
-                "increase max_iter or tol.", ConvergenceWarning, stacklevel=3)
+                f"max_iter={self.max_iter} passes over the data before the relative duality gap fell to "
+                f"tol={self.tol:g}; increase max_iter or tol.", ConvergenceWarning)
         mean = scores.mean(axis=0)
         best = int(np.argmax(mean))  # the first (smallest C) of equal means
         self.Cs_, self.scores_ = Cs, scores
@@ -1904,7 +1901,7 @@ default="squared"
             self.dual_coef_ = fit.alpha.copy()
         elif hasattr(self, "dual_coef_"):
             del self.dual_coef_
-        self._warn_unconverged(["gap"], stacklevel=5)
+        self._warn_unconverged(["gap"])
         return self
 
     def predict(self, X):

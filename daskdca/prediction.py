@@ -23,7 +23,6 @@ that every input type gives the bits of the in-memory call.
 from __future__ import annotations
 
 import os
-import warnings
 from functools import partial
 from typing import Callable, NamedTuple, Optional
 
@@ -35,6 +34,7 @@ from sklearn.utils.validation import check_array
 
 from daskdca.store import CSRStore, open_store
 from daskdca.store.frames import _is_dask_frame, _is_dask_series, _is_pandas_series, series_values
+from daskdca.user_warnings import warn_at_caller
 from daskdca.validation import _check_X, _is_dask_array, _scipy_if_pydata
 
 __all__ = ["Predictor", "RunningScore", "decision_scores", "labels", "output", "probabilities", "score",
@@ -268,8 +268,8 @@ def open_predict_store(p, X):
                      "(e.g. write_store(url, X[model.feature_names_in_], y))")
     elif p.feature_names is not None:
         # scikit-learn's warning for arrays without names: this store has column numbers only
-        warnings.warn(f"X does not have valid feature names, but {p.name} was fitted with feature names",
-                      UserWarning, stacklevel=5)
+        warn_at_caller(f"X does not have valid feature names, but {p.name} was fitted with feature names",
+                       UserWarning)
     return store
 
 

@@ -236,8 +236,9 @@ def test_prediction_on_a_store_checks_its_feature_names_as_a_frames(frame, tmp_p
     # a store without names (written from arrays) keeps scikit-learn's warning for arrays
     plain = write_store(tmp_path / "plain.zarr", X, (frame["label"] == "well").to_numpy(dtype=float))
     for fitted in (model, clf):
-        with pytest.warns(UserWarning, match="X does not have valid feature names"):
+        with pytest.warns(UserWarning, match="X does not have valid feature names") as record:
             fitted.predict(plain)
+        assert {r.filename for r in record} == {__file__}  # the user's line
 
 
 def test_cli_converts_parquet_with_a_label_column(frame, tmp_path, capsys):

@@ -619,8 +619,9 @@ def test_unshuffled_store_with_sorted_labels_warns(client, tmp_path):
     X, y = load_dataset("heart")
     order = np.argsort(y, kind="stable")
     sorted_store = write_store(tmp_path / "sorted.zarr", X[order], y[order], block_rows=135, shuffle=False)
-    with pytest.warns(UserWarning, match=r"not shuffled.*fractions from 0\.00 to 0\.89.*rewrite_store"):
+    with pytest.warns(UserWarning, match=r"not shuffled.*fractions from 0\.00 to 0\.89.*rewrite_store") as record:
         daskdca.fit(sorted_store, loss="logistic", lam=1e-1, tol=1e-4, client=client, solver="cocoa+")
+    assert {r.filename for r in record if "not shuffled" in str(r.message)} == {__file__}  # the user's line
     shuffled = write_store(tmp_path / "shuffled.zarr", X[order], y[order], block_rows=135, shuffle=True)
     import warnings
 
