@@ -12,7 +12,9 @@ cluster, without reading a row:
     A client, a store or a dask array, and the data fits in one worker's
     memory: the whole serial fit runs as one task on one worker, which reads
     the data itself.  No rounds, so no Dask round trip per epoch; the
-    certificate and the bits are those of serial SDCA on the same rows.
+    certificate and the bits are those of the same fit in this process on
+    in-memory arrays (a store's rows are summed block by block as it holds
+    them, which agrees with in-memory arrays to rounding).
 ``"rounds"``
     The data does not fit in one worker (or the fit needs what only rounds
     give: a checkpoint, a resume, a per-evaluation callback, out-of-core
