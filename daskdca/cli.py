@@ -213,8 +213,9 @@ def build_parser():
                    help="fit on a LocalCluster with this many worker processes (a store always runs on a "
                         "cluster: with no --workers, fit starts one sized to the machine; the demo: "
                         f"{DEMO_WORKERS}); 0 fits in memory (default for arrays and files)")
-    p.add_argument("--n-features", type=int, default=None,
-                   help="number of features of the file (default: largest index seen)")
+    p.add_argument("--n-features", type=_int_at_least(1), default=None,
+                   help="number of features of the svmlight file (default: largest index seen); not with a "
+                        "store, which records its own")
     p.add_argument("--loss", choices=sorted(LOSSES), default=None,
                    help=f"loss (default: hinge; the demo: {DEMO_LOSS}); the regression losses take their "
                         "default parameter (epsilon_insensitive and its square: epsilon 0; huber: delta 1)")
@@ -332,6 +333,9 @@ def build_parser():
                     "short probe of the chosen method in this process (daskdca.advise).",
     )
     a.add_argument("data", help="svmlight/LIBSVM file (.gz/.bz2 ok) or a daskdca store that fits in memory")
+    a.add_argument("--n-features", type=_int_at_least(1), default=None,
+                   help="number of features of the svmlight file, as `daskdca fit --n-features` (default: "
+                        "largest index seen); not with a store")
     a.add_argument("--loss", choices=sorted(LOSSES), default="hinge", help="loss (default: hinge)")
     a_strength = a.add_mutually_exclusive_group()
     a_strength.add_argument("--lam", type=_positive_float, default=None,
@@ -526,21 +530,33 @@ def _check_fit_args(args):
                 raise ValueError(f"{option} applies without DATA only (the demo); drop {option} or DATA.")
     elif args.breast_cancer and args.rows is not None:
         raise ValueError("--rows sets the demo's generated rows; it does not apply with --breast-cancer.")
+    if args.n_features is not None and args.breast_cancer:
+        raise ValueError("--n-features applies to an svmlight file, not to --breast-cancer (30 features); drop "
+                         "--n-features.")
+    _refuse_n_features_of_store(args)
     if args.save is not None:
         check_output_path(args.save, overwrite=args.overwrite)  # before the fit, not after it
+
+
+def _refuse_n_features_of_store(args):
+    """``--n-features`` reads an svmlight file; a store records its features, and the option would be ignored."""
+    if args.n_features is not None and args.data is not None and _looks_like_store(args.data):
+        raise ValueError(f"--n-features applies to an svmlight file; the store {args.data} records its own "
+                         "features. Drop --n-features.")
 
 
 def _advise(args):
     """``daskdca advise``: the route, its reason and the predicted time; exit status 0."""
     from daskdca.advice import advise
 
+    _refuse_n_features_of_store(args)
     if _looks_like_store(args.data):
         from daskdca.store import open_store
 
         X, y = open_store(args.data), None
         n = X.n
     else:
-        X, y = _load(args.data, None)
+        X, y = _load(args.data, args.n_features)
         n = X.shape[0]
     lam, lam_text = _lam(args, n)
     print(f"problem: {args.loss} loss, {lam_text}, tol {args.tol:g}")

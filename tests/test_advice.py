@@ -43,6 +43,9 @@ def test_cli_advise_prints_the_plan(capsys):
     assert main(["advise", str(data_path("heart_scale")), "--loss", "logistic", "--C", "100"]) == 0
     out = capsys.readouterr().out
     assert "route: in_process, solver newton" in out and "predicted:" in out and "why:" in out
+    # `daskdca fit`'s --n-features: the file read as the fit reads it
+    assert main(["advise", str(data_path("heart_scale")), "--n-features", "20", "--loss", "logistic"]) == 0
+    assert "(270 x 20, " in capsys.readouterr().out
 
 
 def test_advice_on_a_cluster_adds_the_measured_cost_of_the_cluster():
