@@ -311,8 +311,8 @@ def build_parser():
                    help="number of features (default: the largest index in the file)")
     c.add_argument("--zero-based", choices=["auto", "true", "false"], default="auto",
                    help="index base, as scikit-learn's loader: 'auto' is one-based unless an index 0 occurs")
-    c.add_argument("--chunk-mb", type=_positive_float, default=DEFAULT_CHUNK_BYTES / 2**20,
-                   help="text parsed per call, in MiB (default: %(default)s)")
+    c.add_argument("--chunk-mb", type=_positive_float, default=None,
+                   help=f"svmlight text parsed per call, in MiB (default: {DEFAULT_CHUNK_BYTES / 2**20:g})")
     c.add_argument("--shuffle", action=argparse.BooleanOptionalAction, default=True,
                    help="store the rows in a seeded uniform random order, out of core (default: on; real files "
                         "are often sorted by label, which slows distributed solvers; --no-shuffle keeps the "
@@ -388,7 +388,7 @@ def _convert(args):
             raise ValueError(f"{args.input} is Parquet: name its label column with --label-column NAME (the "
                              "other columns are the features).")
         for option, value, default in (("--n-features", args.n_features, None),
-                                       ("--zero-based", args.zero_based, "auto")):
+                                       ("--zero-based", args.zero_based, "auto"), ("--chunk-mb", args.chunk_mb, None)):
             if value != default:
                 raise ValueError(f"{option} applies to svmlight input only; drop it for the Parquet input "
                                  f"{args.input}.")
@@ -401,7 +401,8 @@ def _convert(args):
         return 0
     zero_based = {"auto": "auto", "true": True, "false": False}[args.zero_based]
     store = convert_svmlight(args.input, args.output, n_features=args.n_features, zero_based=zero_based,
-                             block_rows=args.block_rows, chunk_bytes=max(1, int(args.chunk_mb * 2**20)),
+                             block_rows=args.block_rows,
+                             chunk_bytes=DEFAULT_CHUNK_BYTES if args.chunk_mb is None else max(1, int(args.chunk_mb * 2**20)),
                              compression=args.compression, float32=args.float32, shuffle=args.shuffle,
                              seed=args.seed, renumber_features=args.renumber_features,
                              progress=not args.no_progress, overwrite=args.overwrite)

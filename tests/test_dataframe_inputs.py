@@ -255,6 +255,11 @@ def test_cli_converts_parquet_with_a_label_column(frame, tmp_path, capsys):
     assert "--label-column NAME" in capsys.readouterr().err
     assert main(["convert", str(tmp_path / "data.parquet"), str(tmp_path / "x.zarr"), "--label-column", "nope"]) == 2
     assert "has no column 'nope'" in capsys.readouterr().err
+    # the svmlight reader's options are refused, not ignored
+    for option in (["--n-features", "3"], ["--zero-based", "true"], ["--chunk-mb", "1"]):
+        assert main(["convert", str(tmp_path / "data.parquet"), str(tmp_path / "x.zarr"), "--label-column", "label",
+                     *option]) == 2
+        assert f"{option[0]} applies to svmlight input only" in capsys.readouterr().err
     # a store of string labels cannot become a saved model, which holds numbers: said before fitting
     assert main(["fit", str(out), "--quiet"]) == 2
     assert "not numbers" in capsys.readouterr().err
