@@ -303,7 +303,7 @@ _BLAS = []  # this process's ThreadpoolController, made on the first fit
 def one_blas_thread():
     """A context in which this process's BLAS runs on one thread (its setting is restored on exit).
 
-    :func:`run_rounds` runs in it.  A multi-threaded BLAS (OpenBLAS, as
+    :func:`run_rounds` runs in it, and the method's setup before it (:func:`fit_in_process`, the engine's).  A multi-threaded BLAS (OpenBLAS, as
     NumPy ships it) splits a dot product of more than about 10,000 values
     over its threads, so the bits of ``w @ w`` in a combine would depend on
     the machine's cores; and its threads spin for a while after each call,
@@ -592,7 +592,8 @@ def fit_in_process(method, X, y, *, loss, lam, n_partitions, random_state, tol, 
     info = DataInfo(n=X.shape[0], d=X.shape[1], partition_sizes=tuple(p.n_rows for p in parts), loss=loss,
                     lam=lam, max_column_nnz=int(counts.max(initial=0)), nnz=int(X.nnz))
     executor = InProcess(parts, info, random_state, order, dual_init=dual_init, n_threads=n_threads)
-    plan = executor.setup(method)
+    with one_blas_thread():  # the setup's products too (a power iteration's norms): no BLAS threads left spinning
+        plan = executor.setup(method)
     return run_rounds(executor, plan, tol=tol, max_rounds=max_rounds, max_epochs=max_epochs, callback=callback,
                       verbose=verbose)
 

@@ -165,7 +165,10 @@ def feature_overlap(counts, n):
     """
     counts = np.asarray(counts, dtype=np.float64)
     total = float(counts.sum())
-    return float(counts @ counts) / (n * total) if total else 0.0
+    # NumPy's sum of the squares, not the dot product: BLAS runs a dot product of more than about 10,000
+    # values on its threads, which spin for a while after it on the cores a fit's first epoch then sweeps on
+    # (:func:`daskdca.driver.one_blas_thread`)
+    return float(np.sum(counts * counts)) / (n * total) if total else 0.0
 
 
 def check_sample_weight(sample_weight, n):

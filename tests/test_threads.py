@@ -515,3 +515,21 @@ def test_rounds_run_with_one_blas_thread_and_restore_it():
     assert seen and all(counts == [1] * len(counts) for counts in seen)
     np.testing.assert_array_equal(fits[0].coef_, fits[1].coef_)
     assert [r.primal for r in fits[0].history_] == [r.primal for r in fits[1].history_]
+
+
+def test_a_fits_setup_runs_with_one_blas_thread_too(monkeypatch):
+    """The method's setup (its products: a power iteration's norms, Catalyst's constants) runs on one BLAS thread as
+    the rounds do: BLAS threads left spinning after a threaded dot took the cores of the first epoch's sub-blocks."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    X, y = _random(300, 20_000, 3, density=0.002)
+    seen = []
+    setup = SDCA.setup
+
+    def recording_setup(self, info, ops):
+        seen.append([lib["num_threads"] for lib in threadpoolctl.threadpool_info() if lib["user_api"] == "blas"])
+        return setup(self, info, ops)
+
+    monkeypatch.setattr(SDCA, "setup", recording_setup)
+    with threadpoolctl.threadpool_limits(2, user_api="blas"):
+        _fit(X, y, SDCA(threads=2, inner_rounds=2, inner_aggregation="line_search"), tol=0.0, max_rounds=2)
+    assert seen and all(counts == [1] * len(counts) for counts in seen)
