@@ -388,7 +388,8 @@ def _convert(args):
             raise ValueError(f"{args.input} is Parquet: name its label column with --label-column NAME (the "
                              "other columns are the features).")
         for option, value, default in (("--n-features", args.n_features, None),
-                                       ("--zero-based", args.zero_based, "auto"), ("--chunk-mb", args.chunk_mb, None)):
+                                       ("--zero-based", args.zero_based, "auto"),
+                                       ("--chunk-mb", args.chunk_mb, None)):
             if value != default:
                 raise ValueError(f"{option} applies to svmlight input only; drop it for the Parquet input "
                                  f"{args.input}.")
@@ -400,9 +401,9 @@ def _convert(args):
               f"{store.n_blocks} blocks{labels}")
         return 0
     zero_based = {"auto": "auto", "true": True, "false": False}[args.zero_based]
+    chunk_bytes = DEFAULT_CHUNK_BYTES if args.chunk_mb is None else max(1, int(args.chunk_mb * 2**20))
     store = convert_svmlight(args.input, args.output, n_features=args.n_features, zero_based=zero_based,
-                             block_rows=args.block_rows,
-                             chunk_bytes=DEFAULT_CHUNK_BYTES if args.chunk_mb is None else max(1, int(args.chunk_mb * 2**20)),
+                             block_rows=args.block_rows, chunk_bytes=chunk_bytes,
                              compression=args.compression, float32=args.float32, shuffle=args.shuffle,
                              seed=args.seed, renumber_features=args.renumber_features,
                              progress=not args.no_progress, overwrite=args.overwrite)

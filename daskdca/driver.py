@@ -303,7 +303,8 @@ _BLAS = []  # this process's ThreadpoolController, made on the first fit
 def one_blas_thread():
     """A context in which this process's BLAS runs on one thread (its setting is restored on exit).
 
-    :func:`run_rounds` runs in it, and the method's setup before it (:func:`fit_in_process`, the engine's).  A multi-threaded BLAS (OpenBLAS, as
+    :func:`run_rounds` runs in it, and the method's setup before it
+    (:func:`fit_in_process`'s and the engine's).  A multi-threaded BLAS (OpenBLAS, as
     NumPy ships it) splits a dot product of more than about 10,000 values
     over its threads, so the bits of ``w @ w`` in a combine would depend on
     the machine's cores; and its threads spin for a while after each call,
