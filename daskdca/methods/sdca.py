@@ -95,6 +95,12 @@ def line_search_steps(parts):
 
 _GAP_THREAD = [None, None]  # (pid, executor): the thread of the overlapped gap sums, one per process
 
+#: The fewest stored values of a partition whose gap sums go to the second core (:func:`gap_thread`): below it
+#: the hand-off costs more than the sums (serial SDCA, logistic, on a9a's first rows with 2 threads against 1:
+#: 1.24-1.90x the time at 4,160-8,307 values, 0.97-1.01x at 13,858, 0.94-0.96x at 16,624, 0.83-0.91x from 20,781;
+#: benchmarks/RESULTS.md, "The gap thread on small data").
+GAP_THREAD_MIN_NNZ = 16_384
+
 
 def spare_core():
     """Whether this step may use a second core: its thread budget
@@ -291,10 +297,11 @@ class LocalSDCAPlan(DualPlan):
                                                                ctx.partition, track, sums=True)
             return loss_sum, conj_sum, n_steps, u, delta_w
         if rows is not None:
-            # Serial SDCA without shrinking (the steps need no margins first) on a machine with a second core: the
-            # gap sums read the round's starting alpha and w, the steps change alpha (and u, a copy of w), so on a
+            # Serial SDCA without shrinking (the steps need no margins first) on a machine with a second core, with
+            # values enough to pay the hand-off (GAP_THREAD_MIN_NNZ): the gap sums read the round's starting alpha and w, the steps change alpha (and u, a copy of w), so on a
             # copy of alpha the sums run on the second core while the steps run here, with the same bits.
-            overlap = not shrink and self.n_partitions == 1 and spare_core()
+            overlap = (not shrink and self.n_partitions == 1 and rows.data.shape[0] >= GAP_THREAD_MIN_NNZ
+                       and spare_core())
             sums, visit = None, None
             if shrink:
                 loss_sum, conj_sum, visit = objective_sums_movable(
