@@ -207,17 +207,31 @@ def local_client(n_workers, *, scratch=None):
         yield client
 
 
-def _check_workers(client):
+def _workers_now(client):
+    """The scheduler's workers now (address -> their info), in one call to it; with none in view, waits up to 10 s
+    for one (:func:`worker_resources`)."""
     workers = client.scheduler_info().get("workers", {})
-    if not workers:
-        try:
-            client.wait_for_workers(1, timeout=10)
-        except Exception as exc:
-            raise ValueError(
-                f"the Dask client {client} has no workers; start some (e.g. LocalCluster(n_workers=2) "
-                "or cluster.scale(...)) before fitting."
-            ) from exc
-    return len(client.scheduler_info().get("workers", {}))
+    if workers:
+        return workers
+    try:
+        client.wait_for_workers(1, timeout=10)
+    except Exception as exc:
+        raise ValueError(
+            f"the Dask client {client} has no workers; start some (e.g. LocalCluster(n_workers=2) "
+            "or cluster.scale(...)) before fitting."
+        ) from exc
+    return client.scheduler_info().get("workers", {})
+
+
+def _check_workers(client):
+    return len(_workers_now(client))
+
+
+def _resources(workers):
+    """``(nthreads, memory_limits)`` of ``workers`` (address -> info, :func:`_workers_now`), sorted by address."""
+    addresses = sorted(workers)
+    return (tuple(int(workers[a].get("nthreads") or 1) for a in addresses),
+            tuple(int(workers[a].get("memory_limit") or 0) for a in addresses))
 
 
 def _thread_slots(client):
@@ -265,7 +279,4 @@ def worker_resources(client):
     ValueError
         No worker joined within the 10 s.
     """
-    _check_workers(client)
-    workers = client.scheduler_info().get("workers", {})
-    return (tuple(int(workers[a].get("nthreads") or 1) for a in sorted(workers)),
-            tuple(int(workers[a].get("memory_limit") or 0) for a in sorted(workers)))
+    return _resources(_workers_now(client))

@@ -18,7 +18,7 @@ import logging
 import uuid
 
 from daskdca.driver import InProcess, run_rounds
-from daskdca.engine.clients import _check_workers, worker_resources
+from daskdca.engine.clients import _resources, _workers_now
 from daskdca.engine.errors import configured_no_workers_timeout
 from daskdca.engine.executor import DaskExecutor
 from daskdca.routes import Workers
@@ -39,10 +39,12 @@ def _fit_task(source, info, method, random_state, tol, max_rounds, max_epochs, d
 
 def _worker_for(client):
     """``(address, nthreads)`` of the worker with the most memory (the first by address among equals): where
-    the whole fit goes, and its threads."""
-    addresses = sorted(client.scheduler_info().get("workers", {}))
-    workers = Workers(*worker_resources(client))
-    return addresses[workers.fit_worker], workers.nthreads[workers.fit_worker]
+    the whole fit goes, and its threads; the addresses and the resources from one view of the scheduler (a
+    worker that joins or leaves between two calls would shift one against the other)."""
+    workers = _workers_now(client)
+    chosen = Workers(*_resources(workers))
+    address = sorted(workers)[chosen.fit_worker]
+    return address, chosen.nthreads[chosen.fit_worker]
 
 
 def fit_on_one_worker(source, info, *, client, method, random_state, tol, max_rounds, max_epochs, dual_init=None,
@@ -80,9 +82,8 @@ def fit_on_one_worker(source, info, *, client, method, random_state, tol, max_ro
         As the in-process driver returns it for the same partition.
     """
     wait_for_workers = configured_no_workers_timeout()  # a bad setting fails here, before any work
-    _check_workers(client)
     run_id = uuid.uuid4().hex[:8]
-    worker, n_threads = _worker_for(client)
+    worker, n_threads = _worker_for(client)  # waits up to 10 s for a first worker, as every cluster fit does
     if ship:
         rows = source if source.whole() is not None else source.load()
         # hash=False: a fresh key for every fit; the same rows scattered again under the key of a fit that has
