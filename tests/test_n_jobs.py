@@ -153,10 +153,8 @@ def test_newton_chunks_run_on_the_budgets_threads(monkeypatch):
         assert any(name.startswith("daskdca-chunk") for name in names) == chunk_threads
 
 
-def test_serial_sdca_runs_its_gap_sums_beside_the_sweep_only_with_a_second_thread(monkeypatch):
-    """``n_jobs=1``: no gap thread; ``n_jobs=2``: every round's sums go there; the bits are the same."""
-    X, y = load_dataset("a9a")
-    X, y = X[:3000], np.where(y[:3000] > 0, 1.0, -1.0)
+def count_gap_thread_calls(monkeypatch):
+    """A list that grows by one each time serial SDCA hands a round's gap sums to the gap thread."""
     submitted = []
     thread = sdca_module.gap_thread
 
@@ -165,6 +163,14 @@ def test_serial_sdca_runs_its_gap_sums_beside_the_sweep_only_with_a_second_threa
         return thread()
 
     monkeypatch.setattr(sdca_module, "gap_thread", counted)
+    return submitted
+
+
+def test_serial_sdca_runs_its_gap_sums_beside_the_sweep_only_with_a_second_thread(monkeypatch):
+    """``n_jobs=1``: no gap thread; ``n_jobs=2``: every round's sums go there; the bits are the same."""
+    X, y = load_dataset("a9a")
+    X, y = X[:3000], np.where(y[:3000] > 0, 1.0, -1.0)
+    submitted = count_gap_thread_calls(monkeypatch)
     fits = {}
     for n_jobs in (1, 2):
         submitted.clear()
@@ -172,6 +178,19 @@ def test_serial_sdca_runs_its_gap_sums_beside_the_sweep_only_with_a_second_threa
         assert (len(submitted) > 0) == (n_jobs == 2)
     np.testing.assert_array_equal(fits[1].coef_, fits[2].coef_)
     np.testing.assert_array_equal(fits[1].dual_coef_, fits[2].dual_coef_)
+
+
+def test_small_data_keeps_its_gap_sums_on_the_sweeps_thread(monkeypatch):
+    """Below GAP_THREAD_MIN_NNZ stored values the hand-off to the second core costs more than the sums: they run on
+    the sweep's thread even with two threads; from the threshold they go to the second core."""
+    X, y = load_dataset("a9a")
+    submitted = count_gap_thread_calls(monkeypatch)
+    rows = int(np.searchsorted(X.indptr, sdca_module.GAP_THREAD_MIN_NNZ))  # the first rows holding that many values
+    for n, expected in ((rows - 1, False), (rows, True)):
+        submitted.clear()
+        assert (X[:n].nnz >= sdca_module.GAP_THREAD_MIN_NNZ) == expected
+        daskdca.fit(X[:n], y[:n], loss="logistic", lam=1.0 / n, solver="sdca", tol=1e-3, n_jobs=2)
+        assert bool(submitted) == expected
 
 
 def test_fit_gives_the_same_bits_for_every_n_jobs_and_says_its_threads():

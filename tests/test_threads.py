@@ -494,29 +494,6 @@ def test_gap_sums_on_a_second_core_keep_the_bits(monkeypatch, loss, where):
     assert [h.gap for h in one.history] == [h.gap for h in two.history]
 
 
-def test_small_data_keeps_its_gap_sums_on_the_sweeps_thread(monkeypatch):
-    """Below GAP_THREAD_MIN_NNZ stored values the hand-off to the second core costs more than the sums: they run on
-    the sweep's thread even with a core to spare; at the threshold they go to the second core."""
-    import daskdca.methods.sdca as sdca_module
-
-    X, y = load_dataset("a9a")
-    submitted = []
-    thread = sdca_module.gap_thread
-
-    def counted():
-        submitted.append(1)
-        return thread()
-
-    monkeypatch.setattr(sdca_module, "gap_thread", counted)
-    monkeypatch.setattr(sdca_module, "spare_core", lambda: True)
-    rows = int(np.searchsorted(X.indptr, sdca_module.GAP_THREAD_MIN_NNZ))  # the first rows holding that many values
-    for n, expected in ((rows - 1, False), (rows, True)):
-        submitted.clear()
-        assert (X[:n].nnz >= sdca_module.GAP_THREAD_MIN_NNZ) == expected
-        daskdca.fit(X[:n], y[:n], loss="logistic", lam=1.0 / n, solver="sdca", tol=1e-3)
-        assert bool(submitted) == expected
-
-
 def test_rounds_run_with_one_blas_thread_and_restore_it():
     """The BLAS runs on one thread while the rounds run (its spinning threads would take the sub-blocks' cores, and
     a threaded dot's bits depend on the thread count), and the caller's setting comes back after the fit."""

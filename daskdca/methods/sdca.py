@@ -97,7 +97,7 @@ _GAP_THREAD = [None, None]  # (pid, executor): the thread of the overlapped gap 
 
 #: The fewest stored values of a partition whose gap sums go to the second core (:func:`gap_thread`): below it
 #: the hand-off costs more than the sums (serial SDCA, logistic, on a9a's first rows with 2 threads against 1:
-#: 1.24-1.90x the time at 4,160-8,307 values, 0.97-1.01x at 13,858, 0.94-0.96x at 16,624, 0.83-0.91x from 20,781;
+#: 1.24-1.90x the time at 4,160-8,307 values, 0.97-1.17x at 13,858, 0.94-0.96x at 16,624, 0.83-0.96x from 20,781;
 #: benchmarks/RESULTS.md, "The gap thread on small data").
 GAP_THREAD_MIN_NNZ = 16_384
 
