@@ -45,7 +45,7 @@ from daskdca.problem import column_nnz, gap_met, objectives, relative_gap
 from daskdca.user_warnings import warn_at_caller
 
 __all__ = ["FitResult", "FitState", "HistoryRecord", "InProcess", "fit_in_process", "one_blas_thread", "run_rounds",
-           "sum_arrays"]
+           "setup_plan", "sum_arrays"]
 
 logger = logging.getLogger("daskdca")
 
@@ -304,7 +304,7 @@ def one_blas_thread():
     """A context in which this process's BLAS runs on one thread (its setting is restored on exit).
 
     :func:`run_rounds` runs in it, and the method's setup before it
-    (:func:`fit_in_process`'s and the engine's).  A multi-threaded BLAS (OpenBLAS, as
+    (:func:`setup_plan`).  A multi-threaded BLAS (OpenBLAS, as
     NumPy ships it) splits a dot product of more than about 10,000 values
     over its threads, so the bits of ``w @ w`` in a combine would depend on
     the machine's cores; and its threads spin for a while after each call,
@@ -319,6 +319,14 @@ def one_blas_thread():
     if not _BLAS:
         _BLAS.append(ThreadpoolController())
     return _BLAS[0].limit(limits=1, user_api="blas")
+
+
+def setup_plan(executor, method):
+    """``executor.setup(method)`` on one BLAS thread (:func:`one_blas_thread`), as the rounds after it run: a
+    setup's products (a power iteration's norms) would otherwise leave BLAS threads spinning into the first
+    epoch."""
+    with one_blas_thread():
+        return executor.setup(method)
 
 
 def run_rounds(executor, plan, *, tol, max_rounds, max_epochs=None, callback: Callable | None = None, verbose=0,
@@ -593,8 +601,6 @@ def fit_in_process(method, X, y, *, loss, lam, n_partitions, random_state, tol, 
     info = DataInfo(n=X.shape[0], d=X.shape[1], partition_sizes=tuple(p.n_rows for p in parts), loss=loss,
                     lam=lam, max_column_nnz=int(counts.max(initial=0)), nnz=int(X.nnz))
     executor = InProcess(parts, info, random_state, order, dual_init=dual_init, n_threads=n_threads)
-    with one_blas_thread():  # the setup's products too (a power iteration's norms): no BLAS threads left spinning
-        plan = executor.setup(method)
-    return run_rounds(executor, plan, tol=tol, max_rounds=max_rounds, max_epochs=max_epochs, callback=callback,
+    return run_rounds(executor, setup_plan(executor, method), tol=tol, max_rounds=max_rounds, max_epochs=max_epochs, callback=callback,
                       verbose=verbose)
 

@@ -494,6 +494,11 @@ def test_gap_sums_on_a_second_core_keep_the_bits(monkeypatch, loss, where):
     assert [h.gap for h in one.history] == [h.gap for h in two.history]
 
 
+def _blas_threads(threadpoolctl):
+    """Each BLAS library's thread count now."""
+    return [lib["num_threads"] for lib in threadpoolctl.threadpool_info() if lib["user_api"] == "blas"]
+
+
 def test_rounds_run_with_one_blas_thread_and_restore_it():
     """The BLAS runs on one thread while the rounds run (its spinning threads would take the sub-blocks' cores, and
     a threaded dot's bits depend on the thread count), and the caller's setting comes back after the fit."""
@@ -502,15 +507,15 @@ def test_rounds_run_with_one_blas_thread_and_restore_it():
     seen = []
 
     def callback(record, state):
-        seen.append([lib["num_threads"] for lib in threadpoolctl.threadpool_info() if lib["user_api"] == "blas"])
+        seen.append(_blas_threads(threadpoolctl))
 
     fits = []
     for threads in (2, 1):
         with threadpoolctl.threadpool_limits(threads, user_api="blas"):
-            before = [lib["num_threads"] for lib in threadpoolctl.threadpool_info() if lib["user_api"] == "blas"]
+            before = _blas_threads(threadpoolctl)
             fits.append(_fit(X, y, SDCA(threads=2, inner_rounds=2, inner_aggregation="line_search"), tol=0.0,
                              max_rounds=5, random_state=1, callback=callback))
-            after = [lib["num_threads"] for lib in threadpoolctl.threadpool_info() if lib["user_api"] == "blas"]
+            after = _blas_threads(threadpoolctl)
         assert after == before
     assert seen and all(counts == [1] * len(counts) for counts in seen)
     np.testing.assert_array_equal(fits[0].coef_, fits[1].coef_)
@@ -526,7 +531,7 @@ def test_a_fits_setup_runs_with_one_blas_thread_too(monkeypatch):
     setup = SDCA.setup
 
     def recording_setup(self, info, ops):
-        seen.append([lib["num_threads"] for lib in threadpoolctl.threadpool_info() if lib["user_api"] == "blas"])
+        seen.append(_blas_threads(threadpoolctl))
         return setup(self, info, ops)
 
     monkeypatch.setattr(SDCA, "setup", recording_setup)

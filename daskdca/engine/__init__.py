@@ -68,7 +68,7 @@ from functools import partial
 
 import dask
 
-from daskdca.driver import one_blas_thread, run_rounds
+from daskdca.driver import run_rounds, setup_plan
 
 # What the rest of daskdca, the tests and the benchmarks import from here is re-exported below.  A test that
 # patches a function must patch the module that looks it up (e.g. daskdca.engine.executor._save_state,
@@ -417,8 +417,7 @@ def _run(executor, method, *, tol, max_rounds, max_epochs, callback, verbose, re
     """The rounds of ``method`` on ``executor``, from a checkpoint where ``resume``; a resident executor's actors
     are released whatever happens."""
     try:
-        with one_blas_thread():  # as the rounds (driver.fit_in_process's setup)
-            plan = executor.setup(method)
+        plan = setup_plan(executor, method)
         start = executor.resume(plan) if resume else None
         if start is None and checkpoint is not None:
             # a fresh fit removes only an old checkpoint's own entries (asked for by overwrite=True, checked

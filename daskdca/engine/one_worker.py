@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import uuid
 
-from daskdca.driver import InProcess, run_rounds
+from daskdca.driver import InProcess, run_rounds, setup_plan
 from daskdca.engine.clients import _resources, _workers_now
 from daskdca.engine.errors import configured_no_workers_timeout
 from daskdca.engine.executor import DaskExecutor
@@ -33,8 +33,7 @@ def _fit_task(source, info, method, random_state, tol, max_rounds, max_epochs, d
     ``n_threads`` threads of the worker it was placed on."""
     part = source if source.whole() is not None else source.load()
     executor = InProcess([part], info, random_state, dual_init=dual_init, n_threads=n_threads)
-    plan = executor.setup(method)
-    return run_rounds(executor, plan, tol=tol, max_rounds=max_rounds, max_epochs=max_epochs)
+    return run_rounds(executor, setup_plan(executor, method), tol=tol, max_rounds=max_rounds, max_epochs=max_epochs)
 
 
 def _worker_for(client):
