@@ -187,6 +187,39 @@ def local_sdca(X, y, alpha, u, delta_w, order, loss, lam_n, sigma, gamma=1.0, we
     return alpha, u, delta_w
 
 
+def gap_term(loss, y, alpha, z, gamma=1.0, s=1.0):
+    """A row's duality-gap term ``s phi(z) + s phi*(-alpha / s) + alpha z`` (0 for a row of weight 0)."""
+    if s == 0.0:
+        return 0.0
+    return s * loss_value(loss, y, z, gamma) + s * conjugate(loss, y, alpha / s, gamma) + alpha * z
+
+
+def movable_sdca(X, y, alpha, w, order, pass_length, loss, lam_n, gap_stop, gamma=1.0, weight=None):
+    """Serial steps (``sigma = 1``, margins from ``w``) in passes of ``pass_length`` rows of ``order``; after
+    passes 1, 2, 4, 8, ... that leave a whole pass to go, stop if the pass's gap terms (each at the margin its
+    step read) sum to at most ``gap_stop``.  Returns ``(alpha, w, steps)``."""
+    alpha, w = alpha.copy(), w.copy()
+    t, j = 0, 0
+    while t < len(order):
+        j += 1
+        stop = min(len(order), t + pass_length)
+        checked = len(order) - stop >= pass_length and j & (j - 1) == 0
+        gap = 0.0
+        for i in order[t:stop]:
+            row = X[i]
+            m = float(row.data @ w[row.indices])
+            s = 1.0 if weight is None else weight[i]
+            gap += gap_term(loss, y[i], alpha[i], m, gamma, s)
+            q = float(row.data @ row.data) / lam_n
+            new = weighted_sweep_dual_update(loss, y[i], alpha[i], q, m, s, gamma)
+            w[row.indices] += (new - alpha[i]) / lam_n * row.data
+            alpha[i] = new
+        t = stop
+        if checked and gap <= gap_stop:
+            break
+    return alpha, w, t
+
+
 def minibatch_sdca(X, y, q, alpha, w, batches, loss, lam_n, gamma=1.0):
     """[TRS15] Algorithm 1: every row of a batch reads the same ``w``."""
     alpha, w = alpha.copy(), w.copy()

@@ -14,6 +14,7 @@ from daskdca.kernels.sdca import (
     local_sdca,
     minibatch_sdca,
     movable_rows,
+    movable_sdca,
     objective_sums,
     objective_sums_movable,
 )
@@ -199,13 +200,74 @@ def test_objective_sums_movable_is_the_two_kernels_in_one_pass(loss_name):
     local_sdca(X.indptr, X.indices, X.data, y, UNWEIGHTED, sqnorm, alpha, w, np.empty(0),
                permutation_order(0, 0, 0, n, 3 * n, 0), int(loss.kind), loss.param, lam_n, 1.0, False)
     args = (X.indptr, X.indices, X.data, y, UNWEIGHTED)
-    loss_sum, conj_sum, rows = objective_sums_movable(*args, sqnorm, alpha, w, 30, 300, int(loss.kind),
+    loss_sum, conj_sum, rows, _ = objective_sums_movable(*args, sqnorm, alpha, w, 30, 300, int(loss.kind),
                                                       loss.param, lam_n, 1.0)
     assert (loss_sum, conj_sum) == objective_sums(*args, alpha, w, 30, 300, int(loss.kind), loss.param)
     np.testing.assert_array_equal(rows, movable_rows(*args, sqnorm, alpha, w, 30, 300, int(loss.kind),
                                                      loss.param, lam_n, 1.0))
     if loss.has_active_bounds:
         assert 0 < rows.size < 270  # some rows pinned at a bound, some not
+
+
+def _shrunk(loss_name, lam=0.01, passes=5):
+    """a9a's first 300 rows after ``passes`` serial passes: ``(X, y, sqnorm, alpha, w, lam_n, movable rows, their
+    gap terms' sum)``."""
+    X, y = _problem("a9a", loss_name)
+    loss = get_loss(loss_name)
+    n, d = X.shape
+    lam_n = lam * n
+    sqnorm = np.asarray(X.multiply(X).sum(axis=1)).ravel()
+    alpha, w = np.zeros(n), np.zeros(d)
+    local_sdca(X.indptr, X.indices, X.data, y, UNWEIGHTED, sqnorm, alpha, w, np.empty(0),
+               permutation_order(0, 0, 0, n, passes * n, 0), int(loss.kind), loss.param, lam_n, 1.0, False)
+    _, _, rows, movable_gap = objective_sums_movable(X.indptr, X.indices, X.data, y, UNWEIGHTED, sqnorm, alpha, w, 0,
+                                                     n, int(loss.kind), loss.param, lam_n, 1.0)
+    return X, y, sqnorm, alpha, w, lam_n, rows, movable_gap
+
+
+@pytest.mark.parametrize("loss_name", ["hinge", "smoothed_hinge", "squared_hinge"])
+def test_the_movable_rows_gap_terms_are_the_duality_gap(loss_name):
+    """The movable rows' gap terms sum to ``n (P - D)``: the other rows sit at their 1-D optimum, term 0."""
+    X, y, _, alpha, w, lam_n, rows, movable_gap = _shrunk(loss_name)
+    z = np.asarray(X @ w).ravel()
+    terms = np.array([ref.gap_term(loss_name, y[i], alpha[i], z[i]) for i in range(X.shape[0])])
+    assert terms.min() >= -1e-12  # Fenchel-Young
+    np.testing.assert_allclose(movable_gap, terms[rows].sum(), rtol=1e-12)
+    np.testing.assert_allclose(movable_gap, terms.sum(), rtol=1e-9)
+    assert 0 < rows.size < X.shape[0] and movable_gap > 0
+
+
+@pytest.mark.parametrize("loss_name", ["hinge", "smoothed_hinge", "squared_hinge"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_movable_sdca_against_the_reference(loss_name, weighted):
+    """The passes over the movable rows end early where the reference ends them, with the same steps."""
+    X, y, sqnorm, alpha, w, lam_n, rows, movable_gap = _shrunk(loss_name)
+    loss = get_loss(loss_name)
+    weight = np.random.default_rng(4).uniform(0.5, 2.0, X.shape[0]) if weighted else None
+    order = rows[permutation_order(0, 1, 0, rows.size, 40 * rows.size, 0)]
+    a, u = alpha.copy(), w.copy()
+    steps = movable_sdca(X.indptr, X.indices, X.data, y, UNWEIGHTED if weight is None else weight, sqnorm, a, u,
+                         order, rows.size, int(loss.kind), loss.param, lam_n, 0.03 * movable_gap)
+    ref_alpha, ref_w, ref_steps = ref.movable_sdca(X, y, alpha, w, order, rows.size, loss_name, lam_n,
+                                                   0.03 * movable_gap, weight=weight)
+    assert steps == ref_steps
+    assert steps % rows.size == 0 and steps < order.size  # whole passes, ended early
+    np.testing.assert_allclose(a, ref_alpha, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(u, ref_w, rtol=1e-10, atol=1e-12)
+
+
+def test_movable_sdca_that_never_stops_is_local_sdca_bit_for_bit():
+    X, y, sqnorm, alpha, w, lam_n, rows, _ = _shrunk("hinge")
+    loss = get_loss("hinge")
+    order = rows[permutation_order(0, 1, 0, rows.size, X.shape[0], 0)]
+    a1, u1, a2, u2 = alpha.copy(), w.copy(), alpha.copy(), w.copy()
+    steps = movable_sdca(X.indptr, X.indices, X.data, y, UNWEIGHTED, sqnorm, a1, u1, order, rows.size,
+                         int(loss.kind), loss.param, lam_n, -1.0)
+    local_sdca(X.indptr, X.indices, X.data, y, UNWEIGHTED, sqnorm, a2, u2, np.empty(0), order, int(loss.kind),
+               loss.param, lam_n, 1.0, False)
+    assert steps == order.size
+    np.testing.assert_array_equal(a1, a2)
+    np.testing.assert_array_equal(u1, u2)
 
 
 def test_permutation_order_blocks_are_permutations_and_deterministic():

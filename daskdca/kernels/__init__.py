@@ -37,7 +37,7 @@ def warm_up():
 
     from daskdca.kernels.catalyst import catalyst_step
     from daskdca.kernels.newton import cholesky_solve, dual_point, ladder_loss_sums, newton_sums, newton_system
-    from daskdca.kernels.sdca import local_sdca, minibatch_sdca, movable_rows, objective_sums_movable
+    from daskdca.kernels.sdca import local_sdca, minibatch_sdca, movable_rows, movable_sdca, objective_sums_movable
 
     indptr = np.array([0, 1], dtype=np.int64)
     indices = np.array([0], dtype=np.int32)
@@ -52,6 +52,8 @@ def warm_up():
         objective_sums(indptr, indices, data, one, unweighted, np.zeros(1), np.zeros(1), 0, 1, kind, 1.0)
         objective_sums_movable(indptr, indices, data, one, unweighted, one, np.zeros(1), np.zeros(1), 0, 1, kind,
                                1.0, 1.0, 1.0)
+        movable_sdca(indptr, indices, data, one, unweighted, one, np.zeros(1), np.zeros(1),
+                     np.zeros(1, dtype=np.int64), 1, kind, 1.0, 1.0, 0.0)
         minibatch_sdca(indptr, indices, data, one, unweighted, one, np.zeros(1), np.zeros(1), np.zeros(1),
                        np.zeros((1, 1), dtype=np.int64), kind, 1.0, 1.0)
     # the primal Newton method's kernels (the loss kind is a runtime argument: one call compiles them)

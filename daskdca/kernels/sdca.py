@@ -21,7 +21,7 @@ from daskdca.losses import (row_weight, weighted_conjugate_value, weighted_dual_
                             weighted_sweep_dual_update)
 
 __all__ = ["gather_rows", "line_conjugate_sums", "local_sdca", "minibatch_rounds", "minibatch_sdca", "minibatch_sdca_rounds",
-           "minibatch_trial_step", "movable_rows", "objective_sums", "objective_sums_movable", "plane_conjugate_sums",
+           "minibatch_trial_step", "movable_rows", "movable_sdca", "objective_sums", "objective_sums_movable", "plane_conjugate_sums",
            "soft_threshold", "sub_block_bounds", "threaded_line_search_sdca", "threaded_local_sdca", "xt_add"]
 
 
@@ -78,6 +78,60 @@ def local_sdca(indptr, indices, data, y, weight, sqnorm, alpha, u, delta_w, orde
                 for p in range(start, end):
                     delta_w[indices[p]] += c * data[p]
     return order.shape[0]
+
+
+@njit(nogil=True, cache=True)
+def movable_sdca(indptr, indices, data, y, weight, sqnorm, alpha, w, order, pass_length, loss_kind, loss_param, lam_n,
+                 gap_stop):
+    """Serial SDCA on the movable rows, pass after pass, ended once they have converged; ``alpha`` and ``w`` change
+    in place.
+
+    Serial dual coordinate ascent on ``min_w P(w) = 1/n sum_i phi_i(x_i.w) + lam/2 ||w||^2`` restricted to the
+    rows that shrinking left movable: ``order`` holds consecutive passes of ``pass_length`` steps over them (a
+    permutation each), and every step is :func:`local_sdca`'s with ``sigma = 1`` and ``u = w`` (the same bits on
+    the same rows).  In passes ``j = 1, 2, 4, 8, ...`` after which a whole pass remains, the kernel adds up the
+    rows' duality-gap terms ``g_i`` (:func:`objective_sums_movable`) at the margin each row's step reads; when
+    such a pass's sum is at most ``gap_stop``, the remaining steps are not taken.  The rows left out of the
+    shrunk set then matter more than further passes over the converged ones: a new round tests every row again.
+    This is the role of LIBLINEAR's stopping test on its shrunk set, which sweeps the shrunk rows until their
+    projected gradients have converged and only then returns to the whole data (Hsieh et al., ICML 2008, §3.2;
+    docs/references.md, [HCL+08]); daskdca's test is on the gap terms, the quantity its certificate sums.  Only the powers of two carry the
+    sums (they cost about a fifth of a step; benchmarks/RESULTS.md, "Hinge: ending a round's passes over the
+    movable rows").
+
+    Returns the number of coordinate steps taken.
+    """
+    inv_lam_n = 1.0 / lam_n
+    n_steps = order.shape[0]
+    t = 0
+    j = 0
+    while t < n_steps:
+        j += 1
+        stop = min(n_steps, t + pass_length)
+        sums = n_steps - stop >= pass_length and (j & (j - 1)) == 0
+        gap = 0.0
+        for k in range(t, stop):
+            i = order[k]
+            start = indptr[i]
+            end = indptr[i + 1]
+            m = 0.0
+            for p in range(start, end):
+                m += data[p] * w[indices[p]]
+            a_old = alpha[i]
+            s = row_weight(weight, i)
+            if sums:
+                gap += (weighted_loss_value(loss_kind, loss_param, y[i], m, s)
+                        + weighted_conjugate_value(loss_kind, loss_param, y[i], a_old, s) + a_old * m)
+            a_new = weighted_sweep_dual_update(loss_kind, loss_param, y[i], a_old, sqnorm[i] * inv_lam_n, m, s)
+            if a_new != a_old:
+                alpha[i] = a_new
+                c = (a_new - a_old) * inv_lam_n
+                for p in range(start, end):
+                    w[indices[p]] += c * data[p]
+        t = stop
+        if sums and gap <= gap_stop:
+            break
+    return t
 
 
 @njit(nogil=True, cache=True)
@@ -494,30 +548,40 @@ def xt_add(indptr, indices, data, alpha, row_start, row_end, out):
 @njit(nogil=True, cache=True)
 def objective_sums_movable(indptr, indices, data, y, weight, sqnorm, alpha, w, row_start, row_end,
                            loss_kind, loss_param, lam_n, sigma):
-    """:func:`objective_sums` and :func:`movable_rows` from one pass.
+    """:func:`objective_sums` and :func:`movable_rows` from one pass, with the movable rows' gap terms.
 
     Both read the margins ``x_i.w`` of the same ``(w, alpha)``; computing
     each margin once saves one of the three passes of a shrinking SDCA round
-    (gap sums, shrinking test, steps).  Returns ``(loss_sum, conj_sum, rows)``,
-    bit for bit what the two kernels return.
+    (gap sums, shrinking test, steps).  Returns
+    ``(loss_sum, conj_sum, rows, movable_gap)``, the first three bit for bit
+    what the two kernels return, and ``movable_gap`` the sum over ``rows``
+    of the rows' duality-gap terms
+    ``g_i = s_i phi_i(x_i.w) + s_i phi_i*(-alpha_i / s_i) + alpha_i x_i.w``
+    (each at least 0 by the Fenchel-Young inequality; a row whose step is
+    zero sits at its own 1-D optimum, where its term is 0, so with
+    ``w = w(alpha)`` the sum over every row is ``n (P(w) - D(alpha))``).
     """
     out = np.empty(row_end - row_start, dtype=np.int64)
     count = 0
     loss_sum = 0.0
     conj_sum = 0.0
+    movable_gap = 0.0
     inv_lam_n = 1.0 / lam_n
     for i in range(row_start, row_end):
         m = 0.0
         for p in range(indptr[i], indptr[i + 1]):
             m += data[p] * w[indices[p]]
         s = row_weight(weight, i)
-        loss_sum += weighted_loss_value(loss_kind, loss_param, y[i], m, s)
-        conj_sum += weighted_conjugate_value(loss_kind, loss_param, y[i], alpha[i], s)
+        row_loss = weighted_loss_value(loss_kind, loss_param, y[i], m, s)
+        row_conj = weighted_conjugate_value(loss_kind, loss_param, y[i], alpha[i], s)
+        loss_sum += row_loss
+        conj_sum += row_conj
         a_new = weighted_dual_update(loss_kind, loss_param, y[i], alpha[i], sigma * sqnorm[i] * inv_lam_n, m, s)
         if a_new != alpha[i]:
             out[count] = i
             count += 1
-    return loss_sum, conj_sum, out[:count]
+            movable_gap += row_loss + row_conj + alpha[i] * m
+    return loss_sum, conj_sum, out[:count], movable_gap
 
 
 @njit(nogil=True, cache=True)

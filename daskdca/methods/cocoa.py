@@ -484,12 +484,18 @@ class SDCA(CoCoAPlus):
     Parameters
     ----------
     local_iters : float, default=1.0
-        Passes over the rows per round.
+        Passes over the rows per round (at most that many with shrinking).
     sampling : {"permutation", "iid"} or None, default=None
         A fresh random permutation for every pass (None means this), or rows
         drawn with replacement.
     shrinking : bool or None, default=None
-        LIBLINEAR's shrinking, as :class:`CoCoAPlus` (None means True).
+        LIBLINEAR's shrinking, as :class:`CoCoAPlus` (None means True).  In
+        memory with permutation sampling, a round whose movable rows are at
+        most half the rows steps through them pass after pass and ends once a
+        pass's gap terms fall to
+        :data:`~daskdca.methods.sdca.MOVABLE_GAP_SHARE` of theirs at the
+        round's start (:func:`~daskdca.kernels.sdca.movable_sdca`), so it may
+        take fewer than ``local_iters * n`` steps.
     aggregation : {"adding", "line_search"}, default="adding"
         As :class:`CoCoAPlus`.
     local_solver : {"sdca"}, default="sdca"

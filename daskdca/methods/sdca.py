@@ -38,6 +38,7 @@ from daskdca.kernels.sdca import (
     line_conjugate_sums,
     local_sdca,
     movable_rows,
+    movable_sdca,
     objective_sums,
     objective_sums_movable,
     plane_conjugate_sums,
@@ -100,6 +101,14 @@ _GAP_THREAD = [None, None]  # (pid, executor): the thread of the overlapped gap 
 #: 1.24-1.90x the time at 4,160-8,307 values, 0.97-1.17x at 13,858, 0.94-0.96x at 16,624, 0.83-0.96x from 20,781;
 #: benchmarks/RESULTS.md, "The gap thread on small data").
 GAP_THREAD_MIN_NNZ = 16_384
+
+#: Serial SDCA with shrinking ends a round's passes over the movable rows once a pass's gap terms sum to at most
+#: this share of theirs at the round's start (:func:`~daskdca.kernels.sdca.movable_sdca`).  Measured, not derived:
+#: on the hinge loss at lam 1e-3 and 1e-4 (a9a, w8a, ijcnn1, reuters) 0.03 took 1.2-5x less time to a certified 1e-4
+#: and 1e-6, and at most 5% more where the test never ends a round; 0.1 gained more on most of them and took 3.1x
+#: the time on reuters at lam 1e-4 to 1e-6 (benchmarks/RESULTS.md, "Hinge: ending a round's passes over the
+#: movable rows").
+MOVABLE_GAP_SHARE = 0.03
 
 
 def spare_core():
@@ -298,13 +307,14 @@ class LocalSDCAPlan(DualPlan):
             return loss_sum, conj_sum, n_steps, u, delta_w
         if rows is not None:
             # Serial SDCA without shrinking (the steps need no margins first) on a machine with a second core, with
-            # values enough to pay the hand-off (GAP_THREAD_MIN_NNZ): the gap sums read the round's starting alpha and w, the steps change alpha (and u, a copy of w), so on a
-            # copy of alpha the sums run on the second core while the steps run here, with the same bits.
+            # values enough to pay the hand-off (GAP_THREAD_MIN_NNZ): the gap sums read the round's starting alpha
+            # and w, the steps change alpha (and u, a copy of w), so on a copy of alpha the sums run on the second
+            # core while the steps run here, with the same bits.
             overlap = (not shrink and self.n_partitions == 1 and rows.data.shape[0] >= GAP_THREAD_MIN_NNZ
                        and spare_core())
             sums, visit = None, None
             if shrink:
-                loss_sum, conj_sum, visit = objective_sums_movable(
+                loss_sum, conj_sum, visit, movable_gap = objective_sums_movable(
                     rows.indptr, rows.indices, rows.data, rows.y, rows.weight, rows.sqnorm, alpha, w, 0, rows.n_rows,
                     kind, param, self.lam_n, self.sigma_prime)
             elif overlap:
@@ -314,11 +324,15 @@ class LocalSDCAPlan(DualPlan):
                 loss_sum, conj_sum = objective_sums(rows.indptr, rows.indices, rows.data, rows.y, rows.weight, alpha,
                                                     w, 0, rows.n_rows, kind, param)
             order = self._order(rows.n_rows, visit, ctx, ctx.partition)
-            local_sdca(rows.indptr, rows.indices, rows.data, rows.y, rows.weight, rows.sqnorm, alpha, u, delta_w, order,
-                       kind, param, self.lam_n, self.sigma_prime, track)
+            if self._ends_passes_early(visit, order, track):
+                n_steps = movable_sdca(rows.indptr, rows.indices, rows.data, rows.y, rows.weight, rows.sqnorm, alpha,
+                                       u, order, visit.size, kind, param, self.lam_n, MOVABLE_GAP_SHARE * movable_gap)
+            else:
+                n_steps = local_sdca(rows.indptr, rows.indices, rows.data, rows.y, rows.weight, rows.sqnorm, alpha, u,
+                                     delta_w, order, kind, param, self.lam_n, self.sigma_prime, track)
             if sums is not None:
                 loss_sum, conj_sum = sums.result()
-            return loss_sum, conj_sum, order.shape[0], u, delta_w
+            return loss_sum, conj_sum, n_steps, u, delta_w
         # Out of core a block is read when its turn comes.  Sweeping block
         # after block converges far more slowly than one permutation of the
         # whole partition; a sliding window of blocks whose rows are
@@ -332,6 +346,14 @@ class LocalSDCAPlan(DualPlan):
         loss_sum, conj_sum, n_steps = sweep_blocks(part, alpha, w, ctx, loss, self._block_step(u, delta_w, ctx, track),
                                                    xt=xt)
         return loss_sum, conj_sum, n_steps, u, delta_w
+
+    def _ends_passes_early(self, visit, order, track):
+        """Whether serial SDCA's round may end its passes over the movable rows early
+        (:func:`~daskdca.kernels.sdca.movable_sdca`): shrinking left at most half the rows movable (so the round
+        makes at least two passes over them), one partition stepping on ``w`` itself (``sigma' = 1``), and
+        permutation sampling (each pass visits every movable row once)."""
+        return (visit is not None and 0 < 2 * visit.size <= order.shape[0] and self.n_partitions == 1
+                and self.sigma_prime == 1.0 and not track and self.settings.sampling == "permutation")
 
     def _threaded_steps(self, rows, lo, hi, alpha, w, u, delta_w, ctx, stream, track, *, sums):
         """``CoCoAPlus(threads=T)``: rows ``[lo, hi)`` as ``T`` sub-blocks swept by ``T`` threads.
@@ -364,7 +386,7 @@ class LocalSDCAPlan(DualPlan):
             loss_sum = conj_sum = 0.0
             visit = None
             if sums and shrink:
-                loss_sum, conj_sum, visit = objective_sums_movable(
+                loss_sum, conj_sum, visit, _ = objective_sums_movable(
                     rows.indptr, rows.indices, rows.data, rows.y, rows.weight, rows.sqnorm, alpha, w, first, stop,
                     kind, param, self.lam_n, sigma_sub)
             elif sums:
@@ -661,7 +683,7 @@ class ProxSDCAPlan(ProxStart, LocalSDCAPlan):
         rows = part.whole()
         if rows is not None:
             if shrink:
-                loss_sum, conj_sum, visit = objective_sums_movable(
+                loss_sum, conj_sum, visit, _ = objective_sums_movable(
                     rows.indptr, rows.indices, rows.data, rows.y, rows.weight, rows.sqnorm, alpha, state.w, 0,
                     rows.n_rows, kind, param, self.lam_n, self.sigma_prime)
             else:
@@ -869,7 +891,7 @@ class L1ContinuationPlan(ProxSDCAPlan):
         mu = float(state.mu)
         kind, param = int(loss.kind), loss.param
         if self.settings.shrinking and loss.has_active_bounds:
-            loss_sum, conj_alpha, visit = objective_sums_movable(
+            loss_sum, conj_alpha, visit, _ = objective_sums_movable(
                 rows.indptr, rows.indices, rows.data, rows.y, rows.weight, rows.sqnorm, alpha, state.w, 0,
                 rows.n_rows, kind, param, mu * self.n, 1.0)
         else:
