@@ -73,18 +73,27 @@ def test_the_start_is_the_given_duals_and_their_w_on_permuted_partitions(method)
 
 @pytest.mark.parametrize("loss, C_from, C_to", [("logistic", 0.1, 1.0), ("hinge", 0.03, 0.3)])
 def test_warm_start_from_another_C_gives_the_cold_answer_in_fewer_rounds(loss, C_from, C_to):
-    """C -> 10 C on 3000 a9a rows: a feasible point at one lam is feasible at any (LIBLINEAR's box)."""
+    """C -> 10 C on 3000 a9a rows: a feasible point at one lam is feasible at any (LIBLINEAR's box).
+
+    Counted over six seeds: on the hinge loss one seed's rounds vary by 2x (136-280 cold rounds for seeds 0-5),
+    and a single seed's warm fit can take more rounds than its cold one (seed 1: 176 against 136, and seeds 0
+    and 1 since serial SDCA's rounds may end their passes over the movable rows early, which changes the
+    starting point the warm fits get); the six warm fits together take 11-14% fewer rounds."""
     X, y = _a9a_head()
     n = X.shape[0]
     lam_from, lam_to = 1.0 / (C_from * n), 1.0 / (C_to * n)
     # solver="sdca" throughout: the rounds of a warm and a cold fit are compared, and solver="auto" would run
     # primal Newton cold (few features, lam n < 2) and SDCA warm
-    start = daskdca.fit(X, y, loss=loss, lam=lam_from, tol=1e-9, solver="sdca")
-    cold = daskdca.fit(X, y, loss=loss, lam=lam_to, tol=1e-9, solver="sdca")
-    warm = daskdca.fit(X, y, loss=loss, lam=lam_to, tol=1e-9, solver="sdca", dual_init=start.dual_coef_)
-    assert cold.converged_ and warm.converged_
-    assert abs(warm.primal_ - cold.primal_) <= 1e-8 * abs(cold.primal_)
-    assert warm.n_rounds_ < cold.n_rounds_
+    cold_rounds = warm_rounds = 0
+    for seed in range(6):
+        start = daskdca.fit(X, y, loss=loss, lam=lam_from, tol=1e-9, solver="sdca", random_state=seed)
+        cold = daskdca.fit(X, y, loss=loss, lam=lam_to, tol=1e-9, solver="sdca", random_state=seed)
+        warm = daskdca.fit(X, y, loss=loss, lam=lam_to, tol=1e-9, solver="sdca", random_state=seed,
+                           dual_init=start.dual_coef_)
+        assert cold.converged_ and warm.converged_
+        assert abs(warm.primal_ - cold.primal_) <= 1e-8 * abs(cold.primal_)
+        cold_rounds, warm_rounds = cold_rounds + cold.n_rounds_, warm_rounds + warm.n_rounds_
+    assert warm_rounds < cold_rounds
 
 
 def test_warm_start_keeps_the_caller_row_order_with_cocoa_partitions():
