@@ -48,9 +48,10 @@ def test_a_rerun_gives_the_same_bits(a9a):
 
 
 @pytest.mark.parametrize("solver, n_partitions", [(SDCA(shrinking=False), 1), (SDCA(sampling="iid"), 1),
-                                                  (CoCoAPlus(acceleration=None), 2)])
-def test_without_shrinking_permutations_or_one_partition_every_round_takes_all_its_steps(a9a, solver,
-                                                                                        n_partitions):
+                                                  (CoCoAPlus(acceleration=None), 2),
+                                                  (SDCA(acceleration="catalyst", kappa=LAM), 1)])
+def test_without_shrinking_permutations_or_one_partition_or_inside_catalyst_every_round_takes_all_its_steps(
+        a9a, solver, n_partitions):
     X, y = a9a
     m = daskdca.fit(X, y, loss="hinge", lam=LAM, solver=solver, n_partitions=n_partitions, tol=1e-4, n_jobs=1)
     assert m.n_rounds_ > 1

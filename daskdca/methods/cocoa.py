@@ -65,7 +65,7 @@ def _sdca_plan(settings, info, ops):
                  else float(settings.kappa))
         if kappa > 0.0:
             inner = adding(settings=settings, loss=info.loss, n=info.n, d=info.d, lam_n=(info.lam + kappa) * info.n,
-                           n_partitions=K, sigma_prime=float(K), certifies_rounds=True)
+                           n_partitions=K, sigma_prime=float(K), certifies_rounds=True, ends_passes_early=False)
             return CatalystPlan(inner=inner, lam=info.lam, kappa=kappa)
     if settings.aggregation == "line_search" and K > 1:
         return LineSearchPlan(settings=settings, loss=info.loss, n=info.n, d=info.d, lam_n=info.lam_n,
@@ -495,7 +495,8 @@ class SDCA(CoCoAPlus):
         pass's gap terms fall to
         :data:`~daskdca.methods.sdca.MOVABLE_GAP_SHARE` of theirs at the
         round's start (:func:`~daskdca.kernels.sdca.movable_sdca`), so it may
-        take fewer than ``local_iters * n`` steps.
+        take fewer than ``local_iters * n`` steps (not inside Catalyst,
+        ``acceleration="catalyst"``).
     aggregation : {"adding", "line_search"}, default="adding"
         As :class:`CoCoAPlus`.
     local_solver : {"sdca"}, default="sdca"

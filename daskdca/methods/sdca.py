@@ -144,6 +144,11 @@ class LocalSDCAPlan(DualPlan):
     # The plan of the problem itself (not Catalyst's proximal one): out of core, a round's report certifies
     # its starting state exactly (combine), and the driver certifies the state without reading the data again.
     certifies_rounds: bool = False
+    # Serial SDCA may end a round's passes over the movable rows early (_ends_passes_early); not inside
+    # Catalyst, whose outer steps each take one round of the inner plan as their fixed budget (reuters, hinge,
+    # lam 1e-5 to 1e-6: 193 rounds with the early end against 138 without, benchmarks/RESULTS.md, "Hinge:
+    # ending a round's passes over the movable rows").
+    ends_passes_early: bool = True
     primal_from_dual = True
 
     def _order(self, n_rows, rows_to_visit, ctx, stream, row_offset=0):
@@ -350,10 +355,12 @@ class LocalSDCAPlan(DualPlan):
     def _ends_passes_early(self, visit, order, track):
         """Whether serial SDCA's round may end its passes over the movable rows early
         (:func:`~daskdca.kernels.sdca.movable_sdca`): shrinking left at most half the rows movable (so the round
-        makes at least two passes over them), one partition stepping on ``w`` itself (``sigma' = 1``), and
-        permutation sampling (each pass visits every movable row once)."""
-        return (visit is not None and 0 < 2 * visit.size <= order.shape[0] and self.n_partitions == 1
-                and self.sigma_prime == 1.0 and not track and self.settings.sampling == "permutation")
+        makes at least two passes over them), one partition stepping on ``w`` itself (``sigma' = 1``),
+        permutation sampling (each pass visits every movable row once), and not inside Catalyst
+        (:attr:`ends_passes_early`)."""
+        return (self.ends_passes_early and visit is not None and 0 < 2 * visit.size <= order.shape[0]
+                and self.n_partitions == 1 and self.sigma_prime == 1.0 and not track
+                and self.settings.sampling == "permutation")
 
     def _threaded_steps(self, rows, lo, hi, alpha, w, u, delta_w, ctx, stream, track, *, sums):
         """``CoCoAPlus(threads=T)``: rows ``[lo, hi)`` as ``T`` sub-blocks swept by ``T`` threads.
