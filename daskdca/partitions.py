@@ -34,7 +34,7 @@ import scipy.sparse as sp
 from daskdca.kernels.crammer_singer import crammer_singer_objective_sums
 from daskdca.kernels.multinomial import multinomial_objective_sums
 from daskdca.kernels.sampling import permutation_order
-from daskdca.kernels.sdca import objective_sums
+from daskdca.kernels.sdca import objective_sums, xt_add
 from daskdca.losses import CrammerSinger, Softmax
 from daskdca.problem import row_sqnorms
 
@@ -444,7 +444,10 @@ def xt_alpha_part(part, alpha, lam_n):
         return _per_problem(lambda view, a: xt_alpha_part(view, a, lam_n), part, alpha)
     out = None
     for rows, lo, hi, start in part.pieces():
-        piece = np.asarray(rows.csr(lo, hi).T @ alpha[start:start + hi - lo]).ravel()
+        # row after row, as SciPy's X^T alpha adds them (the same bits), without building a SciPy matrix (0.7 ms
+        # of a 25 ms fit of a9a's 32,561 rows)
+        piece = np.zeros(rows.n_features)
+        xt_add(rows.indptr, rows.indices, rows.data, row_view(alpha, rows, lo, start), lo, hi, piece)
         out = piece if out is None else out + piece
     return out / lam_n
 

@@ -276,3 +276,16 @@ def test_cocoa_line_search_never_lowers_the_dual_and_takes_fewer_rounds():
     assert all(b >= a - 1e-15 * abs(a) for a, b in zip(duals[:-1], duals[1:]))
     assert searched.n_rounds_ < adding.n_rounds_
     assert searched.primal_ == pytest.approx(adding.primal_, rel=1e-4)
+
+
+@pytest.mark.parametrize("y", [np.array([0, 1, 1, 0]), np.array([-1.0, 1.0, 1.0]), np.array([7, 3, 7], dtype=np.uint8),
+                               np.array([True, False, True]), np.array([2.5, 2.5, -4.0]), np.array([5, 5, 5, 9])])
+def test_two_numeric_labels_map_as_numpys_unique_maps_them(y):
+    """Two numeric labels take a path without a sort; the classes and the signs are np.unique's."""
+    from daskdca.losses import get_loss
+    from daskdca.validation import _check_y
+    signs, classes = _check_y(y, y.shape[0], get_loss("hinge"))
+    want = np.unique(y)
+    np.testing.assert_array_equal(classes, want)
+    assert classes.dtype == want.dtype
+    np.testing.assert_array_equal(signs, np.where(y == want[1], 1.0, -1.0))
