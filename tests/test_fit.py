@@ -9,7 +9,8 @@ from sklearn.datasets import load_breast_cancer, load_diabetes
 from sklearn.exceptions import ConvergenceWarning
 
 import daskdca
-from daskdca.losses import SmoothedHinge
+from daskdca.losses import SmoothedHinge, get_loss
+from daskdca.validation import _check_y
 
 import reference_kernels as ref
 from conftest import load_dataset
@@ -282,8 +283,6 @@ def test_cocoa_line_search_never_lowers_the_dual_and_takes_fewer_rounds():
                                np.array([True, False, True]), np.array([2.5, 2.5, -4.0]), np.array([5, 5, 5, 9])])
 def test_two_numeric_labels_map_as_numpys_unique_maps_them(y):
     """Two numeric labels take a path without a sort; the classes and the signs are np.unique's."""
-    from daskdca.losses import get_loss
-    from daskdca.validation import _check_y
     signs, classes = _check_y(y, y.shape[0], get_loss("hinge"))
     want = np.unique(y)
     np.testing.assert_array_equal(classes, want)
