@@ -20,9 +20,10 @@ from numba import njit
 from daskdca.losses import (row_weight, weighted_conjugate_value, weighted_dual_update, weighted_loss_value,
                             weighted_sweep_dual_update)
 
-__all__ = ["gather_rows", "line_conjugate_sums", "local_sdca", "minibatch_rounds", "minibatch_sdca", "minibatch_sdca_rounds",
-           "minibatch_trial_step", "movable_rows", "movable_sdca", "objective_sums", "objective_sums_movable", "plane_conjugate_sums",
-           "soft_threshold", "sub_block_bounds", "threaded_line_search_sdca", "threaded_local_sdca", "xt_add"]
+__all__ = ["gather_rows", "line_conjugate_sums", "local_sdca", "minibatch_rounds", "minibatch_sdca",
+           "minibatch_sdca_rounds", "minibatch_trial_step", "movable_rows", "movable_sdca", "objective_sums",
+           "objective_sums_movable", "plane_conjugate_sums", "soft_threshold", "sub_block_bounds",
+           "threaded_line_search_sdca", "threaded_local_sdca", "xt_add"]
 
 
 @njit(nogil=True, cache=True)
@@ -95,9 +96,9 @@ def movable_sdca(indptr, indices, data, y, weight, sqnorm, alpha, w, order, pass
     shrunk set then matter more than further passes over the converged ones: a new round tests every row again.
     This is the role of LIBLINEAR's stopping test on its shrunk set, which sweeps the shrunk rows until their
     projected gradients have converged and only then returns to the whole data (Hsieh et al., ICML 2008, §3.2;
-    docs/references.md, [HCL+08]); daskdca's test is on the gap terms, the quantity its certificate sums.  Only the powers of two carry the
-    sums (they cost about a fifth of a step; benchmarks/RESULTS.md, "Hinge: ending a round's passes over the
-    movable rows").
+    docs/references.md, [HCL+08]); daskdca's test is on the gap terms, the quantity its certificate sums.  Only
+    the powers of two carry the sums (they cost about a fifth of a step; benchmarks/RESULTS.md, "Hinge: ending a
+    round's passes over the movable rows").
 
     Returns the number of coordinate steps taken.
     """

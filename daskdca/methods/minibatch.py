@@ -164,7 +164,7 @@ def _sums_and_movable(part, alpha, w, loss, lam_n):
     for rows, lo, hi, start in part.pieces():
         a = row_view(alpha, rows, lo, start)
         ls, cs, movable, _ = objective_sums_movable(rows.indptr, rows.indices, rows.data, rows.y, rows.weight,
-                                                 rows.sqnorm, a, w, lo, hi, kind, param, lam_n, 1.0)
+                                                    rows.sqnorm, a, w, lo, hi, kind, param, lam_n, 1.0)
         loss_sum, conj_sum = loss_sum + ls, conj_sum + cs
         found.append(movable - lo + start)
         sqnorm.append(rows.sqnorm[lo:hi])

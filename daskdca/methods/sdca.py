@@ -104,10 +104,10 @@ GAP_THREAD_MIN_NNZ = 16_384
 
 #: Serial SDCA with shrinking ends a round's passes over the movable rows once a pass's gap terms sum to at most
 #: this share of theirs at the round's start (:func:`~daskdca.kernels.sdca.movable_sdca`).  Measured, not derived:
-#: on the hinge loss at lam 1e-3 and 1e-4 (a9a, w8a, ijcnn1, reuters) 0.03 took 1.2-5x less time to a certified 1e-4
-#: and 1e-6, and at most 5% more where the test never ends a round; 0.1 gained more on most of them and took 3.1x
-#: the time on reuters at lam 1e-4 to 1e-6 (benchmarks/RESULTS.md, "Hinge: ending a round's passes over the
-#: movable rows").
+#: on the hinge loss (a9a, w8a, ijcnn1, reuters; lam 1e-3 to 1e-5; to a certified 1e-4 and 1e-6) the default fit
+#: took 0.23-0.87x its time where the test ends rounds and 0.98-1.03x where it never does; in a prototype 0.1
+#: was faster on 9 of 16 cells at lam 1e-3 and 1e-4 and took 3.1x the time on reuters at lam 1e-4 to 1e-6
+#: (benchmarks/RESULTS.md, "Hinge: ending a round's passes over the movable rows").
 MOVABLE_GAP_SHARE = 0.03
 
 
