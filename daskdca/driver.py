@@ -66,7 +66,7 @@ class HistoryRecord(NamedTuple):
     round : int
         Rounds run before the evaluated state.
     epochs : float
-        Coordinate steps so far divided by n (passes over the data).
+        Coordinate steps so far divided by n (the gap evaluations' passes over the data not counted).
     seconds : float
         Wall-clock seconds since the fit started (a resumed fit counts on
         from its checkpoint's last record).
