@@ -201,7 +201,7 @@ def test_objective_sums_movable_is_the_two_kernels_in_one_pass(loss_name):
                permutation_order(0, 0, 0, n, 3 * n, 0), int(loss.kind), loss.param, lam_n, 1.0, False)
     args = (X.indptr, X.indices, X.data, y, UNWEIGHTED)
     loss_sum, conj_sum, rows, _ = objective_sums_movable(*args, sqnorm, alpha, w, 30, 300, int(loss.kind),
-                                                      loss.param, lam_n, 1.0)
+                                                         loss.param, lam_n, 1.0)
     assert (loss_sum, conj_sum) == objective_sums(*args, alpha, w, 30, 300, int(loss.kind), loss.param)
     np.testing.assert_array_equal(rows, movable_rows(*args, sqnorm, alpha, w, 30, 300, int(loss.kind),
                                                      loss.param, lam_n, 1.0))
