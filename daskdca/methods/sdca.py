@@ -106,7 +106,7 @@ GAP_THREAD_MIN_NNZ = 16_384
 #: this share of theirs at the round's start (:func:`~daskdca.kernels.sdca.movable_sdca`).  Measured, not derived:
 #: on the hinge loss (a9a, w8a, ijcnn1, reuters; lam 1e-3 to 1e-5; to a certified 1e-4 and 1e-6) the default fit
 #: took 0.23-0.87x its time where the test ends rounds and 0.98-1.03x where it never does; in a prototype 0.1
-#: was faster on 9 of 16 cells at lam 1e-3 and 1e-4 and took 3.1x the time on reuters at lam 1e-4 to 1e-6
+#: was more than 5% faster on 9 of 16 cells at lam 1e-3 and 1e-4 and took 3.1x the time on reuters at lam 1e-4 to 1e-6
 #: (benchmarks/RESULTS.md, "Hinge: ending a round's passes over the movable rows").
 MOVABLE_GAP_SHARE = 0.03
 
