@@ -601,6 +601,6 @@ def fit_in_process(method, X, y, *, loss, lam, n_partitions, random_state, tol, 
     info = DataInfo(n=X.shape[0], d=X.shape[1], partition_sizes=tuple(p.n_rows for p in parts), loss=loss,
                     lam=lam, max_column_nnz=int(counts.max(initial=0)), nnz=int(X.nnz))
     executor = InProcess(parts, info, random_state, order, dual_init=dual_init, n_threads=n_threads)
-    return run_rounds(executor, setup_plan(executor, method), tol=tol, max_rounds=max_rounds, max_epochs=max_epochs, callback=callback,
-                      verbose=verbose)
+    return run_rounds(executor, setup_plan(executor, method), tol=tol, max_rounds=max_rounds, max_epochs=max_epochs,
+                      callback=callback, verbose=verbose)
 
