@@ -56,3 +56,17 @@ def test_without_shrinking_permutations_or_one_partition_or_inside_catalyst_ever
     m = daskdca.fit(X, y, loss="hinge", lam=LAM, solver=solver, n_partitions=n_partitions, tol=1e-4, n_jobs=1)
     assert m.n_rounds_ > 1
     assert m.n_epochs_ == pytest.approx(m.n_rounds_, rel=1e-3)
+
+
+def test_the_one_worker_route_ends_rounds_as_this_process_does(a9a):
+    """On a cluster the whole serial fit runs on one worker: the same early ends, the same bits."""
+    distributed = pytest.importorskip("distributed")
+    X, y = a9a
+    here = daskdca.fit(X, y, loss="hinge", lam=LAM, tol=1e-6, n_jobs=1)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  silence_logs=40) as cluster, distributed.Client(cluster) as client:
+        there = daskdca.fit(X, y, loss="hinge", lam=LAM, tol=1e-6, client=client)
+    assert there.route_.name == "one_worker" and here.n_epochs_ < here.n_rounds_
+    assert (there.n_rounds_, there.n_epochs_) == (here.n_rounds_, here.n_epochs_)
+    np.testing.assert_array_equal(there.coef_, here.coef_)
+    np.testing.assert_array_equal(there.dual_coef_, here.dual_coef_)
