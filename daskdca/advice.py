@@ -40,6 +40,8 @@ __all__ = ["Advice", "advise"]
 # passes predicted, 138 needed); with 30 the predictions were within 1.7x there.
 PROBE_EPOCHS = 30
 PROBE_SECONDS = 5.0
+#: The fewest rounds of the probe: the extrapolation reads its second half (:func:`_passes_to`).
+PROBE_MIN_ROUNDS = 4
 # lam n of the generated fit that measures a round's cost on the cluster: small, so that its rounds do not
 # converge before their budget (at lam n = 32 a hinge fit of 200 rows converged in its first round)
 ROUNDS_PROBE_LAM_N = 1e-3
@@ -315,11 +317,13 @@ def advise(X, y=None, *, loss="hinge", lam=1e-4, tol=1e-6, client=None, n_partit
         parts = route.n_partitions or 1
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the probe stops on its budget, not on tol
-        # a one-pass probe first: it tells how many passes fit in the probe's time
+        # a one-round probe first (a pass, or a round's passes): it tells how many passes fit in the probe's time
         first = fit(X, y, loss=loss_obj, lam=lam, tol=tol, solver=method, n_partitions=parts, max_epochs=1,
                     sample_weight=sample_weight, random_state=random_state, n_jobs=n_threads)
-        per_pass = max(first.history_[-1].seconds, 1e-6)
-        probe_passes = int(max(2, min(PROBE_EPOCHS, PROBE_SECONDS / per_pass)))
+        per_pass = max(first.history_[-1].seconds / max(first.n_rounds_ / first.plan_.rounds_per_epoch, 1.0), 1e-6)
+        # at least PROBE_MIN_ROUNDS rounds, which a round of several passes (routes.round_passes) needs to extrapolate
+        probe_passes = int(max(2, min(PROBE_EPOCHS, PROBE_SECONDS / per_pass),
+                               math.ceil(PROBE_MIN_ROUNDS / first.plan_.rounds_per_epoch)))
         probe = first if first.converged_ else fit(
             X, y, loss=loss_obj, lam=lam, tol=tol, solver=method, n_partitions=parts, max_epochs=probe_passes,
             sample_weight=sample_weight, random_state=random_state, n_jobs=n_threads)

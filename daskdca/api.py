@@ -409,9 +409,10 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
     tol : float, default=1e-6
         Relative duality gap at which to stop.
     max_epochs : float or None, default=None
-        The most passes over the data, whatever the solver: a pass is one
-        round of serial SDCA or CoCoA+, ``ceil(n / batch_size)`` rounds of
-        the mini-batch methods.  Reaching it warns with
+        The most passes over the data, whatever the solver: a pass is
+        ``1 / local_iters`` of a round of serial SDCA or CoCoA+ (one outer
+        step inside Catalyst), ``ceil(n / batch_size)`` rounds of the
+        mini-batch methods.  Reaching it warns with
         ``ConvergenceWarning``.  With ``max_rounds`` too, the smaller budget
         holds; with neither, 1000 passes.
     max_rounds : int or None, default=None
@@ -424,6 +425,9 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
         batch a Dask round is worth.
     local_iters : float, default=1.0
         Passes over each partition's rows per round (``"sdca"``, ``"cocoa+"``).
+        Where it is not given, ``solver="auto"`` gives plain serial SDCA on
+        small data :func:`daskdca.routes.round_passes` passes a round (its
+        ``route_.options`` say how many).
     n_partitions : int or None, default=None
         In memory, rows go to partitions by a seeded random permutation
         (``dual_coef_`` still follows the rows of X): 1 for ``"sdca"`` and
@@ -650,7 +654,7 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
         route = choose_route(on_cluster=False, n=n, nnz=X.nnz, lam=lam, d=d, loss_name=loss_obj.name,
                              warm_start=dual_init is not None, sdca_options=_sdca_options(local_iters),
                              n_partitions=n_partitions, l1_ratio=l1_ratio, n_threads=n_threads,
-                             column_nnz=counts)
+                             column_nnz=counts, max_epochs=max_epochs)
         method = route_method(route.solver, route.options, local_iters=local_iters, on_cluster=False,
                               loss_name=loss_obj.name)
         n_partitions = _default_partitions(method, False) if n_partitions is None else n_partitions
@@ -783,6 +787,7 @@ def _fit_cluster(X, y, *, loss_obj, lam, method, l1_ratio, local_iters, tol, max
         # a resumed fit runs the method its checkpoint recorded: the same threads a partition
         job.rounds_threads = engine.recorded_threads(checkpoint) if resume else None
         job.feature_names = feature_names
+        job.max_epochs = max_epochs  # the route keeps a round's passes within it
         fit_args = dict(tol=tol, max_rounds=max_rounds, max_epochs=max_epochs, random_state=seed)
         try:  # the staging folder goes whatever happens
             if not isinstance(X, (str, os.PathLike, CSRStore)) and not hasattr(X, "chunks") and not _is_dask_frame(X):
@@ -838,6 +843,7 @@ class _ClusterJob:
         self.feature_names = None  # a DataFrame's column names
         self.store_partitions = n_partitions
         self.rounds_threads = None  # the threads a partition's sweep takes in rounds (None: the workers')
+        self.max_epochs = None  # the fit's budget in passes
 
     def route(self, *, n, nnz, d, warm_start, size=None, column_counts=None):
         """The route (and ``self.method``): the user's solver, or the one ``solver="auto"`` picks
@@ -848,7 +854,8 @@ class _ClusterJob:
                              warm_start=warm_start, sdca_options=_sdca_options(self.local_iters),
                              workers=self.workers, size=size,
                              needs_rounds=self.needs_rounds, n_partitions=self.n_partitions, l1_ratio=self.l1_ratio,
-                             column_nnz=column_counts, rounds_threads=self.rounds_threads)
+                             column_nnz=column_counts, rounds_threads=self.rounds_threads,
+                             max_epochs=self.max_epochs)
         self.method = route_method(route.solver, route.options, local_iters=self.local_iters, on_cluster=True,
                                    loss_name=self.loss_obj.name)
         return route

@@ -252,7 +252,8 @@ def build_parser():
     p.add_argument("--max-rounds", type=int, default=None, help="round limit (default: none beyond --max-epochs)")
     p.add_argument("--batch-size", type=int, default=None, help="rows per mini-batch (minibatch_sdca)")
     p.add_argument("--local-iters", type=float, default=1.0,
-                   help="passes over each partition per round (default: 1.0)")
+                   help="passes over each partition per round (default: 1.0; with --solver auto, plain serial "
+                        "SDCA on data under 65,536 stored values and rows takes enough to visit that many)")
     p.add_argument("--n-partitions", type=int, default=None,
                    help="row partitions (cocoa+, minibatch_sdca; the demo: one per worker)")
     p.add_argument("--random-state", type=int, default=0,

@@ -283,18 +283,34 @@ def round_budget(plan, max_rounds=None, max_epochs=None):
     """The most rounds a fit may run: ``max_rounds``, the rounds of ``max_epochs`` passes over the data, or both
     (the smaller); neither means :data:`DEFAULT_MAX_EPOCHS` passes.
 
-    A pass is ``plan.rounds_per_epoch`` rounds: one round of serial SDCA or
-    CoCoA+ (whatever its ``local_iters``), ``ceil(n / batch)`` rounds of the
-    mini-batch methods, so a budget means the same on every solver.
+    A pass is ``plan.rounds_per_epoch`` rounds: ``1 / local_iters`` of a
+    round of serial SDCA or CoCoA+ (one round inside Catalyst, an outer
+    step), ``ceil(n / batch)`` rounds of the mini-batch methods, so a budget
+    means the same on every solver.  Where a round holds several passes
+    (``rounds_per_epoch < 1``) a round with shrinking may end early, so the
+    passes are counted as they run (:func:`epoch_budget`), and the rounds
+    are bounded by the passes: every round reads every row at least once,
+    for its gap.
     """
-    budgets = []
-    if max_rounds is not None:
-        budgets.append(int(max_rounds))
-    if max_epochs is not None:
-        budgets.append(max(1, math.ceil(float(max_epochs) * plan.rounds_per_epoch)))
-    if not budgets:
-        budgets.append(DEFAULT_MAX_EPOCHS * plan.rounds_per_epoch)
+    epochs = max_epochs if max_epochs is not None or max_rounds is not None else DEFAULT_MAX_EPOCHS
+    per_round = 1.0 if plan.rounds_per_epoch < 1 else plan.rounds_per_epoch
+    budgets = [int(max_rounds)] if max_rounds is not None else []
+    if epochs is not None:
+        budgets.append(max(1, math.ceil(float(epochs) * per_round)))
     return min(budgets)
+
+
+def epoch_budget(plan, max_rounds=None, max_epochs=None):
+    """The passes after which a fit whose rounds hold several passes stops (None: the rounds' budget alone).
+
+    Counted from the rounds' steps (``steps / n``), so the last round may
+    take the fit past it by less than a round's passes.
+    """
+    if plan.rounds_per_epoch >= 1:
+        return None
+    if max_epochs is not None:
+        return float(max_epochs)
+    return None if max_rounds is not None else float(DEFAULT_MAX_EPOCHS)
 
 
 _BLAS = []  # this process's ThreadpoolController, made on the first fit
@@ -347,6 +363,7 @@ def run_rounds(executor, plan, *, tol, max_rounds, max_epochs=None, callback: Ca
 
 
 def _run_rounds(executor, plan, *, tol, max_rounds, max_epochs, callback, verbose, start):
+    most_epochs = epoch_budget(plan, max_rounds, max_epochs)
     max_rounds = round_budget(plan, max_rounds, max_epochs)
     if start is None:
         G, Ls = executor.init(plan)
@@ -404,6 +421,8 @@ def _run_rounds(executor, plan, *, tol, max_rounds, max_epochs, callback, verbos
             G, Ls = new_G, new_Ls
             at_checkpoint = executor.rounds_until_checkpoint(r) == n
             r += n
+            if most_epochs is not None and epochs >= most_epochs - 1e-9:
+                max_rounds = r  # the passes' budget is spent (epoch_budget)
             if at_checkpoint and pending:
                 # A checkpoint records the epochs so far, and a resumed fit counts on from them
                 # (docs/reliability.md, "Checkpoints and resume"): the steps of the rounds whose reports were

@@ -66,6 +66,7 @@ the settings a cluster needs, and :func:`route_method` that of a route's.
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 from daskdca.methods import REGISTRY
@@ -74,10 +75,10 @@ from daskdca.methods.newton import NEWTON_LOSSES  # the losses the Newton method
 from daskdca.problem import feature_overlap
 
 __all__ = ["CATALYST_LAM_N", "NEWTON_LAM_N", "NEWTON_LOSSES", "NEWTON_MAX_FEATURES", "NEWTON_ROUNDS_MIN_NNZ",
-           "ONE_WORKER_MEMORY_FRACTION", "Route", "THREADED_SWEEP_INNER_ROUNDS", "THREADED_SWEEP_MAX_OVERLAP",
+           "ONE_WORKER_MEMORY_FRACTION", "ROUND_MIN_VALUES", "Route", "THREADED_SWEEP_INNER_ROUNDS", "THREADED_SWEEP_MAX_OVERLAP",
            "THREADED_SWEEP_MAX_THREADS", "THREADED_SWEEP_MIN_NNZ", "Workers", "choose_multinomial_route",
            "choose_route", "data_bytes", "explicit_route", "fits_one_worker", "held_in_memory",
-           "provisional_method", "route_method", "with_threads"]
+           "provisional_method", "round_passes", "route_method", "with_threads"]
 
 #: Serial SDCA runs inside Catalyst when ``lam n`` (``1/C`` in LIBLINEAR's terms) is below this.  Measured
 #: (benchmarks/RESULTS.md, "Catalyst around serial SDCA"): at lam n = 0.03-0.05 (lam 1e-6 on a9a, w8a,
@@ -110,6 +111,14 @@ NEWTON_LAM_N = 2.0
 #: lam n = 1, to 1e-6): rounds lost below 1.3 M stored values (1.3-2.2x the one-worker time on a9a, w8a and a
 #: KDD99-shaped set), were level at 4.0 M (1.01x) and won at 13.3 M (0.84x).
 NEWTON_ROUNDS_MIN_NNZ = 4_000_000
+
+#: Plain serial SDCA chosen by the route takes enough passes a round that the round visits at least this many
+#: stored values and rows (:func:`round_passes`): on small data a round's fixed cost (the driver's Python, the
+#: certificate's full pass) outweighs its steps.  Measured (benchmarks/RESULTS.md, "Rounds that cost their
+#: arithmetic in this process"; ``SDCAClassifier`` on scikit-learn's toy sets, hinge, to its default certified
+#: 1e-6): iris one pass a round 214 ms for 1000 passes without reaching tol, 88 passes a round (this value) 28 ms
+#: to tol; 262,144 (350 passes a round) 26 ms, but the smooth losses' extra passes past tol cost up to 2x.
+ROUND_MIN_VALUES = 65_536
 
 
 #: Serial SDCA's sweep runs on the fit's threads, ``SDCA(threads=T, inner_rounds=THREADED_SWEEP_INNER_ROUNDS,
@@ -196,13 +205,28 @@ def data_bytes(n, nnz, value_itemsize=8, index_itemsize=4):
     return int(nnz) * (int(value_itemsize) + int(index_itemsize)) + 24 * int(n)
 
 
-def _serial_solver(lam, n, newton):
-    """``(solver, options, why)`` of a fit on one partition, for ``lam n`` (``newton``: Newton may run)."""
+def round_passes(n, nnz, max_epochs=None):
+    """Passes over the rows a round of plain serial SDCA takes: enough that it visits at least
+    :data:`ROUND_MIN_VALUES` stored values and rows (``nnz + n``), at least one, and at most the fit's budget
+    ``max_epochs`` (whole passes; None: no bound)."""
+    passes = max(1, math.ceil(ROUND_MIN_VALUES / max(1, int(nnz) + int(n))))
+    return passes if max_epochs is None else max(1, min(passes, math.floor(max_epochs)))
+
+
+def _serial_solver(lam, n, newton, nnz=0, passes_given=False, max_epochs=None):
+    """``(solver, options, why)`` of a fit on one partition, for ``lam n`` (``newton``: Newton may run); plain
+    SDCA on small data takes :func:`round_passes` passes a round unless ``local_iters`` was given
+    (``passes_given``)."""
     if newton and lam * n < NEWTON_LAM_N:
         return "newton", {}, f"lam n = {lam * n:.3g} < {NEWTON_LAM_N:g} and few features: primal Newton"
     if lam * n < CATALYST_LAM_N:
         return "sdca", {"acceleration": "catalyst"}, f"lam n = {lam * n:.3g} < {CATALYST_LAM_N:g}: SDCA inside Catalyst"
-    return "sdca", {}, f"lam n = {lam * n:.3g} >= {CATALYST_LAM_N:g}: plain SDCA"
+    why = f"lam n = {lam * n:.3g} >= {CATALYST_LAM_N:g}: plain SDCA"
+    passes = 1 if passes_given else round_passes(n, nnz, max_epochs)
+    if passes == 1:
+        return "sdca", {}, why
+    return "sdca", {"local_iters": passes}, (f"{why}, {passes} passes a round ({int(nnz) + int(n):,} stored values "
+                                             f"and rows, under {ROUND_MIN_VALUES:,} a round)")
 
 
 def _split_options(threads):
@@ -281,7 +305,7 @@ def fits_one_worker(size, workers):
 
 def choose_route(*, on_cluster, n, nnz, lam, d=None, loss_name=None, warm_start=False, sdca_options=(),
                  workers=None, size=None, needs_rounds=(), n_partitions=None, l1_ratio=0.0, n_threads=1,
-                 column_nnz=None, rounds_threads=None):
+                 column_nnz=None, rounds_threads=None, max_epochs=None):
     """The route of a ``solver="auto"`` fit.
 
     Parameters
@@ -320,6 +344,8 @@ def choose_route(*, on_cluster, n, nnz, lam, d=None, loss_name=None, warm_start=
     rounds_threads : int or None, default=None
         The threads each partition's sweep takes in CoCoA+ rounds: None, the fewest of a worker's; a resumed
         fit gives the number its checkpoint recorded, so that it runs the same method on other workers.
+    max_epochs : float or None, default=None
+        The fit's budget in passes: plain serial SDCA's passes a round (:func:`round_passes`) stay within it.
 
     Returns
     -------
@@ -333,7 +359,7 @@ def choose_route(*, on_cluster, n, nnz, lam, d=None, loss_name=None, warm_start=
         # the partitions the user asked for take the proximal rounds
         asked_solver, asked_options, asked_why = rounds_solver, rounds_options, why_rounds
     else:
-        solver, options, why_solver = _serial_solver(lam, n, newton)
+        solver, options, why_solver = _serial_solver(lam, n, newton, nnz, "local_iters" in sdca_options, max_epochs)
         (rounds_solver, why_rounds), rounds_options = _rounds_solver(newton), {}
         asked_solver, asked_options, asked_why = "cocoa+", {}, "CoCoA+ rounds"
     if n_partitions is not None and n_partitions > 1:
@@ -495,7 +521,8 @@ def _resolve_solver(solver, *, batch_size, local_iters, on_cluster, loss_name=No
         options["batch_size"] = "round" if batch_size is None and on_cluster and solver == "minibatch_sdca" \
             else batch_size
     if "local_iters" in cls.__dataclass_fields__:
-        options["local_iters"] = local_iters
+        # a route's own passes a round (_serial_solver) stand where the user gave none (local_iters = 1.0)
+        options["local_iters"] = options.get("local_iters", 1.0) if local_iters == 1.0 else local_iters
     if on_cluster and "eso" in cls.__dataclass_fields__:
         options["eso"] = "spectral"
     if on_cluster and solver == "spdc" and loss_name != "hinge":

@@ -267,6 +267,8 @@ def test_split_sweep_runs_on_the_fits_threads_certified_with_the_same_bits_each_
     from references import primal_objective
 
     monkeypatch.setattr(routes_module, "THREADED_SWEEP_MIN_NNZ", 0)
+    # one pass a round, as on data of the split's size (far above ROUND_MIN_VALUES)
+    monkeypatch.setattr(routes_module, "ROUND_MIN_VALUES", 0)
     X = random_sparse(3000, 20_000, 3e-4, seed=4)  # about 6 values a row over 20,000 features
     y = random_labels(3000, 5)
     lam, tol = 1e-3, 1e-6

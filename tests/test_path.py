@@ -206,11 +206,15 @@ def test_cv_default_grid_and_clone():
 
 @pytest.mark.filterwarnings("ignore:daskdca.fit reached max_rounds")
 def test_max_epochs_bounds_the_passes_of_every_fit_along_the_path():
-    """max_epochs counts passes over the data whatever the solver: 2 passes are 2 rounds of serial SDCA and
-    about 2 n / batch_size rounds of mini-batch SDCA."""
+    """max_epochs counts passes over the data whatever the solver: 2 passes are 2 rounds of serial SDCA (one
+    round of 2 passes where the route gives the small data several passes a round) and about 2 n / batch_size
+    rounds of mini-batch SDCA."""
     X, y = _a9a_head()
     res = daskdca.path(X, y, [0.1, 1.0], loss="logistic", tol=1e-12, max_epochs=2, fit_intercept=False)
-    assert res.n_rounds.tolist() == [2, 2] and not res.converged.any()
+    assert res.n_rounds.tolist() == [1, 1] and not res.converged.any()
+    one_pass = daskdca.path(X, y, [0.1, 1.0], loss="logistic", tol=1e-12, max_epochs=2, fit_intercept=False,
+                            solver="sdca")
+    assert one_pass.n_rounds.tolist() == [2, 2] and not one_pass.converged.any()
     batched = daskdca.path(X, y, [0.1, 1.0], loss="logistic", tol=1e-12, max_epochs=2, fit_intercept=False,
                            solver=daskdca.MinibatchSDCA(batch_size=100))
     assert (batched.n_rounds > 2).all() and (batched.n_rounds <= 2 * X.shape[0] // 100 + 1).all()

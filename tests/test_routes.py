@@ -20,7 +20,8 @@ from sklearn.exceptions import ConvergenceWarning
 import daskdca
 from daskdca.problem import column_nnz, feature_overlap
 from daskdca.routes import (CATALYST_LAM_N, ONE_WORKER_MEMORY_FRACTION, THREADED_SWEEP_INNER_ROUNDS,
-                            THREADED_SWEEP_MAX_THREADS, THREADED_SWEEP_MIN_NNZ, Workers, choose_route, data_bytes)
+                            THREADED_SWEEP_MAX_THREADS, THREADED_SWEEP_MIN_NNZ, Workers, choose_route, data_bytes,
+                            round_passes)
 
 from conftest import load_dataset
 
@@ -31,10 +32,16 @@ GiB = 1 << 30
 
 ROUTE_CASES = [
     # name, kwargs, expected route, solver, options
-    ("memory no client", dict(on_cluster=False, n=1000, nnz=10_000, lam=1e-3), "in_process", "sdca", {}),
+    # 11,000 stored values and rows: ceil(65,536 / 11,000) = 6 passes a round (ROUND_MIN_VALUES)
+    ("memory no client", dict(on_cluster=False, n=1000, nnz=10_000, lam=1e-3), "in_process", "sdca",
+     {"local_iters": 6}),
+    ("memory no client, local_iters given", dict(on_cluster=False, n=1000, nnz=10_000, lam=1e-3,
+                                                 sdca_options=("local_iters",)), "in_process", "sdca", {}),
+    ("memory no client, a round's values", dict(on_cluster=False, n=6_000, nnz=60_000, lam=1e-3), "in_process",
+     "sdca", {}),
     ("memory small lam n", dict(on_cluster=False, n=1000, nnz=10_000, lam=1e-5), "in_process", "sdca",
      {"acceleration": "catalyst"}),
-    ("memory lam n at the threshold", dict(on_cluster=False, n=1000, nnz=10, lam=CATALYST_LAM_N / 1000),
+    ("memory lam n at the threshold", dict(on_cluster=False, n=1000, nnz=100_000, lam=CATALYST_LAM_N / 1000),
      "in_process", "sdca", {}),
     ("memory partitions asked", dict(on_cluster=False, n=1000, nnz=10, lam=1e-3, n_partitions=3), "in_process",
      "cocoa+", {}),
@@ -210,13 +217,40 @@ def test_reason_prints_small_sizes_and_the_memory_share_plainly():
         in unlimited.reason
 
 
+def test_round_passes_and_a_budget_in_passes():
+    # a round visits at least ROUND_MIN_VALUES stored values and rows: ceil(65,536 / 3,270) = 21
+    assert round_passes(270, 3_000) == 21 and round_passes(10**6, 10**7) == 1 and round_passes(1, 0) == 65_536
+    assert round_passes(270, 3_000, max_epochs=5.9) == 5 and round_passes(270, 3_000, max_epochs=0.5) == 1
+    X, y = load_dataset("heart")
+    passes = round_passes(X.shape[0], X.nnz)
+    # max_epochs counts the passes the rounds take (a round with shrinking may end before its passes): the fit
+    # stops once they reach it, past it by less than a round's passes
+    for budget in (2 * passes + 1, 10 * passes):
+        with pytest.warns(ConvergenceWarning):
+            short = daskdca.fit(X, y, loss="hinge", lam=1e-2, tol=1e-14, max_epochs=budget)
+        assert short.route_.options == {"local_iters": passes}
+        assert budget <= short.n_epochs_ < budget + passes
+        assert short.history_[-2].epochs < budget  # the last round started with passes left
+    # a budget under a round's passes: the round holds the budget
+    with pytest.warns(ConvergenceWarning):
+        tiny = daskdca.fit(X, y, loss="hinge", lam=1e-2, tol=1e-14, max_epochs=3.5)
+    assert tiny.route_.options == {"local_iters": 3} and 3.5 <= tiny.n_epochs_ < 6.5
+    with pytest.warns(ConvergenceWarning):
+        one_pass = daskdca.fit(X, y, loss="hinge", lam=1e-2, tol=1e-14, max_epochs=3, solver="sdca")
+    assert one_pass.n_rounds_ == 3 and one_pass.n_epochs_ == pytest.approx(3)
+
+
 def test_auto_in_memory_runs_serial_sdca_and_records_why():
     X, y = load_dataset("heart")
     n = X.shape[0]
     plain = daskdca.fit(X, y, loss="logistic", lam=1e-2, tol=1e-8)
     assert plain.route_.name == "in_process" and plain.solver.name == "sdca" and plain.solver.acceleration == "auto"
-    same = daskdca.fit(X, y, loss="logistic", lam=1e-2, tol=1e-8, solver="sdca")
-    np.testing.assert_array_equal(plain.coef_, same.coef_)  # auto at lam n >= 0.1 is the plain default
+    # auto at lam n >= 0.1 is plain SDCA, on heart's 270 rows with round_passes' passes a round
+    passes = round_passes(n, X.nnz)
+    assert passes > 1 and plain.route_.options == {"local_iters": passes} and f"{passes} passes a round" in \
+        plain.route_.reason
+    same = daskdca.fit(X, y, loss="logistic", lam=1e-2, tol=1e-8, solver=daskdca.SDCA(local_iters=passes))
+    np.testing.assert_array_equal(plain.coef_, same.coef_)
     small_lam = 0.5 * CATALYST_LAM_N / n
     # hinge (no Newton): SDCA inside Catalyst
     small = daskdca.fit(X, y, loss="hinge", lam=small_lam, tol=1e-8)

@@ -47,13 +47,16 @@ def _sdca_plan(settings, info, ops):
     # (by default on 2 or more partitions for a smooth loss; benchmarks/RESULTS.md, "CoCoA+ rounds with a momentum
     # search")
     auto = settings.momentum == "auto" and K > 1 and math.isfinite(info.loss.smoothness)
+    # a round of local_iters passes over every partition is local_iters passes over the data (the budget's unit,
+    # daskdca.driver.round_budget); inside Catalyst a round is one outer step whatever its passes
+    per_pass = 1.0 / float(settings.local_iters)
     adding = MomentumPlan if settings.momentum is True or auto else LocalSDCAPlan
     if rho > 0.0:
         # lam' = lam (1 - rho) and c = rho / (1 - rho): lam' g(w) = lam ((1 - rho)/2 ||w||^2 + rho ||w||_1)
         # with g(w) = 1/2 ||w||^2 + c ||w||_1, 1-strongly convex (Shalev-Shwartz & Zhang 2016, Prox-SDCA)
         return ProxSDCAPlan(settings=settings, loss=info.loss, n=info.n, d=info.d, lam_n=info.lam_n * (1.0 - rho),
                             n_partitions=K, sigma_prime=float(K), lam=float(info.lam), l1_ratio=rho,
-                            threshold=rho / (1.0 - rho))
+                            threshold=rho / (1.0 - rho), rounds_per_epoch=per_pass)
     if settings.acceleration == "catalyst" or (settings.acceleration == "auto" and K > 1
                                                and settings.local_solver == "sdca"
                                                and settings.aggregation == "adding"):
@@ -69,9 +72,9 @@ def _sdca_plan(settings, info, ops):
             return CatalystPlan(inner=inner, lam=info.lam, kappa=kappa)
     if settings.aggregation == "line_search" and K > 1:
         return LineSearchPlan(settings=settings, loss=info.loss, n=info.n, d=info.d, lam_n=info.lam_n,
-                              n_partitions=K, sigma_prime=1.0)
+                              n_partitions=K, sigma_prime=1.0, rounds_per_epoch=per_pass)
     return adding(settings=settings, loss=info.loss, n=info.n, d=info.d, lam_n=info.lam_n,
-                  n_partitions=K, sigma_prime=float(K), certifies_rounds=True)
+                  n_partitions=K, sigma_prime=float(K), certifies_rounds=True, rounds_per_epoch=per_pass)
 
 
 def _sdna_plan(settings, info, ops):

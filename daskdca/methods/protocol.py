@@ -33,7 +33,7 @@ class Plan(Protocol):
     """Rows of the problem; the driver counts epochs as a round's ``steps / n``."""
     eval_every: int
     """Most rounds the driver runs in one executor call between gap evaluations."""
-    rounds_per_epoch: int
+    rounds_per_epoch: float
     """Rounds per pass over the rows; ``max_rounds=None`` runs 1000 epochs' worth."""
     primal_from_dual: bool
     """True: the certified model is ``X^T alpha / (lam n)`` of the dual point; False: ``model(global_state)``."""

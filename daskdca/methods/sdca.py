@@ -140,7 +140,7 @@ class LocalSDCAPlan(DualPlan):
     n_partitions: int
     sigma_prime: float
     eval_every: int = 1
-    rounds_per_epoch: int = 1
+    rounds_per_epoch: float = 1.0
     # The plan of the problem itself (not Catalyst's proximal one): out of core, a round's report certifies
     # its starting state exactly (combine), and the driver certifies the state without reading the data again.
     certifies_rounds: bool = False
