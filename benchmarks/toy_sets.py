@@ -23,7 +23,6 @@ user makes, not equal accuracy.  This measures; it asserts nothing.
 from __future__ import annotations
 
 import argparse
-import time
 import warnings
 
 import numpy as np
@@ -35,21 +34,10 @@ from sklearn.svm import LinearSVC
 
 import daskdca
 import daskdca.routes as routes
+from hinge_vs_liblinear import best_of  # benchmarks/hinge_vs_liblinear.py
 
 LOADERS = {"iris": load_iris, "wine": load_wine, "cancer": load_breast_cancer, "digits": load_digits}
 LOSSES = ("hinge", "squared_hinge", "logistic")
-
-
-def best_of(reps, run):
-    """``(seconds, result)`` of the fastest of ``reps`` calls of ``run``."""
-    best = None
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        out = run()
-        seconds = time.perf_counter() - t0
-        if best is None or seconds < best[0]:
-            best = (seconds, out)
-    return best
 
 
 def daskdca_fit(X, y, loss, min_values, reps):

@@ -75,10 +75,10 @@ from daskdca.methods.newton import NEWTON_LOSSES  # the losses the Newton method
 from daskdca.problem import feature_overlap
 
 __all__ = ["CATALYST_LAM_N", "NEWTON_LAM_N", "NEWTON_LOSSES", "NEWTON_MAX_FEATURES", "NEWTON_ROUNDS_MIN_NNZ",
-           "ONE_WORKER_MEMORY_FRACTION", "ROUND_MIN_VALUES", "Route", "THREADED_SWEEP_INNER_ROUNDS", "THREADED_SWEEP_MAX_OVERLAP",
-           "THREADED_SWEEP_MAX_THREADS", "THREADED_SWEEP_MIN_NNZ", "Workers", "choose_multinomial_route",
-           "choose_route", "data_bytes", "explicit_route", "fits_one_worker", "held_in_memory",
-           "provisional_method", "round_passes", "route_method", "with_threads"]
+           "ONE_WORKER_MEMORY_FRACTION", "ROUND_MIN_VALUES", "Route", "THREADED_SWEEP_INNER_ROUNDS",
+           "THREADED_SWEEP_MAX_OVERLAP", "THREADED_SWEEP_MAX_THREADS", "THREADED_SWEEP_MIN_NNZ", "Workers",
+           "choose_multinomial_route", "choose_route", "data_bytes", "explicit_route", "fits_one_worker",
+           "held_in_memory", "provisional_method", "round_passes", "route_method", "with_threads"]
 
 #: Serial SDCA runs inside Catalyst when ``lam n`` (``1/C`` in LIBLINEAR's terms) is below this.  Measured
 #: (benchmarks/RESULTS.md, "Catalyst around serial SDCA"): at lam n = 0.03-0.05 (lam 1e-6 on a9a, w8a,
@@ -115,9 +115,9 @@ NEWTON_ROUNDS_MIN_NNZ = 4_000_000
 #: Plain serial SDCA chosen by the route takes enough passes a round that the round visits at least this many
 #: stored values and rows (:func:`round_passes`): on small data a round's fixed cost (the driver's Python, the
 #: certificate's full pass) outweighs its steps.  Measured (benchmarks/RESULTS.md, "Rounds that cost their
-#: arithmetic in this process"; ``SDCAClassifier`` on scikit-learn's toy sets, hinge, to its default certified
-#: 1e-6): iris one pass a round 214 ms for 1000 passes without reaching tol, 88 passes a round (this value) 28 ms
-#: to tol; 262,144 (350 passes a round) 26 ms, but the smooth losses' extra passes past tol cost up to 2x.
+#: arithmetic in this process"; the default ``SDCAClassifier`` on scikit-learn's toy sets, hinge): 0.12-0.93x
+#: the time of one pass a round (iris 191 to 23 ms); 262,144 was faster on digits (0.62-0.76x against
+#: 0.70-0.93x) and slower on the small standardised sets (0.57-0.95x against 0.45-0.82x).
 ROUND_MIN_VALUES = 65_536
 
 

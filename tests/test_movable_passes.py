@@ -1,6 +1,7 @@
 """Serial SDCA with shrinking ends a round's passes over the movable rows once they have converged
 (``daskdca.kernels.sdca.movable_sdca``): fewer steps, the same optimum, the same certificate, the same bits on a
-rerun, and only where its conditions hold."""
+rerun, and only where its conditions hold; and the auto route's rounds of several passes on small data
+(``daskdca.routes.round_passes``) reach the same optimum with the same certificate."""
 
 import numpy as np
 import pytest
@@ -29,11 +30,17 @@ def test_rounds_end_early_at_liblinears_optimum_with_the_certificate_from_the_du
     assert m.converged_
     if loss == "hinge":  # squared hinge leaves more than half the rows movable here: no round can end early
         assert m.n_epochs_ < 0.8 * m.n_rounds_
-    dual, _ = ref.dual_objective(X, y, m.dual_coef_, LAM, loss)
-    primal = primal_objective(X, y, m.coef_, LAM, loss)
+    _assert_certified_at_liblinears_optimum(X, y, m, LAM, loss, tol)
+
+
+def _assert_certified_at_liblinears_optimum(X, y, m, lam, loss, tol):
+    """The gap recomputed in NumPy from the returned duals within ``tol``, as reported, and LIBLINEAR's optimum
+    between the dual and the primal."""
+    dual, _ = ref.dual_objective(X, y, m.dual_coef_, lam, loss)
+    primal = primal_objective(X, y, m.coef_, lam, loss)
     assert 0 <= primal - dual <= tol * primal
     assert m.gap_ == pytest.approx(primal - dual, rel=1e-6, abs=1e-15)
-    _, p_liblinear = liblinear(X, y, LAM, loss)
+    _, p_liblinear = liblinear(X, y, lam, loss)
     assert dual <= p_liblinear * (1 + 1e-12) and primal - p_liblinear <= tol * primal
 
 
@@ -70,3 +77,14 @@ def test_the_one_worker_route_ends_rounds_as_this_process_does(a9a):
     assert (there.n_rounds_, there.n_epochs_) == (here.n_rounds_, here.n_epochs_)
     np.testing.assert_array_equal(there.coef_, here.coef_)
     np.testing.assert_array_equal(there.dual_coef_, here.dual_coef_)
+
+
+@pytest.mark.parametrize("loss", ["hinge", "logistic"])
+def test_small_data_rounds_of_several_passes_reach_liblinears_optimum_with_the_certificate_from_the_duals(loss):
+    """The auto route's rounds of several passes on small data (routes.round_passes): heart, 270 rows."""
+    X, y = load_dataset("heart")
+    y = np.where(y > 0, 1.0, -1.0)
+    lam, tol = 1e-2, 1e-8  # lam n = 2.7: plain SDCA (no Newton, no Catalyst)
+    m = daskdca.fit(X, y, loss=loss, lam=lam, tol=tol)
+    assert m.converged_ and m.route_.options["local_iters"] > 1
+    _assert_certified_at_liblinears_optimum(X, y, m, lam, loss, tol)
