@@ -36,7 +36,7 @@ import daskdca
 import daskdca.routes as routes
 from hinge_vs_liblinear import best_of  # benchmarks/hinge_vs_liblinear.py
 
-LOADERS = {"iris": load_iris, "wine": load_wine, "cancer": load_breast_cancer, "digits": load_digits}
+LOADERS = {"iris": load_iris, "wine": load_wine, "breast cancer": load_breast_cancer, "digits": load_digits}
 LOSSES = ("hinge", "squared_hinge", "logistic")
 
 
