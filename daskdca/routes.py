@@ -213,10 +213,10 @@ def round_passes(n, nnz, max_epochs=None):
     return passes if max_epochs is None else max(1, min(passes, math.floor(max_epochs)))
 
 
-def _serial_solver(lam, n, newton, nnz=0, passes_given=False, max_epochs=None):
+def _serial_solver(lam, n, nnz, newton, passes_given, max_epochs):
     """``(solver, options, why)`` of a fit on one partition, for ``lam n`` (``newton``: Newton may run); plain
-    SDCA on small data takes :func:`round_passes` passes a round unless ``local_iters`` was given
-    (``passes_given``)."""
+    SDCA on ``n`` rows of ``nnz`` stored values takes :func:`round_passes` passes a round (within ``max_epochs``)
+    unless ``local_iters`` was given (``passes_given``)."""
     if newton and lam * n < NEWTON_LAM_N:
         return "newton", {}, f"lam n = {lam * n:.3g} < {NEWTON_LAM_N:g} and few features: primal Newton"
     if lam * n < CATALYST_LAM_N:
@@ -359,7 +359,7 @@ def choose_route(*, on_cluster, n, nnz, lam, d=None, loss_name=None, warm_start=
         # the partitions the user asked for take the proximal rounds
         asked_solver, asked_options, asked_why = rounds_solver, rounds_options, why_rounds
     else:
-        solver, options, why_solver = _serial_solver(lam, n, newton, nnz, "local_iters" in sdca_options, max_epochs)
+        solver, options, why_solver = _serial_solver(lam, n, nnz, newton, "local_iters" in sdca_options, max_epochs)
         (rounds_solver, why_rounds), rounds_options = _rounds_solver(newton), {}
         asked_solver, asked_options, asked_why = "cocoa+", {}, "CoCoA+ rounds"
     if n_partitions is not None and n_partitions > 1:
