@@ -61,7 +61,9 @@ class Advice(NamedTuple):
     predicted_seconds : float
         The predicted time of that fit to ``tol`` (inf when the probe saw the gap stop falling).
     predicted_passes : float
-        Passes over the data (rounds for a route with rounds) it predicts.
+        Passes over the data (rounds for a route with rounds) it predicts,
+        counted as the fit's history counts them (``HistoryRecord.epochs``:
+        coordinate steps over ``n``).
     seconds_per_pass : float
         Measured by the probe.
     round_latency : float
@@ -320,7 +322,7 @@ def advise(X, y=None, *, loss="hinge", lam=1e-4, tol=1e-6, client=None, n_partit
         # a one-round probe first (a pass, or a round's passes): it tells how many passes fit in the probe's time
         first = fit(X, y, loss=loss_obj, lam=lam, tol=tol, solver=method, n_partitions=parts, max_epochs=1,
                     sample_weight=sample_weight, random_state=random_state, n_jobs=n_threads)
-        per_pass = max(first.history_[-1].seconds / max(first.n_rounds_ / first.plan_.rounds_per_epoch, 1.0), 1e-6)
+        per_pass = max(first.history_[-1].seconds / max(first.history_[-1].epochs, 1.0), 1e-6)
         # at least PROBE_MIN_ROUNDS rounds, which a round of several passes (routes.round_passes) needs to extrapolate
         probe_passes = int(max(2, min(PROBE_EPOCHS, PROBE_SECONDS / per_pass),
                                math.ceil(PROBE_MIN_ROUNDS / first.plan_.rounds_per_epoch)))
@@ -328,7 +330,9 @@ def advise(X, y=None, *, loss="hinge", lam=1e-4, tol=1e-6, client=None, n_partit
             X, y, loss=loss_obj, lam=lam, tol=tol, solver=method, n_partitions=parts, max_epochs=probe_passes,
             sample_weight=sample_weight, random_state=random_state, n_jobs=n_threads)
     rounds_per_pass = probe.plan_.rounds_per_epoch
-    passes_done = probe.n_rounds_ / rounds_per_pass
+    # passes as the driver counts them (coordinate steps over n), the unit _passes_to extrapolates in: serial
+    # SDCA's rounds may end early with shrinking (methods/sdca.py), so its rounds over rounds_per_pass can be more
+    passes_done = probe.history_[-1].epochs
     per_pass = probe.history_[-1].seconds / max(passes_done, 1e-9)
     low, high = (passes_done, passes_done) if probe.converged_ else _passes_to(probe.history_, tol, passes_done)
     # the two extrapolations bracket the passes needed on the suite's problems (benchmarks/RESULTS.md,

@@ -140,3 +140,19 @@ def test_the_prediction_lies_in_its_range():
     low, high = advice.seconds_range
     assert low <= advice.predicted_seconds <= high
     assert (low < high) == ("between" in str(advice))
+
+
+@pytest.mark.parametrize("tol", [1e-6, 1e-12])
+def test_advice_counts_passes_as_the_driver_does_where_rounds_end_early(tol):
+    # serial SDCA with shrinking ends a round once the movable rows' gap is small, so on a9a's hinge at lam 1e-3
+    # its rounds outnumber its passes (coordinate steps over n); the prediction extrapolates and times passes
+    X, y = load_dataset("a9a")
+    advice = daskdca.advise(X, y, loss="hinge", lam=1e-3, tol=tol)
+    assert advice.route.solver == "sdca"
+    last = advice.probe[-1]
+    assert last.epochs < last.round - 1  # rounds that ended early: the case this test is about
+    assert advice.seconds_per_pass * last.epochs == pytest.approx(last.seconds, rel=1e-9)
+    if last.gap <= tol * last.primal:  # met in the probe (tol 1e-6): the passes are the probe's own
+        assert advice.predicted_passes == pytest.approx(last.epochs, rel=1e-12)
+    else:
+        assert last.epochs < advice.predicted_passes < math.inf
