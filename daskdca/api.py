@@ -24,6 +24,7 @@ from daskdca.methods.multiclass import OneVsRestMethod
 from daskdca.methods.multinomial import MultinomialSDCA
 from daskdca.methods.multinomial import check_dual_init as _check_dual_init_multinomial
 from daskdca.methods.multinomial_lbfgs import MultinomialLBFGS
+from daskdca.methods.multinomial_newton import MultinomialNewton
 from daskdca.partitions import random_row_order, store_partition_ranges
 from daskdca.problem import check_sample_weight, column_nnz, relative_gap
 from daskdca.routes import (Workers, _resolve_solver, _sdca_options, choose_route, data_bytes, explicit_route,
@@ -165,7 +166,8 @@ class LinearModel:
         """The :class:`~daskdca.prediction.Predictor` of this model (one row of ``coef`` per problem, no
         intercept; X checked as :func:`daskdca.fit` checks it, so every input gives the in-memory bits)."""
         return Predictor(coef=np.atleast_2d(self.coef_), intercept=None, classes=self.classes_,
-                         proba=proba_kind(self.loss.name, isinstance(self.solver, (MultinomialSDCA, MultinomialLBFGS))),
+                         proba=proba_kind(self.loss.name, isinstance(self.solver, (MultinomialSDCA, MultinomialLBFGS,
+                                                                                   MultinomialNewton))),
                          refusal=proba_refusal(type(self).__name__, self.loss.name), name=type(self).__name__,
                          n_features=self.n_features_in_, feature_names=getattr(self, "feature_names_in_", None),
                          as_csr=True, check=self._check_in_memory)

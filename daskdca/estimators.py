@@ -269,6 +269,12 @@ def _canonical(X):
     return sp.csr_matrix(X)
 
 
+def _squared_row_nnz(X):
+    """``sum_i nnz_i^2`` of CSR X: a Newton round's Hessian sums per pair of classes."""
+    counts = np.diff(X.indptr).astype(np.int64)
+    return int(counts @ counts)
+
+
 def _in_memory(X):
     """X for ``fit``: a dask array computed into memory chunk by chunk (sparse chunks, e.g. AnnData's
     ``read_elem_lazy``, are joined as CSR and never densified), a dask DataFrame into a pandas one partition
@@ -761,14 +767,16 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         ``multi_class_``.  ``"ovr"``, ``K`` one-vs-rest binary
         problems; ``"multinomial"`` (``loss="logistic"`` only, ``penalty="l2"``),
         one softmax problem (above), as scikit-learn's ``LogisticRegression``
-        fits them: for ``solver="auto"`` by primal L-BFGS
-        (:class:`~daskdca.methods.MultinomialLBFGS`) where the binary
-        route would take Newton (``d <= 300`` features and, without a
-        client, ``lam n < 2``; no warm start), else by
+        fits them: for ``solver="auto"`` by primal Newton
+        (:class:`~daskdca.methods.MultinomialNewton`, where a round's
+        Hessian is small) or L-BFGS (:class:`~daskdca.methods.MultinomialLBFGS`)
+        where the binary route would take Newton (``d <= 300`` features and,
+        without a client, ``lam n < 2``; no warm start), else by
         :class:`~daskdca.methods.MultinomialSDCA` (``route_`` says which and
         why: :func:`daskdca.routes.choose_multinomial_route`); serial SDCA
         for ``"sdca"``, CoCoA+ rounds for ``"cocoa+"``, or a
-        ``MultinomialSDCA`` or ``MultinomialLBFGS`` object as given; with
+        ``MultinomialSDCA``, ``MultinomialLBFGS`` or ``MultinomialNewton``
+        object as given; with
         ``warm_start=True`` a refit starts from the previous multinomial
         fit's duals (each row's distribution ``beta_i`` kept, as ``alpha_i =
         s_i (e_{y_i} - beta_i)`` for the current labels and row weights;
@@ -975,12 +983,13 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         """What ``multi_class`` means for ``n_classes`` classes: the value given, or for ``"auto"``
         ``"multinomial"`` where the softmax problem applies and the solver runs it (``loss="logistic"``,
         ``K > 2``, ``penalty="l2"`` without ``l1_ratio``, and ``solver`` ``"auto"``, ``"sdca"``, ``"cocoa+"``
-        or a ``MultinomialSDCA`` or ``MultinomialLBFGS`` object: :meth:`_multinomial_solver`'s), else ``"ovr"``."""
-        from daskdca.methods import MultinomialLBFGS, MultinomialSDCA
+        or a ``MultinomialSDCA``, ``MultinomialLBFGS`` or ``MultinomialNewton`` object:
+        :meth:`_multinomial_solver`'s), else ``"ovr"``."""
+        from daskdca.methods import MultinomialLBFGS, MultinomialNewton, MultinomialSDCA
 
         if self.multi_class != "auto":
             return self.multi_class
-        runs_it = isinstance(self.solver, (MultinomialSDCA, MultinomialLBFGS)) or (
+        runs_it = isinstance(self.solver, (MultinomialSDCA, MultinomialLBFGS, MultinomialNewton)) or (
             (self.solver is None or isinstance(self.solver, str)) and _solver_name(self.solver) in
             ("auto", "sdca", "cocoa+"))
         if (n_classes > 2 and _loss_name(self.loss) == "logistic" and self.penalty == "l2"
@@ -994,7 +1003,7 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         combination it cannot fit and the fix.  The method is None for ``"multinomial"`` with
         ``solver="auto"``: :meth:`_fit_multinomial` picks it by
         :func:`daskdca.routes.choose_multinomial_route` once the data is known."""
-        from daskdca.methods import CrammerSingerSVM, MultinomialLBFGS, MultinomialSDCA
+        from daskdca.methods import CrammerSingerSVM, MultinomialLBFGS, MultinomialNewton, MultinomialSDCA
 
         if kind in ("ovr", "auto"):
             return None
@@ -1008,8 +1017,8 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         if self.penalty != "l2":
             raise ValueError(f"multi_class={kind!r} is solved and certified with penalty='l2' only, got "
                              f"penalty={self.penalty!r}; use penalty='l2' or multi_class='ovr'.")
-        if isinstance(self.solver, method_class) or (kind == "multinomial" and isinstance(self.solver,
-                                                                                           MultinomialLBFGS)):
+        if isinstance(self.solver, method_class) or (kind == "multinomial" and isinstance(
+                self.solver, (MultinomialLBFGS, MultinomialNewton))):
             return self.solver, self.n_partitions
         name = _solver_name(self.solver)
         if name == "auto" and kind == "multinomial":
@@ -1036,8 +1045,9 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         X = self._with_bias(_canonical(X))
         start, index, weight = self._multinomial_start(X, y, classes, sample_weight)
         route = None
-        if method is None:  # solver="auto": primal L-BFGS where few features make it win, else multinomial SDCA
+        if method is None:  # solver="auto": primal Newton or L-BFGS where few features make them win, else SDCA
             route = choose_multinomial_route(on_cluster=self.client is not None, n=n, d=X.shape[1], lam=lam,
+                                             n_classes=classes.shape[0], squared_row_nnz=_squared_row_nnz(X),
                                              warm_start=start is not None, n_partitions=n_partitions)
             method = REGISTRY[route.solver]()
         model = self._dca_fit(X, y, self.loss, lam, _seed(self.random_state), client=self.client, dual_init=start,

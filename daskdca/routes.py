@@ -55,10 +55,12 @@ their steps add up past the optimum and the threads lose.
 
 The multinomial (softmax) problem of ``K > 2`` classes, which the
 estimators fit for ``loss="logistic"`` (:func:`choose_multinomial_route`),
-takes the same shape rule: where Newton would run on the binary problem,
-the primal L-BFGS method (:mod:`daskdca.methods.multinomial_lbfgs`) runs,
-else multinomial SDCA (:mod:`daskdca.methods.multinomial`); a warm start
-goes to multinomial SDCA, the only one of the two that takes duals.
+takes the same shape rule: where Newton would run on the binary problem, a
+primal method runs, else multinomial SDCA (:mod:`daskdca.methods.multinomial`);
+the primal method is Newton (:mod:`daskdca.methods.multinomial_newton`) where
+a round's Hessian sums are few (``MULTINOMIAL_NEWTON_MAX_WORK``), else L-BFGS
+(:mod:`daskdca.methods.multinomial_lbfgs`).  A warm start goes to multinomial
+SDCA, the only one of them that takes duals.
 
 :func:`_resolve_solver` makes the method object of a user's solver name, with
 the settings a cluster needs, and :func:`route_method` that of a route's.
@@ -71,10 +73,11 @@ from typing import NamedTuple
 
 from daskdca.methods import REGISTRY
 from daskdca.methods.l1 import L1SDCA
+from daskdca.methods.multinomial_newton import MultinomialNewton
 from daskdca.methods.newton import NEWTON_LOSSES  # the losses the Newton method takes
 from daskdca.problem import feature_overlap
 
-__all__ = ["CATALYST_LAM_N", "NEWTON_LAM_N", "NEWTON_LOSSES", "NEWTON_MAX_FEATURES", "NEWTON_ROUNDS_MIN_NNZ",
+__all__ = ["CATALYST_LAM_N", "MULTINOMIAL_NEWTON_MAX_WORK", "NEWTON_LAM_N", "NEWTON_LOSSES", "NEWTON_MAX_FEATURES", "NEWTON_ROUNDS_MIN_NNZ",
            "ONE_WORKER_MEMORY_FRACTION", "ROUND_MIN_VALUES", "Route", "THREADED_SWEEP_INNER_ROUNDS",
            "THREADED_SWEEP_MAX_OVERLAP", "THREADED_SWEEP_MAX_THREADS", "THREADED_SWEEP_MIN_NNZ", "Workers",
            "choose_multinomial_route", "choose_route", "data_bytes", "explicit_route", "fits_one_worker",
@@ -146,6 +149,14 @@ THREADED_SWEEP_MAX_THREADS = 8
 #: 5 M-value set; 4 took one more, and 16 was slower.
 THREADED_SWEEP_INNER_ROUNDS = 8
 
+
+#: Where L-BFGS would fit the multinomial problem, primal Newton (``"multinomial_newton"``) takes it when a
+#: round's Hessian sums, ``sum_i nnz_i^2 K (K + 1) / 2`` additions, are at most this many: about a millisecond,
+#: so that its rounds (6-11 on iris, wine and digits) cost little even where L-BFGS would need fewer, and it
+#: certifies where L-BFGS stalls (features as loaded: wine in 8 rounds where L-BFGS stopped at 1,000 passes 5%
+#: above the optimum; benchmarks/RESULTS.md, "Multinomial Newton on small problems").  On digits (K d = 650) a
+#: round takes 158 M additions and 0.2-0.5 s: L-BFGS's 62-451 passes are faster there.
+MULTINOMIAL_NEWTON_MAX_WORK = 1 << 20
 
 #: The one-worker route is taken when the data's in-memory size is at most this fraction of the smallest
 #: worker's memory limit: loading a store holds its blocks and their joined copy at once (about 2x), and the
@@ -399,15 +410,19 @@ def choose_route(*, on_cluster, n, nnz, lam, d=None, loss_name=None, warm_start=
                  f"{max(1, workers.n_workers)} partitions, one per worker")
 
 
-def choose_multinomial_route(*, on_cluster, n, d, lam, warm_start=False, n_partitions=None):
+def choose_multinomial_route(*, on_cluster, n, d, lam, n_classes, squared_row_nnz, warm_start=False,
+                             n_partitions=None):
     """The route of a ``solver="auto"`` fit of the multinomial (softmax) problem of ``K > 2`` classes.
 
-    The binary route's shape rule (:func:`choose_route`), with primal
-    L-BFGS (``"multinomial_lbfgs"``) in Newton's place: where
-    ``d <= NEWTON_MAX_FEATURES`` and there is no warm start, L-BFGS runs in
-    rounds on a cluster, and in one process where ``lam n < NEWTON_LAM_N``;
+    The binary route's shape rule (:func:`choose_route`), with a primal
+    quasi-Newton or Newton method in Newton's place: where
+    ``d <= NEWTON_MAX_FEATURES`` and there is no warm start, primal rounds
+    run on a cluster, and in one process where ``lam n < NEWTON_LAM_N``;
     otherwise multinomial SDCA (``"multinomial"``: serial SDCA in one
-    process, CoCoA+ rounds on a cluster or on ``n_partitions > 1``).
+    process, CoCoA+ rounds on a cluster or on ``n_partitions > 1``).  The
+    primal method is Newton (``"multinomial_newton"``) where a round's
+    Hessian sums, ``squared_row_nnz K (K + 1) / 2`` additions, are at most
+    ``MULTINOMIAL_NEWTON_MAX_WORK``, else L-BFGS (``"multinomial_lbfgs"``).
 
     Parameters
     ----------
@@ -417,6 +432,10 @@ def choose_multinomial_route(*, on_cluster, n, d, lam, warm_start=False, n_parti
         Rows and features of X (the synthetic intercept feature counted).
     lam : float
         The regularisation of ``P(W)``.
+    n_classes : int
+        ``K``, the classes.
+    squared_row_nnz : int
+        ``sum_i nnz_i^2`` over the rows of X (the intercept counted).
     warm_start : bool, default=False
         Whether the fit starts from given duals, which only multinomial
         SDCA takes.
@@ -428,7 +447,8 @@ def choose_multinomial_route(*, on_cluster, n, d, lam, warm_start=False, n_parti
     -------
     Route
         ``name`` ``"in_process"`` or ``"rounds"``, ``solver``
-        ``"multinomial_lbfgs"`` or ``"multinomial"``, and the reason.
+        ``"multinomial_newton"``, ``"multinomial_lbfgs"`` or
+        ``"multinomial"``, and the reason.
     """
     name = "rounds" if on_cluster else "in_process"
     where = "on the cluster" if on_cluster else "in this process"
@@ -441,14 +461,18 @@ def choose_multinomial_route(*, on_cluster, n, d, lam, warm_start=False, n_parti
     if not on_cluster and n_partitions is not None and n_partitions > 1:
         return Route(name, "multinomial", {}, n_partitions, f"n_partitions={n_partitions} asks for "
                      f"{n_partitions} partitions: multinomial SDCA's CoCoA+ rounds")
-    if on_cluster:
-        return Route(name, "multinomial_lbfgs", {}, n_partitions, f"few features (d = {d} <= "
-                     f"{NEWTON_MAX_FEATURES}): primal L-BFGS rounds on the cluster (one pass a round)")
-    if lam * n < NEWTON_LAM_N:
-        return Route(name, "multinomial_lbfgs", {}, n_partitions, f"lam n = {lam * n:.3g} < {NEWTON_LAM_N:g} and "
-                     f"few features (d = {d} <= {NEWTON_MAX_FEATURES}): primal L-BFGS in this process")
-    return Route(name, "multinomial", {}, n_partitions, f"lam n = {lam * n:.3g} >= {NEWTON_LAM_N:g}: multinomial "
-                 "SDCA in this process")
+    if not on_cluster and lam * n >= NEWTON_LAM_N:
+        return Route(name, "multinomial", {}, n_partitions, f"lam n = {lam * n:.3g} >= {NEWTON_LAM_N:g}: "
+                     "multinomial SDCA in this process")
+    why = (f"few features (d = {d} <= {NEWTON_MAX_FEATURES})" if on_cluster else
+           f"lam n = {lam * n:.3g} < {NEWTON_LAM_N:g} and few features (d = {d} <= {NEWTON_MAX_FEATURES})")
+    rounds = " rounds on the cluster (one pass a round)" if on_cluster else f" {where}"
+    work = int(squared_row_nnz) * n_classes * (n_classes + 1) // 2
+    if work <= MULTINOMIAL_NEWTON_MAX_WORK and n_classes * d <= MultinomialNewton().newton_max_variables:
+        return Route(name, "multinomial_newton", {}, n_partitions, f"{why}, and {work:,} Hessian additions a round "
+                     f"(<= {MULTINOMIAL_NEWTON_MAX_WORK:,}): primal Newton{rounds}")
+    return Route(name, "multinomial_lbfgs", {}, n_partitions, f"{why}, and {work:,} Hessian additions a round "
+                 f"(> {MULTINOMIAL_NEWTON_MAX_WORK:,}): primal L-BFGS{rounds}")
 
 
 def _size_text(nbytes):

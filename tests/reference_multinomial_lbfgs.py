@@ -9,6 +9,19 @@ import numpy as np
 import scipy.sparse as sp
 
 
+def random_problem(seed, n=120, d=9, K=4):
+    """``(X, cls, weight, W)``: sparse rows, class indices, weights (every 7th 0) and a point with one margin
+    whose ``exp`` overflows without the max subtraction."""
+    rng = np.random.default_rng(seed)
+    X = sp.random(n, d, density=0.5, random_state=seed, format="csr") * 3.0
+    cls = rng.integers(0, K, n).astype(np.int64)
+    weight = rng.uniform(0.0, 2.0, n)
+    weight[::7] = 0.0  # rows of weight 0 add nothing
+    W = rng.normal(size=(K, d)) * 2.0
+    W[0, 0] = 400.0
+    return X, cls, weight, W
+
+
 def softmax_sums(X, cls, weight, W):
     """``(loss_sum, conj_sum, G)``: the weighted softmax losses, ``sum_i s_i sum_k p_ik log p_ik`` and
     ``G = sum_i s_i (p_i - e_{y_i}) x_i^T`` at ``W`` (``p_i = softmax(W x_i)``)."""

@@ -55,8 +55,8 @@ def _method(name, eval_every=None):
 
 # When the faults strike: after the first copy of the states (checkpoint_every), well before the fit ends.
 # Newton reaches the optimum to rounding in about 6 rounds on heart (its gap is <= 0 from then on, which stops
-# even a tol=0 fit), so its faults come earlier.
-FAULT_SCHEDULE = {"newton": dict(rounds=5, checkpoint_every=2, eval_every=1)}
+# even a tol=0 fit), so its faults come earlier; multinomial_newton is Newton on two classes.
+FAULT_SCHEDULE = {name: dict(rounds=5, checkpoint_every=2, eval_every=1) for name in ("newton", "multinomial_newton")}
 
 
 def _schedule(X, y, name, random_state):

@@ -26,26 +26,15 @@ from daskdca.kernels.multinomial_lbfgs import (logistic_lbfgs_sums, softmax_dual
 from daskdca.kernels.newton import newton_sums, packed_size
 from daskdca.losses import LOGISTIC
 from daskdca.methods import MultinomialLBFGS, MultinomialSDCA
-from daskdca.routes import NEWTON_LAM_N, NEWTON_MAX_FEATURES, choose_multinomial_route
+from daskdca.routes import MULTINOMIAL_NEWTON_MAX_WORK, NEWTON_LAM_N, NEWTON_MAX_FEATURES, choose_multinomial_route
 
 pytestmark = pytest.mark.filterwarnings("ignore:daskdca.fit reached max_rounds")
-
-
-def _random_problem(seed, n=120, d=9, K=4):
-    rng = np.random.default_rng(seed)
-    X = sp.random(n, d, density=0.5, random_state=seed, format="csr") * 3.0
-    cls = rng.integers(0, K, n).astype(np.int64)
-    weight = rng.uniform(0.0, 2.0, n)
-    weight[::7] = 0.0  # rows of weight 0 add nothing
-    W = rng.normal(size=(K, d)) * 2.0
-    W[0, 0] = 400.0  # a margin whose exp overflows without the max subtraction
-    return X, cls, weight, W
 
 
 # -- the kernels ------------------------------------------------------------------------------------
 
 def test_the_kernel_sums_and_dual_point_are_the_reference():
-    X, cls, weight, W = _random_problem(1)
+    X, cls, weight, W = ref.random_problem(1)
     n = X.shape[0]
     sums, grad = np.zeros(2), np.zeros_like(W)
     # two calls over two row ranges add up to the whole
@@ -67,7 +56,7 @@ def test_the_kernel_sums_and_dual_point_are_the_reference():
 
 
 def test_the_binary_kernel_is_newtons_without_the_hessian():
-    X, cls, weight, W = _random_problem(2, K=2)
+    X, cls, weight, W = ref.random_problem(2, K=2)
     y = np.where(cls == 1, 1.0, -1.0)
     w = W[1] / 4.0
     d = X.shape[1]
@@ -153,15 +142,23 @@ def test_the_route_rule():
     few, many = NEWTON_MAX_FEATURES, NEWTON_MAX_FEATURES + 1
     small_lam = (NEWTON_LAM_N / 2) / 1000
     big_lam = (NEWTON_LAM_N * 2) / 1000
+    # three classes: a round's Hessian takes 6 sum_i nnz_i^2 additions
+    heavy = dict(n_classes=3, squared_row_nnz=MULTINOMIAL_NEWTON_MAX_WORK // 6 + 1)
+    light = dict(n_classes=3, squared_row_nnz=MULTINOMIAL_NEWTON_MAX_WORK // 6)
     cases = [
-        (dict(on_cluster=False, n=1000, d=few, lam=small_lam), "in_process", "multinomial_lbfgs"),
-        (dict(on_cluster=False, n=1000, d=few, lam=big_lam), "in_process", "multinomial"),
-        (dict(on_cluster=False, n=1000, d=many, lam=small_lam), "in_process", "multinomial"),
-        (dict(on_cluster=False, n=1000, d=few, lam=small_lam, warm_start=True), "in_process", "multinomial"),
-        (dict(on_cluster=False, n=1000, d=few, lam=small_lam, n_partitions=2), "in_process", "multinomial"),
-        (dict(on_cluster=True, n=1000, d=few, lam=big_lam), "rounds", "multinomial_lbfgs"),
-        (dict(on_cluster=True, n=1000, d=many, lam=small_lam), "rounds", "multinomial"),
-        (dict(on_cluster=True, n=1000, d=few, lam=small_lam, warm_start=True), "rounds", "multinomial"),
+        (dict(on_cluster=False, n=1000, d=few, lam=small_lam, **heavy), "in_process", "multinomial_lbfgs"),
+        (dict(on_cluster=False, n=1000, d=few, lam=small_lam, **light), "in_process", "multinomial_newton"),
+        (dict(on_cluster=False, n=1000, d=few, lam=big_lam, **light), "in_process", "multinomial"),
+        (dict(on_cluster=False, n=1000, d=many, lam=small_lam, **light), "in_process", "multinomial"),
+        (dict(on_cluster=False, n=1000, d=few, lam=small_lam, warm_start=True, **light), "in_process", "multinomial"),
+        (dict(on_cluster=False, n=1000, d=few, lam=small_lam, n_partitions=2, **light), "in_process", "multinomial"),
+        (dict(on_cluster=True, n=1000, d=few, lam=big_lam, **heavy), "rounds", "multinomial_lbfgs"),
+        (dict(on_cluster=True, n=1000, d=few, lam=big_lam, **light), "rounds", "multinomial_newton"),
+        (dict(on_cluster=True, n=1000, d=many, lam=small_lam, **light), "rounds", "multinomial"),
+        (dict(on_cluster=True, n=1000, d=few, lam=small_lam, warm_start=True, **light), "rounds", "multinomial"),
+        # K d above what MultinomialNewton takes: L-BFGS, however light the rows
+        (dict(on_cluster=False, n=1000, d=few, lam=small_lam, n_classes=7, squared_row_nnz=1), "in_process",
+         "multinomial_lbfgs"),
     ]
     for kwargs, where, solver in cases:
         route = choose_multinomial_route(**kwargs)
@@ -212,9 +209,10 @@ def test_cluster_and_out_of_core_give_the_in_process_bits(tmp_path):
         on_cluster = daskdca.fit(X, y3, client=client, **kwargs)
         in_memory, out_of_core = (daskdca.fit(blocks, client=client, in_memory=flag, **kwargs)
                                   for flag in (True, False))
-        # the estimator's default with a client: L-BFGS rounds on the cluster, whatever lam n
+        # the estimator's default with a client: primal rounds on the cluster, whatever lam n (Newton's: a
+        # round's Hessian on heart is small, routes.MULTINOMIAL_NEWTON_MAX_WORK)
         est = SDCAClassifier(loss="logistic", C=0.1, client=client).fit(X, y3)  # lam n = 10
-        assert est.route_.solver == "multinomial_lbfgs" and est.route_.name == "rounds" and est.converged_.all()
+        assert est.route_.solver == "multinomial_newton" and est.route_.name == "rounds" and est.converged_.all()
     assert_array_equal(on_cluster.coef_, in_process.coef_)
     assert_array_equal(on_cluster.dual_coef_, in_process.dual_coef_)
     assert on_cluster.primal_ == in_process.primal_ and on_cluster.dual_ == in_process.dual_

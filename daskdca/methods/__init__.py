@@ -19,6 +19,7 @@ from daskdca.methods.l1 import L1SDCA
 from daskdca.methods.minibatch import MinibatchSDCA
 from daskdca.methods.multinomial import MultinomialSDCA
 from daskdca.methods.multinomial_lbfgs import MultinomialLBFGS
+from daskdca.methods.multinomial_newton import MultinomialNewton
 from daskdca.methods.newton import Newton
 from daskdca.methods.pegasos import MinibatchPegasos
 from daskdca.methods.sdna import SDNA
@@ -39,6 +40,7 @@ __all__ = [
     "MinibatchPegasos",
     "MinibatchSDCA",
     "MultinomialLBFGS",
+    "MultinomialNewton",
     "MultinomialSDCA",
     "Newton",
     "RoundReport",
@@ -53,7 +55,7 @@ __all__ = [
 #: Name -> settings class, for every method a user can ask for by name.
 REGISTRY = {cls.name: cls for cls in (SDCA, CoCoAPlus, MinibatchSDCA, SDNA, DualFreeSDCA, AdaptiveDualFreeSDCA,
                                       AdaptiveDualFreeSDCAPlus, SPDC, MinibatchPegasos, Newton,
-                                      MultinomialSDCA, MultinomialLBFGS, CrammerSingerSVM)}
+                                      MultinomialSDCA, MultinomialLBFGS, MultinomialNewton, CrammerSingerSVM)}
 #: The same dict as :data:`REGISTRY`.
 SOLVERS = REGISTRY
 

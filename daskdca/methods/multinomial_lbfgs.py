@@ -80,7 +80,7 @@ from daskdca.methods.base import Capabilities, Contribution, PlanBase, RoundRepo
 from daskdca.partitions import softmax_rows
 
 __all__ = ["LBFGS_MEMORY", "MultinomialLBFGS", "MultinomialLBFGSGlobal", "MultinomialLBFGSLocal",
-           "MultinomialLBFGSPlan"]
+           "MultinomialLBFGSPlan", "softmax_pieces"]
 
 #: Pairs ``(s, y)`` the L-BFGS memory keeps (Nocedal & Wright §7.2: "between 3 and 20" is usual).
 LBFGS_MEMORY = 10
@@ -88,6 +88,16 @@ LBFGS_MEMORY = 10
 ARMIJO_C1 = 1e-4
 #: The smallest trial step; below it the memory is cleared and the search restarts from the accepted point.
 MIN_STEP = 0.5 ** 30
+
+
+def softmax_pieces(part):
+    """``(rows, lo, hi, (cls, weight))`` of every piece of a partition of the softmax problem: the rows' class
+    indices and weights (``softmax_rows``, computed once per distinct block)."""
+    source = labels = None
+    for rows, lo, hi, _ in part.pieces():
+        if rows is not source:
+            source, labels = rows, softmax_rows(rows, part.problems)
+        yield rows, lo, hi, labels
 
 
 class MultinomialLBFGSGlobal(NamedTuple):
@@ -222,15 +232,10 @@ class MultinomialLBFGSPlan(PlanBase):
 
     def _labelled(self, part):
         """``(rows, lo, hi, cls, weight)`` of every piece: the class indices and weights of the softmax loss
-        (``softmax_rows``, once per distinct block), or the binary rows' labels and weights."""
-        source = labels = None
-        for rows, lo, hi, _ in part.pieces():
-            if not self.n_classes:
-                yield rows, lo, hi, rows.y, rows.weight
-                continue
-            if rows is not source:
-                source, labels = rows, softmax_rows(rows, part.problems)
-            yield rows, lo, hi, labels[0], labels[1]
+        (:func:`softmax_pieces`), or the binary rows' labels and weights."""
+        if not self.n_classes:
+            return ((rows, lo, hi, rows.y, rows.weight) for rows, lo, hi, _ in part.pieces())
+        return ((rows, lo, hi, cls, weight) for rows, lo, hi, (cls, weight) in softmax_pieces(part))
 
     def dual_point(self, part, local, state):
         """``alpha_{:, i} = s_i (e_{y_i} - softmax(W x_i))`` (``(K, n_k)``), or ``-s_i phi_i'(x_i.w)``."""

@@ -63,6 +63,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
+from functools import partial
 from typing import NamedTuple
 
 import numpy as np
@@ -203,8 +204,14 @@ class NewtonPlan(PlanBase):
                 Phase("line_search", self.local_line_search, self.combine_line_search),
                 Phase("line_search_rest", self.local_line_search_rest, self.combine_line_search_rest))
 
+    @property
+    def size(self):
+        """The variables: ``d``."""
+        return self.d
+
     def init_global(self):
-        return NewtonGlobal(np.zeros(self.d), np.zeros(self.d), math.inf, np.zeros(self.d), 0.0, 0.0, np.zeros(4))
+        size = self.size
+        return NewtonGlobal(np.zeros(size), np.zeros(size), math.inf, np.zeros(size), 0.0, 0.0, np.zeros(4))
 
     def init_local(self, part, ctx):
         return NewtonLocal(np.zeros(0))
@@ -218,27 +225,30 @@ class NewtonPlan(PlanBase):
     def local_newton(self, part, local, state, ctx):
         """Loss, conjugate, gradient and Hessian sums of this partition's rows at ``w``, chunk by chunk on the
         step's threads (:func:`~daskdca.methods.base.chunk_sums`)."""
-        kind, param = int(self.loss.kind), self.loss.param
-
-        def chunk(rows, lo, hi, _):
-            sums = np.zeros(2)
-            out = np.zeros(self.d + packed_size(self.d))
-            seen = newton_sums(rows.indptr, rows.indices, rows.data, rows.y, rows.weight, state.w, lo, hi, kind,
-                               param, sums, out)
-            return np.concatenate((sums, [float(seen)], out))
-
-        total = chunk_sums(part.pieces(), chunk, 3 + self.d + packed_size(self.d))
+        size = self.size
+        total = chunk_sums(self._pieces(part), partial(self._newton_chunk, state), 3 + size + packed_size(size))
         # the gradient is the d-vector (sparse when it has few non-zeros); the Hessian's upper triangle rides in
         # the scalars after the loss, conjugate and row sums, so that the one-vs-rest wrapper, which splits
         # vectors by d and scalars evenly, carries it
-        d = self.d
-        return local, Contribution(compress(total[3:3 + d]), np.concatenate((total[:3], total[3 + d:])))
+        return local, Contribution(compress(total[3:3 + size]), np.concatenate((total[:3], total[3 + size:])))
+
+    def _pieces(self, part):
+        """The partition's ``(rows, lo, hi, extra)`` pieces as :meth:`_newton_chunk` reads them."""
+        return part.pieces()
+
+    def _newton_chunk(self, state, rows, lo, hi, _):
+        """Loss, conjugate and row sums, gradient and packed Hessian of rows ``[lo, hi)`` at ``state.w``."""
+        sums = np.zeros(2)
+        out = np.zeros(self.d + packed_size(self.d))
+        seen = newton_sums(rows.indptr, rows.indices, rows.data, rows.y, rows.weight, state.w, lo, hi,
+                           int(self.loss.kind), self.loss.param, sums, out)
+        return np.concatenate((sums, [float(seen)], out))
 
     def combine_newton(self, state, total, ctx):
         """``P(w)`` and ``D(alpha)`` kept for the report; ``w`` accepted when it needs no test or ``t = 1`` meets
         Armijo's condition, and then the next point ``w + (H / n + lam I)^-1 (-grad P(w))``."""
         loss_sum, conj_sum, rows = total.scalars[:3]
-        d, n, lam, w = self.d, self.n, self.lam, state.w
+        d, n, lam, w = self.size, self.n, self.lam, state.w
         g = dense(total.vector, d)
         w_alpha = g / (-lam * n)  # X^T alpha / (lam n) with X^T alpha = -g
         primal = loss_sum / n + 0.5 * lam * float(w @ w)
@@ -276,7 +286,7 @@ class NewtonPlan(PlanBase):
 
     def _stepped(self, state, point):
         """The next round's point ``point``, accepted there without a test (its decrease was tested here)."""
-        return state._replace(w=point, direction=np.zeros(self.d), slope=0.0, searching=0.0)
+        return state._replace(w=point, direction=np.zeros(self.size), slope=0.0, searching=0.0)
 
     def local_line_search(self, part, local, state, ctx):
         """Only where ``t = 1`` failed: the loss sums of the ladder's next steps, in one pass."""
