@@ -582,9 +582,9 @@ class _SDCAMixin:
                 class_weight=class_weight, l1_ratio=l1_ratio, n_jobs=self._fit_threads(),
             )
 
-    def _warn_unconverged(self, labels):
-        """One ConvergenceWarning naming the gap reached and the tol asked, per unfinished problem, at the line
-        that called ``fit`` (:func:`~daskdca.user_warnings.warn_at_caller`)."""
+    def _warn_unconverged(self, labels, fix="increase max_iter or tol"):
+        """One ConvergenceWarning naming the gap reached and the tol asked, per unfinished problem, and ``fix``,
+        at the line that called ``fit`` (:func:`~daskdca.user_warnings.warn_at_caller`)."""
         converged = np.atleast_1d(self.converged_)
         if converged.all():
             return
@@ -592,7 +592,7 @@ class _SDCAMixin:
         parts = [f"{label}: {r:.3e}" for label, r, ok in zip(labels, rel, converged) if not ok]
         warn_at_caller(
             f"{type(self).__name__} reached max_iter={self.max_iter} passes over the data before the relative "
-            f"duality gap fell to tol={self.tol:g} ({'; '.join(parts)}); increase max_iter or tol.",
+            f"duality gap fell to tol={self.tol:g} ({'; '.join(parts)}); {fix}.",
             ConvergenceWarning,
         )
 
@@ -1036,7 +1036,7 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         """The multinomial or Crammer-Singer problem of ``K > 2`` classes at ``lam = 1 / (C n)`` (one
         ``daskdca.fit``), with the synthetic intercept column; sets the fitted attributes, one entry per
         problem (one problem)."""
-        from daskdca.methods import REGISTRY
+        from daskdca.methods import REGISTRY, MultinomialNewton
         from daskdca.routes import choose_multinomial_route
 
         method, n_partitions = joint
@@ -1079,7 +1079,12 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         elif hasattr(self, "_warm_multinomial"):
             del self._warm_multinomial
         self._multinomial = self.multi_class_ == "multinomial"  # softmax probabilities
-        self._warn_unconverged([f"the {self.multi_class_} problem"])
+        fix = "increase max_iter or tol"
+        if self.route_.solver == "multinomial_lbfgs" and classes.shape[0] * X.shape[1] <= MultinomialNewton(
+                ).newton_max_variables:  # L-BFGS slows where features differ in scale; Newton's steps do not
+            fix += (", or pass solver=daskdca.methods.MultinomialNewton(), whose Newton steps on all "
+                    f"{classes.shape[0] * X.shape[1]} weights certify in tens of rounds where L-BFGS stalls")
+        self._warn_unconverged([f"the {self.multi_class_} problem"], fix)
         return self
 
     def _multinomial_start(self, X, y, classes, sample_weight):

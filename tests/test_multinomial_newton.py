@@ -180,3 +180,18 @@ def test_cluster_and_out_of_core_give_the_in_process_bits(tmp_path):
     assert out_of_core.primal_ == pytest.approx(primal, rel=1e-12)
     assert out_of_core.dual_ == pytest.approx(dual, rel=1e-12)
     assert_allclose(out_of_core.coef_, in_process.coef_, rtol=1e-9, atol=1e-12)
+
+
+def test_where_lbfgs_stops_short_the_warning_names_newton_and_newton_certifies():
+    from sklearn.datasets import load_digits
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y = load_digits(return_X_y=True)
+    X = X[:, :16]  # the first 16 pixels: a round's Hessian is too costly for the default, and L-BFGS stalls
+    with pytest.warns(ConvergenceWarning, match=r"or pass solver=daskdca.methods.MultinomialNewton\(\), whose "
+                                                r"Newton steps on all 170 weights"):
+        lbfgs = SDCAClassifier(loss="logistic").fit(X, y)
+    assert lbfgs.route_.solver == "multinomial_lbfgs" and not lbfgs.converged_[0]
+    newton = SDCAClassifier(loss="logistic", solver=MultinomialNewton()).fit(X, y)
+    assert newton.route_.solver == "multinomial_newton" and newton.converged_[0] and newton.n_iter_[0] <= 30
+    assert newton.primal_[0] <= lbfgs.primal_[0]
