@@ -179,6 +179,8 @@ class OneVsRestPlan(PlanBase):
         else:
             step = self.base.phases()[phase_index].local
             outs = [step(view, lo, st, ctx) for view, lo, st in zip(views, locals_, states)]
+        # a step that leaves every problem's state as it was (a phase with nothing to do) keeps the stacked one
+        unchanged = all(out[0] is lo for out, lo in zip(outs, locals_))
         locals_ = [out[0] for out in outs]
         contributions = [out[1] for out in outs]
         vector = None
@@ -186,20 +188,22 @@ class OneVsRestPlan(PlanBase):
             vector = compress(np.concatenate([dense(c.vector, self.d) for c in contributions]))
         scalars = np.concatenate([np.asarray(c.scalars, dtype=np.float64) for c in contributions])
         gathered = (tuple(tuple(c.gathered) for c in contributions),) if any(c.gathered for c in contributions) else ()
-        return stack_states(locals_), Contribution(vector, scalars, gathered)
+        return (local if unchanged else stack_states(locals_)), Contribution(vector, scalars, gathered)
 
     def _combine(self, phase_index, state, total, ctx):
         """The base phase's combine of every problem; the report holds one ``(P, D)`` per problem."""
         combine = self.base.phases()[phase_index].combine
         vectors = _split_vector(total.vector, self.n_classes, self.d)
         scalars = np.split(np.asarray(total.scalars), self.n_classes)
-        states, reports = [], []
+        states, reports, unchanged = [], [], True
         for k in range(self.n_classes):
             gathered = tuple(item for entry in total.gathered for item in entry[k])
-            new_state, report = combine(unstack_state(state, k), Contribution(vectors[k], scalars[k], gathered), ctx)
+            old = unstack_state(state, k)
+            new_state, report = combine(old, Contribution(vectors[k], scalars[k], gathered), ctx)
+            unchanged = unchanged and new_state is old
             states.append(new_state)
             reports.append(report)
         report = RoundReport(reports[0].measured, np.array([r.primal for r in reports]),
                              np.array([r.dual for r in reports]),
                              float(sum(r.steps for r in reports)) / self.n_classes)
-        return stack_states(states), report
+        return (state if unchanged else stack_states(states)), report
