@@ -13,7 +13,8 @@ from reference_multinomial_lbfgs import softmax_sums
 
 
 def softmax_hessian(X, cls, weight, W):
-    """The ``K d x K d`` Hessian sum ``sum_i s_i kron(diag(p_i) - p_i p_i^T, x_i x_i^T)`` at ``W``."""
+    """The ``K d x K d`` Hessian sum ``sum_i s_i kron(diag(p_i) - p_i p_i^T, x_i x_i^T)`` at ``W``, block by
+    block."""
     X = sp.csr_matrix(X)
     n, K = X.shape[0], W.shape[0]
     s = np.ones(n) if weight is None else np.asarray(weight, dtype=np.float64)
@@ -21,9 +22,12 @@ def softmax_hessian(X, cls, weight, W):
     P = np.exp(Z - Z.max(axis=1, keepdims=True))
     P /= P.sum(axis=1, keepdims=True)
     dense = X.toarray()
-    H = np.zeros((K * X.shape[1],) * 2)
-    for i in range(n):
-        H += s[i] * np.kron(np.diag(P[i]) - np.outer(P[i], P[i]), np.outer(dense[i], dense[i]))
+    d = X.shape[1]
+    H = np.zeros((K * d, K * d))
+    for k in range(K):  # block (k, j) = sum_i s_i p_ik ([k = j] - p_ij) x_i x_i^T
+        for j in range(K):
+            c = s * P[:, k] * (float(k == j) - P[:, j])
+            H[k * d:(k + 1) * d, j * d:(j + 1) * d] = dense.T @ (c[:, None] * dense)
     return H
 
 

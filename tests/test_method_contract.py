@@ -150,16 +150,17 @@ def fault_client():
 
 
 # cases whose state and fault path are another's (a variant's default, adfsdca+'s adfsdca; crammer_singer on the
-# two classes of heart is cocoa+(plain)'s hinge fit, its K > 2 path is tests/test_crammer_singer.py's): their
+# two classes of heart is cocoa+(plain)'s hinge fit, its K > 2 path is tests/test_crammer_singer.py's;
+# multinomial_newton on two classes is newton's plan, its K > 2 path is tests/test_multinomial_newton.py's): their
 # killed-worker case runs with -m slow
 SLOW_FAULT_CASES = {"adfsdca+", "cocoa+(line_search)", "cocoa+(no momentum)", "cocoa+(spdc)", "cocoa+(threads)", "cocoa+(threads, line search)",
-                    "minibatch_sdca(no shrinking)", "minibatch_sdca(naive)", "crammer_singer"}
+                    "minibatch_sdca(no shrinking)", "minibatch_sdca(naive)", "crammer_singer", "multinomial_newton"}
 
 
-# variants that reach the cluster through their default's code path (crammer_singer on two classes: cocoa+(plain)'s):
-# their out-of-core case and their killed-driver case run with -m slow (the in-memory case, which checks the
-# variant's own bits, stays)
-SLOW_VARIANT_CASES = {"cocoa+(spdc)", "minibatch_sdca(naive)", "crammer_singer"}
+# variants that reach the cluster through their default's code path (crammer_singer on two classes: cocoa+(plain)'s;
+# multinomial_newton on two classes: newton's): their out-of-core case and their killed-driver case run with
+# -m slow (the in-memory case, which checks the variant's own bits, stays)
+SLOW_VARIANT_CASES = {"cocoa+(spdc)", "minibatch_sdca(naive)", "crammer_singer", "multinomial_newton"}
 
 
 def _cases(name, *values_and_ids, slow_when):

@@ -14,10 +14,12 @@ gradient sums and the upper triangle of its ``K d x K d`` Hessian sum
 step by Armijo's test and solves ``(H / n + lam I) s = -grad P(W)`` by
 Cholesky, and a failed full step searches the same ladder of steps in one
 or two more passes.  Where columns differ in scale by orders of magnitude
-(features as loaded) the L-BFGS rounds may need hundreds of passes; the
-Newton step is invariant to a linear change of the features (Nocedal &
-Wright, Numerical Optimization, 2nd ed., §3.3), which only ``lam`` breaks,
-and converges quadratically near the optimum (their Theorem 3.5).  A round
+(features as loaded) the L-BFGS rounds may run a thousand passes without
+certifying (benchmarks/RESULTS.md, "Multinomial Newton on small
+problems"); the Newton step is unaffected by a linear change of the
+features (Nocedal & Wright, Numerical Optimization, 2nd ed., §2.2,
+"Scaling"), which only the ``lam`` term breaks, and converges
+quadratically near the optimum (their Theorem 3.5).  A round
 costs ``O(nnz_i^2 K^2 / 2)`` a row for the Hessian and ``(K d)^3 / 3``
 flops for the factorisation, so it pays where ``K d`` is small
 (:func:`daskdca.routes.choose_multinomial_route`).

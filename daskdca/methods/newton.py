@@ -188,7 +188,11 @@ class Newton:
 @dataclass(frozen=True)
 class NewtonPlan(PlanBase):
     """:class:`Newton` resolved for one data set (``PlanBase``'s name, model ``w`` and measuring every
-    ``eval_every`` rounds; three phases a round, the third without a pass in most rounds)."""
+    ``eval_every`` rounds; three phases a round, the third without a pass in most rounds).
+
+    The rounds read the problem through ``size`` (the variables), :meth:`_pieces`, :meth:`_newton_chunk` and
+    :meth:`_ladder_sums`, which :class:`~daskdca.methods.multinomial_newton.MultinomialNewtonPlan` overrides
+    for the softmax problem's ``K d`` variables."""
 
     settings: Newton
     loss: object
