@@ -3,7 +3,8 @@
 The kernel's Hessian and ladder sums against a NumPy reference; the plan's iterates against the
 same rule in NumPy; the certified objective against scikit-learn's multinomial
 ``LogisticRegression`` (``C = 1/(lam n)``) and against L-BFGS, with the gap recomputed here from
-the returned duals; the estimator's default on data as loaded; in process equals the cluster.
+the returned duals; the estimator's default on data as loaded.  In process equals the cluster and out of
+core for both primal methods in tests/test_multinomial_lbfgs.py.
 """
 
 import warnings
@@ -150,36 +151,6 @@ def test_two_classes_are_newtons_binary_fit():
     b = daskdca.fit(X, y, loss="logistic", lam=1e-2, solver="newton", tol=1e-10)
     assert_array_equal(a.coef_, b.coef_)
     assert_array_equal(a.dual_coef_, b.dual_coef_)
-
-
-# -- the cluster ----------------------------------------------------------------------------------------
-
-def test_cluster_and_out_of_core_give_the_in_process_bits(tmp_path):
-    distributed = pytest.importorskip("distributed")
-    from daskdca.store import write_store
-
-    X, y = load_dataset("heart")
-    sex = X[:, 1].toarray().ravel()
-    y3 = np.where(y < 0, 0, np.where(sex < 0, 1, 2))
-    kwargs = dict(loss="logistic", lam=1e-2, tol=0.0, max_rounds=6, n_partitions=2, solver="multinomial_newton")
-    in_process = daskdca.fit(X, y3, **kwargs)
-    blocks = write_store(tmp_path / "blocks.zarr", X, y3, block_rows=50, seed=2)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                                  silence_logs=40) as cluster, distributed.Client(cluster) as client:
-        on_cluster = daskdca.fit(X, y3, client=client, **kwargs)
-        in_memory, out_of_core = (daskdca.fit(blocks, client=client, in_memory=flag, **kwargs)
-                                  for flag in (True, False))
-    assert_array_equal(on_cluster.coef_, in_process.coef_)
-    assert_array_equal(on_cluster.dual_coef_, in_process.dual_coef_)
-    assert [r.primal for r in on_cluster.history_] == [r.primal for r in in_process.history_]
-    assert_array_equal(out_of_core.coef_, in_memory.coef_)
-    assert_array_equal(out_of_core.dual_coef_, in_memory.dual_coef_)
-    X_stored = sp.vstack([blocks.read_block(k)[0] for k in range(blocks.n_blocks)])
-    labels = np.asarray(blocks.group["y"][:]).astype(np.int64)
-    primal, dual, _ = ref_sdca.objectives(X_stored, labels, None, out_of_core.dual_coef_, out_of_core.coef_, 1e-2)
-    assert out_of_core.primal_ == pytest.approx(primal, rel=1e-12)
-    assert out_of_core.dual_ == pytest.approx(dual, rel=1e-12)
-    assert_allclose(out_of_core.coef_, in_process.coef_, rtol=1e-9, atol=1e-12)
 
 
 def test_where_lbfgs_stops_short_the_warning_names_newton_and_newton_certifies():
