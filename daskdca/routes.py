@@ -77,9 +77,10 @@ from daskdca.methods.multinomial_newton import MultinomialNewton
 from daskdca.methods.newton import NEWTON_LOSSES  # the losses the Newton method takes
 from daskdca.problem import feature_overlap
 
-__all__ = ["CATALYST_LAM_N", "MULTINOMIAL_NEWTON_MAX_WORK", "NEWTON_LAM_N", "NEWTON_LOSSES", "NEWTON_MAX_FEATURES", "NEWTON_ROUNDS_MIN_NNZ",
-           "ONE_WORKER_MEMORY_FRACTION", "ROUND_MIN_VALUES", "Route", "THREADED_SWEEP_INNER_ROUNDS",
-           "THREADED_SWEEP_MAX_OVERLAP", "THREADED_SWEEP_MAX_THREADS", "THREADED_SWEEP_MIN_NNZ", "Workers",
+__all__ = ["CATALYST_LAM_N", "MULTINOMIAL_NEWTON_MAX_WORK", "NEWTON_LAM_N", "NEWTON_LOSSES", "NEWTON_MAX_FEATURES",
+           "NEWTON_ROUNDS_MIN_NNZ", "ONE_WORKER_MEMORY_FRACTION", "ROUND_MIN_VALUES", "Route",
+           "THREADED_SWEEP_INNER_ROUNDS", "THREADED_SWEEP_MAX_OVERLAP", "THREADED_SWEEP_MAX_THREADS",
+           "THREADED_SWEEP_MIN_NNZ", "Workers",
            "choose_multinomial_route", "choose_route", "data_bytes", "explicit_route", "fits_one_worker",
            "held_in_memory", "provisional_method", "round_passes", "route_method", "with_threads"]
 
@@ -466,13 +467,18 @@ def choose_multinomial_route(*, on_cluster, n, d, lam, n_classes, squared_row_nn
                      "multinomial SDCA in this process")
     why = (f"few features (d = {d} <= {NEWTON_MAX_FEATURES})" if on_cluster else
            f"lam n = {lam * n:.3g} < {NEWTON_LAM_N:g} and few features (d = {d} <= {NEWTON_MAX_FEATURES})")
-    rounds = " rounds on the cluster (one pass a round)" if on_cluster else f" {where}"
     work = int(squared_row_nnz) * n_classes * (n_classes + 1) // 2
-    if work <= MULTINOMIAL_NEWTON_MAX_WORK and n_classes * d <= MultinomialNewton().newton_max_variables:
+    most = MultinomialNewton().newton_max_variables
+    if work > MULTINOMIAL_NEWTON_MAX_WORK:
+        why_not = f"{work:,} Hessian additions a round (> {MULTINOMIAL_NEWTON_MAX_WORK:,})"
+    elif n_classes * d > most:
+        why_not = f"K d = {n_classes * d} variables (> newton_max_variables = {most})"
+    else:
         return Route(name, "multinomial_newton", {}, n_partitions, f"{why}, and {work:,} Hessian additions a round "
-                     f"(<= {MULTINOMIAL_NEWTON_MAX_WORK:,}): primal Newton{rounds}")
-    return Route(name, "multinomial_lbfgs", {}, n_partitions, f"{why}, and {work:,} Hessian additions a round "
-                 f"(> {MULTINOMIAL_NEWTON_MAX_WORK:,}): primal L-BFGS{rounds}")
+                     f"(<= {MULTINOMIAL_NEWTON_MAX_WORK:,}): primal Newton "
+                     + ("rounds on the cluster (one pass in most rounds)" if on_cluster else where))
+    return Route(name, "multinomial_lbfgs", {}, n_partitions, f"{why}, and {why_not}: primal L-BFGS "
+                 + ("rounds on the cluster (one pass a round)" if on_cluster else where))
 
 
 def _size_text(nbytes):

@@ -164,6 +164,9 @@ def test_the_route_rule():
         route = choose_multinomial_route(**kwargs)
         assert (route.name, route.solver) == (where, solver), kwargs
         assert route.reason
+    # the reason says which limit sent the fit to L-BFGS
+    assert "Hessian additions a round (>" in choose_multinomial_route(**cases[0][0]).reason
+    assert "K d = 2100 variables (> newton_max_variables = 2000)" in choose_multinomial_route(**cases[-1][0]).reason
 
 
 def test_the_estimator_default_takes_lbfgs_on_digits_and_an_explicit_solver_is_obeyed():
