@@ -157,15 +157,20 @@ SLOW_FAULT_CASES = {"adfsdca+", "cocoa+(line_search)", "cocoa+(no momentum)", "c
                     "minibatch_sdca(no shrinking)", "minibatch_sdca(naive)", "crammer_singer", "multinomial_newton"}
 
 
-# variants that reach the cluster through their default's code path (crammer_singer on two classes: cocoa+(plain)'s;
-# multinomial_newton on two classes: newton's): their out-of-core case and their killed-driver case run with
-# -m slow (the in-memory case, which checks the variant's own bits, stays)
-SLOW_VARIANT_CASES = {"cocoa+(spdc)", "minibatch_sdca(naive)", "crammer_singer", "multinomial_newton"}
+# variants that reach the cluster through their default's code path (crammer_singer on two classes: cocoa+(plain)'s):
+# their out-of-core case and their killed-driver case run with -m slow (the in-memory case, which checks the
+# variant's own bits, stays)
+SLOW_VARIANT_CASES = {"cocoa+(spdc)", "minibatch_sdca(naive)", "crammer_singer"}
+
+
+# methods whose two-class fit is another method's plan (multinomial_newton: newton's): every case with -m slow
+SLOW_TWO_CLASS_CASES = {"multinomial_newton"}
 
 
 def _cases(name, *values_and_ids, slow_when):
     return [pytest.param(name, value, id=f"{name}-{case_id}",
-                         marks=[pytest.mark.slow] if name in SLOW_VARIANT_CASES and value == slow_when else [])
+                         marks=[pytest.mark.slow] if name in SLOW_TWO_CLASS_CASES
+                         or (name in SLOW_VARIANT_CASES and value == slow_when) else [])
             for value, case_id in values_and_ids]
 
 
@@ -256,8 +261,9 @@ def test_a_worker_killed_while_writing_a_checkpoint_changes_nothing(heart, fault
     assert meta["complete"] and meta["round"] == rounds
 
 
-@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.slow) if name in SLOW_VARIANT_CASES
-                                  else name for name in CLUSTER_METHODS])
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.slow)
+                                  if name in SLOW_VARIANT_CASES | SLOW_TWO_CLASS_CASES else name
+                                  for name in CLUSTER_METHODS])
 def test_a_killed_driver_resumes_to_the_undisturbed_result(heart, client, tmp_path, name):
     """The driver dies mid-fit (the callback raises); a new fit with resume=True from the checkpoint ends
     with the undisturbed bits and history."""
