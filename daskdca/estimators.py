@@ -1036,7 +1036,8 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         """The multinomial or Crammer-Singer problem of ``K > 2`` classes at ``lam = 1 / (C n)`` (one
         ``daskdca.fit``), with the synthetic intercept column; sets the fitted attributes, one entry per
         problem (one problem)."""
-        from daskdca.methods import REGISTRY, MultinomialNewton
+        from daskdca.methods import REGISTRY
+        from daskdca.methods.multinomial_newton import NEWTON_MAX_VARIABLES
         from daskdca.routes import choose_multinomial_route
 
         method, n_partitions = joint
@@ -1080,8 +1081,8 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
             del self._warm_multinomial
         self._multinomial = self.multi_class_ == "multinomial"  # softmax probabilities
         fix = "increase max_iter or tol"
-        if self.route_.solver == "multinomial_lbfgs" and classes.shape[0] * X.shape[1] <= MultinomialNewton(
-                ).newton_max_variables:  # L-BFGS slows where features differ in scale; Newton's steps do not
+        # L-BFGS slows where features differ in scale; Newton's steps do not
+        if self.route_.solver == "multinomial_lbfgs" and classes.shape[0] * X.shape[1] <= NEWTON_MAX_VARIABLES:
             fix += (", or pass solver=daskdca.methods.MultinomialNewton(), whose Newton steps on all "
                     f"{classes.shape[0] * X.shape[1]} weights certify in tens of rounds where L-BFGS stalls")
         self._warn_unconverged([f"the {self.multi_class_} problem"], fix)

@@ -73,7 +73,7 @@ from typing import NamedTuple
 
 from daskdca.methods import REGISTRY
 from daskdca.methods.l1 import L1SDCA
-from daskdca.methods.multinomial_newton import MultinomialNewton
+from daskdca.methods.multinomial_newton import NEWTON_MAX_VARIABLES
 from daskdca.methods.newton import NEWTON_LOSSES  # the losses the Newton method takes
 from daskdca.problem import feature_overlap
 
@@ -468,7 +468,7 @@ def choose_multinomial_route(*, on_cluster, n, d, lam, n_classes, squared_row_nn
     why = (f"few features (d = {d} <= {NEWTON_MAX_FEATURES})" if on_cluster else
            f"lam n = {lam * n:.3g} < {NEWTON_LAM_N:g} and few features (d = {d} <= {NEWTON_MAX_FEATURES})")
     work = int(squared_row_nnz) * n_classes * (n_classes + 1) // 2
-    most = MultinomialNewton().newton_max_variables
+    most = NEWTON_MAX_VARIABLES
     if work > MULTINOMIAL_NEWTON_MAX_WORK:
         why_not = f"{work:,} Hessian additions a round (> {MULTINOMIAL_NEWTON_MAX_WORK:,})"
     elif n_classes * d > most:

@@ -46,7 +46,11 @@ from daskdca.methods.base import Capabilities, chunk_sums
 from daskdca.methods.multinomial_lbfgs import softmax_pieces
 from daskdca.methods.newton import Newton, NewtonPlan
 
-__all__ = ["MultinomialNewton", "MultinomialNewtonPlan"]
+__all__ = ["NEWTON_MAX_VARIABLES", "MultinomialNewton", "MultinomialNewtonPlan"]
+
+#: The largest ``K d`` :class:`MultinomialNewton` accepts by default (its ``newton_max_variables``): the combine
+#: factors a ``K d x K d`` matrix each round, as :class:`~daskdca.methods.Newton` does up to 5,000 features.
+NEWTON_MAX_VARIABLES = 2000
 
 
 @dataclass(frozen=True)
@@ -79,7 +83,7 @@ class MultinomialNewton:
     and Machine Learning", Springer, 2006, §4.3.4 (the softmax Hessian).
     """
 
-    newton_max_variables: int = 2000
+    newton_max_variables: int = NEWTON_MAX_VARIABLES
     name = "multinomial_newton"
     capabilities = Capabilities(losses=("logistic",), many_partitions=True, cluster=True, shrinking=False,
                                 gap_rate="linear", warm_start=False, sample_weight=True, multi_class=False)
