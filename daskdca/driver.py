@@ -24,7 +24,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, NamedTuple
 
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import ThreadpoolController
 
 from daskdca.methods.base import Ctx, DataInfo, Ops, add_contributions, thread_budget, tree_reduce
@@ -402,6 +401,8 @@ def _run_rounds(executor, plan, *, tol, max_rounds, max_epochs, callback, verbos
                     # any true value stops (a NumPy bool such as ``record.gap <= x`` too); None goes on
                     stop = callback is not None and bool(callback(record, FitState(executor, plan, G, Ls, r, epochs)))
                     if getattr(rep, "stop", ""):  # the method's own reason to end the fit (RoundReport.stop)
+                        from sklearn.exceptions import ConvergenceWarning  # here: a worker imports this module
+
                         warn_at_caller(rep.stop, ConvergenceWarning)
                         stop = True
                     if stop or gap_met(record.primal, record.dual, tol):

@@ -12,17 +12,22 @@ control", ``warnings.warn``); this walk does the same on Python 3.10 and 3.11.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import warnings
 
-import sklearn.base
-
 __all__ = ["warn_at_caller"]
 
-#: the frames that are daskdca's own calls: its modules, and scikit-learn's module of the estimators' base classes
-#: and of the ``_fit_context`` decorator around their ``fit``
-_SKIPPED = (os.path.dirname(os.path.abspath(__file__)) + os.sep, os.path.abspath(sklearn.base.__file__))
+
+@functools.cache
+def _skipped():
+    """The frames that are daskdca's own calls: its modules, and scikit-learn's module of the estimators' base
+    classes and of the ``_fit_context`` decorator around their ``fit`` (imported here, on the first warning, so
+    that a Dask worker importing this package's rounds does not import scikit-learn)."""
+    import sklearn.base
+
+    return os.path.dirname(os.path.abspath(__file__)) + os.sep, os.path.abspath(sklearn.base.__file__)
 
 
 def warn_at_caller(message, category):
@@ -43,7 +48,7 @@ def warn_at_caller(message, category):
     """
     frame = sys._getframe(1)
     level = 1  # the frame that called this function
-    while frame.f_back is not None and frame.f_code.co_filename.startswith(_SKIPPED):
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_skipped()):
         frame = frame.f_back
         level += 1
     # stacklevel=2 names this function's caller (level 1)
