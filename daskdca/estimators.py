@@ -609,7 +609,8 @@ class _SDCAMixin:
         classes = getattr(self, "classes_", None)
         multinomial = getattr(self, "_multinomial", False)
         proba = None if classes is None else proba_kind(_loss_name(self.loss), multinomial)
-        return Predictor(coef=np.atleast_2d(self.coef_), intercept=self.intercept_, classes=classes, proba=proba,
+        coef = self.coef_ if sp.issparse(self.coef_) else np.atleast_2d(self.coef_)  # sparse after sparsify()
+        return Predictor(coef=coef, intercept=self.intercept_, classes=classes, proba=proba,
                          refusal=proba_refusal(type(self).__name__, self.loss), name=type(self).__name__,
                          n_features=self.n_features_in_, feature_names=getattr(self, "feature_names_in_", None),
                          as_csr=False, check=self._validate_X_predict)
@@ -1294,6 +1295,39 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         """
         return np.log(self.predict_proba(X))  # lazy for a dask array too
 
+    def densify(self):
+        """Make ``coef_`` a NumPy array again after :meth:`sparsify` (it is one after every fit).
+
+        As scikit-learn's ``LinearSVC.densify``.
+
+        Returns
+        -------
+        self
+            The fitted estimator.
+        """
+        check_is_fitted(self)
+        if sp.issparse(self.coef_):
+            self.coef_ = self.coef_.toarray()
+        return self
+
+    def sparsify(self):
+        """Store ``coef_`` as a SciPy CSR matrix, for a model with mostly zero weights (an L1 penalty's).
+
+        As scikit-learn's ``LinearSVC.sparsify``: a model of K problems
+        and d features keeps its non-zero weights only, and every prediction
+        method, :meth:`score` and :meth:`to_sklearn` take it as it is.  A
+        fit (with ``warm_start`` too) sets a NumPy array again; so does
+        :meth:`densify`.
+
+        Returns
+        -------
+        self
+            The fitted estimator.
+        """
+        check_is_fitted(self)
+        self.coef_ = sp.csr_matrix(self.coef_)
+        return self
+
     def to_sklearn(self):
         """The equivalent fitted scikit-learn estimator.
 
@@ -1400,7 +1434,7 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
     def _copy_fitted(self, est, classes, coef, intercept):
         if classes is not None:
             est.classes_ = np.array(classes, copy=True)
-            est.coef_ = np.array(coef, dtype=np.float64, copy=True)
+            est.coef_ = coef.copy() if sp.issparse(coef) else np.array(coef, dtype=np.float64, copy=True)
             est.intercept_ = np.array(intercept, dtype=np.float64, copy=True)
         est.n_features_in_ = self.n_features_in_
         if hasattr(self, "feature_names_in_"):

@@ -46,9 +46,10 @@ class Predictor(NamedTuple):
 
     Attributes
     ----------
-    coef : ndarray of shape (n_problems, n_features)
+    coef : ndarray or scipy sparse matrix of shape (n_problems, n_features)
         One row per problem: one for two classes or real targets, one per
-        class for one-vs-rest or multinomial models.
+        class for one-vs-rest or multinomial models (sparse after a
+        classifier's ``sparsify()``).
     intercept : float, ndarray of shape (n_problems,) or None
         Added to the scores (None: no intercept, nothing added).
     classes : ndarray of shape (n_classes,) or None
@@ -93,7 +94,7 @@ def decision_scores(X, coef, intercept):
     Parameters
     ----------
     X : ndarray or scipy sparse matrix of shape (n, d)
-    coef : ndarray of shape (k, d)
+    coef : ndarray or scipy sparse matrix of shape (k, d)
     intercept : float, ndarray of shape (k,) or None
 
     Returns
