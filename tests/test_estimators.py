@@ -227,10 +227,8 @@ def test_multiclass_matches_linearsvc_ovr(loss, C, sharp):
 
 @pytest.mark.filterwarnings("ignore:daskdca.fit reached max_rounds")
 def test_one_vs_rest_is_k_binary_fits_of_daskdca_fit():
-    """Row k of coef_ is daskdca.fit on 'class k against the rest', bit for bit (daskdca.fit has no
-    intercept: fit_intercept=False is the same problem).  The K problems run together
-    (daskdca.methods.multiclass) until every one meets tol, so each equals its binary fit run for the
-    same rounds."""
+    """In this process row k of coef_ is daskdca.fit on 'class k against the rest', bit for bit, stopped at its
+    own round (daskdca.fit has no intercept: fit_intercept=False is the same problem)."""
     X, y = _digits()
     X, y = X[:600], y[:600]
     C = 0.5
@@ -238,14 +236,35 @@ def test_one_vs_rest_is_k_binary_fits_of_daskdca_fit():
     assert clf.multi_class_ == "ovr"
     assert clf.n_iter_.shape == clf.gap_.shape == clf.converged_.shape == (10,)
     assert len(clf.history_) == 10 and clf.converged_.all()
-    assert np.all(clf.n_iter_ == clf.n_iter_[0])  # one fit, one round count
+    assert len(set(clf.n_iter_.tolist())) > 1  # each problem stops at its own round
     for k, label in enumerate(clf.classes_):
         m = daskdca.fit(X, np.where(y == label, 1.0, -1.0), loss="logistic", lam=1.0 / (C * X.shape[0]),
-                        tol=0.0, max_rounds=int(clf.n_iter_[k]), random_state=0)
+                        tol=1e-8, random_state=0)
+        assert clf.n_iter_[k] == m.n_rounds_
         assert_array_equal(clf.coef_[k], m.coef_)
         assert_array_equal(clf.dual_coef_[k], m.dual_coef_)
         assert clf.gap_[k] == m.gap_ and clf.primal_[k] == m.primal_
         assert [r.gap for r in clf.history_[k]] == [r.gap for r in m.history_]
+
+
+def test_one_vs_rest_on_a_cluster_fits_the_problems_together():
+    """With a client the K problems run together (daskdca.methods.multiclass: one set of rounds, each block read
+    once for all) until every one meets tol, so each row of coef_ is its binary fit run for the same rounds."""
+    from distributed import Client, LocalCluster
+
+    X, y = _digits()
+    X, y = X[:600], y[:600]
+    C = 0.5
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        clf = SDCAClassifier("logistic", C=C, tol=1e-8, fit_intercept=False, multi_class="ovr",
+                             client=client).fit(X, y)
+    assert clf.route_.name == "one_worker" and clf.converged_.all()
+    assert np.all(clf.n_iter_ == clf.n_iter_[0])  # one fit, one round count
+    for k in (0, 8):
+        m = daskdca.fit(X, np.where(y == clf.classes_[k], 1.0, -1.0), loss="logistic", lam=1.0 / (C * X.shape[0]),
+                        tol=0.0, max_rounds=int(clf.n_iter_[k]), random_state=0)
+        assert_array_equal(clf.coef_[k], m.coef_)
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
