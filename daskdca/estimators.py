@@ -1149,8 +1149,8 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         """Whether the one-vs-rest problems are fitted together: on a cluster (``client``), where they share
         the rounds and the block reads, with a solver that can (``Capabilities.multi_class``).  In this
         process each problem is fitted in turn and stops at its own round: together, every problem would
-        step until the slowest one meets ``tol`` (digits, hinge: 750 rounds each, 3.2x the time of the ten
-        fits in turn; benchmarks/RESULTS.md, "One-vs-rest in this process: each problem in turn")."""
+        step until the slowest one meets ``tol`` (digits, hinge: 750 rounds each, 2.0-2.4x the time of the
+        ten fits in turn; benchmarks/RESULTS.md, "One-vs-rest in this process: each problem in turn")."""
         from daskdca.methods import REGISTRY
 
         if client is None:  # the estimators hand daskdca.fit in-memory X: without a client it runs here
