@@ -225,7 +225,6 @@ def test_multiclass_matches_linearsvc_ovr(loss, C, sharp):
             assert ours - p_ll <= clf.gap_[k] * scale
 
 
-@pytest.mark.filterwarnings("ignore:daskdca.fit reached max_rounds")
 def test_one_vs_rest_is_k_binary_fits_of_daskdca_fit():
     """In this process row k of coef_ is daskdca.fit on 'class k against the rest', bit for bit, stopped at its
     own round (daskdca.fit has no intercept: fit_intercept=False is the same problem)."""
@@ -247,6 +246,7 @@ def test_one_vs_rest_is_k_binary_fits_of_daskdca_fit():
         assert [r.gap for r in clf.history_[k]] == [r.gap for r in m.history_]
 
 
+@pytest.mark.filterwarnings("ignore:daskdca.fit reached max_rounds")
 def test_one_vs_rest_on_a_cluster_fits_the_problems_together():
     """With a client the K problems run together (daskdca.methods.multiclass: one set of rounds, each block read
     once for all) until every one meets tol, so each row of coef_ is its binary fit run for the same rounds."""
