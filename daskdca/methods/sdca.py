@@ -218,6 +218,8 @@ class LocalSDCAPlan(DualPlan):
         track = self._tracks()
         alphas = [local.alpha.copy() for local in locals_]
         vectors = [self._start_vectors(state.w, track) for state in states]
+        # X^T alpha of each problem's starting duals, as :meth:`local` gathers it out of core (certifies_rounds)
+        xts = [np.zeros(self.d) if self.certifies_rounds else None for _ in views]
         problems = [(partial(binary_rows, label=view.label, positive_weight=view.positive_weight), alpha, state.w,
                      self._block_step(u, delta_w, ctx, track))
                     for view, alpha, state, (u, delta_w) in zip(views, alphas, states, vectors)]
@@ -225,11 +227,11 @@ class LocalSDCAPlan(DualPlan):
         if window > 1 and len(views[0].part.block_starts) > 2:
             problems = [(rows_of, alpha, w, self._block_visits(u, ctx), self._segment_steps(u, delta_w, track))
                         for (rows_of, alpha, w, _), (u, delta_w) in zip(problems, vectors)]
-            sums = sweep_window(views[0].part, problems, ctx, self.loss, window)
+            sums = sweep_window(views[0].part, problems, ctx, self.loss, window, xts=xts)
         else:
-            sums = sweep_blocks_problems(views[0].part, problems, ctx, self.loss)
-        return [(DualLocal(alpha), self._contribution(*total, u, delta_w))
-                for alpha, total, (u, delta_w) in zip(alphas, sums, vectors)]
+            sums = sweep_blocks_problems(views[0].part, problems, ctx, self.loss, xts=xts)
+        return [(DualLocal(alpha), self._contribution(*total, u, delta_w, xt=xt))
+                for alpha, total, (u, delta_w), xt in zip(alphas, sums, vectors, xts)]
 
     @staticmethod
     def _start_vectors(w, track):
