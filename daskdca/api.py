@@ -669,7 +669,7 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
         sample_weight = check_sample_weight(sample_weight, n)
     sample_weight, problems = _weights_and_problems(class_weight, y_signed, classes, sample_weight)
     method_run, dual_init = _problems_and_start(method, problems, dual_init, y_signed, loss_obj, classes,
-                                                sample_weight, n_partitions)
+                                                sample_weight, n_partitions, tol)
     result = fit_in_process(method_run, X, y_signed, loss=_driver_loss(method, problems, loss_obj), lam=lam,
                             n_partitions=n_partitions,
                             random_state=seed, tol=tol, max_rounds=max_rounds, max_epochs=max_epochs,
@@ -705,15 +705,17 @@ def _summarised(verbose, started, model):
     return model
 
 
-def _problems_and_start(method, problems, dual_init, y_checked, loss_obj, classes, sample_weight, n_partitions):
-    """The method to run (one-vs-rest around ``method`` for more than two classes) and the checked warm start."""
+def _problems_and_start(method, problems, dual_init, y_checked, loss_obj, classes, sample_weight, n_partitions,
+                        tol):
+    """The method to run (one-vs-rest around ``method`` for more than two classes, each problem stopping at
+    ``tol``) and the checked warm start."""
     if problems is not None:
         check_supported(method, loss_name=loss_obj.name, on_cluster=False, n_partitions=n_partitions,
                         multi_class=not _fits_one_problem(method))
         if dual_init is not None:
             dual_init = _check_dual_init_classes(method, dual_init, y_checked, loss_obj, classes, sample_weight,
                                                  problems)
-        return _run_method(method, problems), dual_init
+        return _run_method(method, problems, tol), dual_init
     if dual_init is not None:
         dual_init = _check_dual_init(dual_init, y_checked, loss_obj, classes, sample_weight)
     return method, dual_init
@@ -739,12 +741,13 @@ def _fits_one_problem(method):
     return getattr(method, "multiclass_loss", None) is not None
 
 
-def _run_method(method, problems):
+def _run_method(method, problems, tol):
     """The method the drivers run: ``method`` itself for one problem or a fit of one multi-class problem
-    (:func:`_fits_one_problem`, on ``K > 2`` classes), else the K one-vs-rest problems around it."""
+    (:func:`_fits_one_problem`, on ``K > 2`` classes), else the K one-vs-rest problems around it, each of
+    which stops once its gap meets ``tol``."""
     if problems is None or _fits_one_problem(method):
         return method
-    return OneVsRestMethod(method, problems.n_classes)
+    return OneVsRestMethod(method, problems.n_classes, tol=float(tol))
 
 
 def _driver_loss(method, problems, loss_obj):
@@ -923,7 +926,7 @@ def _fit_arrays_on_cluster(job, X, y, client, fit_args, *, dual_init, sample_wei
         from daskdca.driver import in_process_partitions
         from daskdca.methods.base import DataInfo
 
-        method_run = _run_method(job.method, job.problems)
+        method_run = _run_method(job.method, job.problems, fit_args["tol"])
         [part], _ = in_process_partitions(X, y, 1, job.seed, sample_weight, job.problems)
         info = DataInfo(n=n, d=d, partition_sizes=(n,), loss=_driver_loss(job.method, job.problems, job.loss_obj),
                         lam=job.lam,
@@ -989,7 +992,8 @@ def _fit_held_arrays(job, X, y, sample_weight, counts, parts, route, client, fit
     fit_loss = _driver_loss(method, job.problems, job.loss_obj)
     info = DataInfo(n=n, d=d, partition_sizes=tuple(p.n_rows for p in partitions), loss=fit_loss, lam=job.lam,
                     max_column_nnz=int(counts.max(initial=0)), nnz=int(X.nnz))
-    result = engine.fit_partitions_on_cluster(partitions, info, client=client, method=_run_method(method, job.problems),
+    result = engine.fit_partitions_on_cluster(partitions, info, client=client,
+                                              method=_run_method(method, job.problems, fit_args["tol"]),
                                               verbose=job.verbose, callback=job.callback,
                                               dual_init=job.dual_init, checkpoint_every=job.checkpoint_every,
                                               row_order=job.row_order, **fit_args)
@@ -1052,7 +1056,7 @@ def _fit_store_on_cluster(job, store, client, fit_args, *, verbose, callback, in
     check_supported(method, loss_name=job.loss_obj.name, on_cluster=rounds, n_partitions=2 if rounds else 1,
                     sample_weight=store.weighted or class_weight is not None,
                     multi_class=multi and not _fits_one_problem(method))
-    method_run = _run_method(method, problems)
+    method_run = _run_method(method, problems, fit_args["tol"])
     fit_loss = _driver_loss(method, problems, job.loss_obj)
     if route.name == "one_worker":
         source = StorePartition(store, 0, store.n_blocks, positive)

@@ -191,6 +191,45 @@ def test_out_of_core_reads_each_block_once_per_round(tmp_path, monkeypatch):
         assert joint.gap[k] == ref.gap
 
 
+@pytest.mark.parametrize("solver, n_partitions", [
+    ("sdca", 1), (CoCoAPlus(), 3), (CoCoAPlus(aggregation="line_search"), 2),
+])
+@pytest.mark.parametrize("loss, tol", [("hinge", 1e-4), ("logistic", 1e-6)])
+def test_each_problem_stops_at_its_own_round_with_its_binary_fits_bits(solver, n_partitions, loss, tol):
+    """With a tol, each problem stops where its binary fit with that tol stops (OneVsRestPlan): the same model,
+    duals and certificate, and its records up to there; the others go on."""
+    X, y = _digits(400)
+    kwargs = dict(loss=loss, lam=1e-2, solver=solver, n_partitions=n_partitions, tol=tol, random_state=3)
+    joint = daskdca.fit(X, y, **kwargs)
+    assert joint.converged_ and joint.plan_.stops_problems
+    stops = []
+    for k, label in enumerate(joint.classes_):
+        binary = daskdca.fit(X, (y == label).astype(int), **kwargs)
+        assert binary.converged_
+        assert_array_equal(joint.coef_[k], binary.coef_)
+        assert_array_equal(joint.dual_coef_[k], binary.dual_coef_)
+        assert joint.primal_[k] == binary.primal_ and joint.dual_[k] == binary.dual_
+        measured = {r.round: r.gap for r in binary.history_[:-1]}  # the last record is the certified one
+        assert {r.round: r.gap[k] for r in joint.history_ if r.round in measured} == measured
+        # after it stopped, the problem reports the gap it stopped with
+        assert len({r.gap[k] for r in joint.history_[:-1] if r.round >= binary.n_rounds_}) <= 1
+        stops.append(binary.n_rounds_)
+    assert joint.n_rounds_ == max(stops) and min(stops) < max(stops)
+
+
+def test_a_plan_of_several_phases_steps_every_problem_to_the_end():
+    """Newton's round passes through states the round loop cannot stop at: no problem stops early, and each
+    problem has the bits of its binary fit run for the joint fit's rounds."""
+    X, y = _digits(300)
+    kwargs = dict(loss="logistic", lam=1e-2, solver="newton", random_state=3)
+    joint = daskdca.fit(X, y, tol=1e-8, **kwargs)
+    assert not joint.plan_.stops_problems
+    for k in (0, 5):
+        binary = daskdca.fit(X, (y == joint.classes_[k]).astype(int), tol=0.0, max_rounds=joint.n_rounds_,
+                             **kwargs)
+        assert_array_equal(joint.coef_[k], binary.coef_)
+
+
 @pytest.fixture(scope="module")
 def client():
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
@@ -233,6 +272,37 @@ def test_checkpoint_and_resume_keep_the_bits(client, tmp_path):
         assert_array_equal(new.gap, old.gap)
     with pytest.raises(ValueError, match="different fit"):
         daskdca.fit(store, max_rounds=8, checkpoint=ckpt, resume=True, class_weight={0: 2.0}, **kwargs)
+
+
+def test_stopped_problems_out_of_core_through_a_resume_and_a_smaller_tol(client, tmp_path):
+    """Out of core on the cluster (each block read once for the problems still stepping) each problem stops with
+    its binary fit's bits; a checkpoint written after some have stopped resumes to the same bits, and a resume
+    with a smaller tol steps the stopped ones on to it."""
+    X, y = _digits(600)
+    store = write_store(tmp_path / "m.zarr", X, y, block_rows=150, seed=2)
+    kwargs = dict(loss="squared_hinge", lam=1e-2, n_partitions=2, client=client, in_memory=False)
+    straight = daskdca.fit(store, tol=1e-6, **kwargs)
+    met = [next(r.round for r in straight.history_ if r.gap[k] <= 1e-6 * abs(r.primal[k])) for k in range(10)]
+    first, last = int(np.argmin(met)), int(np.argmax(met))
+    for k in (first, last):
+        binary = daskdca.fit(write_store(tmp_path / f"b{k}.zarr", X, (y == k).astype(int), block_rows=150, seed=2),
+                             tol=1e-6, **kwargs)
+        assert_array_equal(straight.coef_[k], binary.coef_)
+        assert_array_equal(straight.dual_coef_[k], binary.dual_coef_)
+        # the rounds' reports certify themselves out of core (X^T alpha gathered as the blocks are read), for
+        # the problems together as for one
+        assert straight.primal_[k] == binary.primal_ and straight.dual_[k] == binary.dual_
+        assert binary.n_rounds_ == met[k]
+    assert met[first] < met[last] == straight.n_rounds_
+    ckpt = os.fspath(tmp_path / "ckpt")
+    halfway = (met[first] + met[last]) // 4 * 2  # problem ``first`` has stopped, ``last`` has not
+    daskdca.fit(store, tol=1e-6, max_rounds=halfway, checkpoint=ckpt, checkpoint_every=2, **kwargs)
+    resumed = daskdca.fit(store, tol=1e-6, checkpoint=ckpt, checkpoint_every=2, resume=True, **kwargs)
+    assert_array_equal(resumed.coef_, straight.coef_)
+    assert_array_equal(resumed.dual_coef_, straight.dual_coef_)
+    tighter = daskdca.fit(store, tol=1e-9, checkpoint=ckpt, checkpoint_every=2, resume=True, **kwargs)
+    assert tighter.converged_ and tighter.n_rounds_ > straight.n_rounds_
+    assert np.all(tighter.gap_ <= 1e-9 * np.abs(tighter.primal_))
 
 
 def test_path_of_a_multi_class_problem_is_the_fits_along_the_grid():

@@ -107,7 +107,8 @@ def test_plan_base_leaves_spdc_and_one_vs_rest_as_they_were():
     assert OneVsRestPlan.init_global_from is not PlanBase.init_global_from
     assert OneVsRestPlan.init_local_from is not PlanBase.init_local_from
     w = np.arange(3.0 * ovr.d).reshape(3, ovr.d)
-    np.testing.assert_array_equal(ovr.init_global_from(w).w, w)
+    np.testing.assert_array_equal(ovr.init_global_from(w).current.w, w)
+    assert not ovr.init_global_from(w).stopped.any()
     # SPDC still cannot start from given duals: daskdca.fit refuses before any plan is built
     assert not REGISTRY["spdc"].capabilities.warm_start
     rng = np.random.default_rng(1)

@@ -28,7 +28,8 @@ from daskdca.partitions import objective_sums_part
 # Chains restart from a checkpoint this often unless told otherwise: between
 # restarts the scheduler keeps every round's task states (docs/references.md, note N9).
 DEFAULT_CHECKPOINT_EVERY = 10
-CHECKPOINT_FORMAT = 2
+# 3: a one-vs-rest fit keeps its states wrapped with the problems that stopped (daskdca.methods.multiclass)
+CHECKPOINT_FORMAT = 3
 
 
 # --- checkpoints: the fields of every state, generically --------------------
@@ -49,9 +50,26 @@ def _class_from_path(path):
 def _save_state(out, url, prefix):
     """Task: write each field of the NamedTuple state of ``out`` as a zarr array; returns its class path."""
     state = out[0]
-    group = zarr.open_group(url, mode="a")
+    _write_fields(zarr.open_group(url, mode="a"), prefix, state)
+    return _class_path(state)
+
+
+def _is_state(value):
+    """Whether ``value`` is a NamedTuple state (a field may hold one: a one-vs-rest plan's wrapped states)."""
+    return isinstance(value, tuple) and hasattr(value, "_fields")
+
+
+def _write_fields(group, prefix, state):
+    """Each field of ``state`` as the array ``{prefix}_{field}``; a field that is itself a NamedTuple state
+    gets an empty array of that name carrying its class path, and its fields under ``{prefix}_{field}_``."""
     for field in state._fields:
-        values = np.asarray(getattr(state, field))
+        value = getattr(state, field)
+        if _is_state(value):
+            marker = group.create_array(f"{prefix}_{field}", shape=(0,), dtype=np.int8, overwrite=True)
+            marker.attrs["daskdca_class"] = _class_path(value)
+            _write_fields(group, f"{prefix}_{field}", value)
+            continue
+        values = np.asarray(value)
         scalar = values.ndim == 0
         if scalar:  # a 0-d field (e.g. a step size) is stored as one element
             values = values.reshape(1)
@@ -59,13 +77,14 @@ def _save_state(out, url, prefix):
                                  chunks=tuple(max(1, min(s, 2**20)) for s in values.shape))
         arr[...] = values
         arr.attrs["daskdca_scalar"] = scalar
-    return _class_path(state)
 
 
 def _load_state(url, prefix, class_path):
     """Task: the state written by :func:`_save_state`, with the shapes it was written with."""
-    cls = _class_from_path(class_path)
-    group = zarr.open_group(url, mode="r")
+    return _read_fields(zarr.open_group(url, mode="r"), prefix, _class_from_path(class_path), url)
+
+
+def _read_fields(group, prefix, cls, url):
     names = [f"{prefix}_{f}" for f in cls._fields]
     missing = [name for name in names if name not in group]
     if missing:
@@ -74,6 +93,10 @@ def _load_state(url, prefix, class_path):
     fields = []
     for name in names:
         arr = group[name]
+        nested = arr.attrs.get("daskdca_class")
+        if nested is not None:  # a NamedTuple field (_write_fields)
+            fields.append(_read_fields(group, name, _class_from_path(nested), url))
+            continue
         values = arr[...]
         fields.append(values.reshape(()) if arr.attrs.get("daskdca_scalar", False) else values)
     return cls(*fields)
@@ -85,13 +108,20 @@ def _check_resumed(out, fresh, where):
     Every float field must be finite, and one that starts with values (duals,
     ``w``, row norms) keeps its initial shape; a field that starts empty (a
     round's pending steps) and an integer or boolean field (an active set, a
-    batch) keep their rank.
+    batch) keep their rank.  A field that holds a state is checked the same way.
     """
-    state = out[0]
+    _check_fields(out[0], fresh, where)
+    return out
+
+
+def _check_fields(state, fresh, where):
     if type(state) is not type(fresh):
         raise ValueError(f"{where} holds a {type(state).__name__}, this fit's method keeps a "
                          f"{type(fresh).__name__}; the checkpoint is damaged. Start a new fit (resume=False).")
     for field, value, init in zip(state._fields, state, fresh):
+        if _is_state(init):
+            _check_fields(value, init, f"{where}, field {field!r}")
+            continue
         value, init = np.asarray(value), np.asarray(init)
         bad = value.ndim != init.ndim
         if value.dtype.kind == "f":
@@ -100,7 +130,6 @@ def _check_resumed(out, fresh, where):
             raise ValueError(f"{where}: field {field!r} has shape {value.shape} and dtype {value.dtype} "
                              f"(the method starts it as {init.shape}, {init.dtype}, finite); the checkpoint is "
                              "damaged. Start a new fit (resume=False) or use another checkpoint path.")
-    return out
 
 
 def _check_resumed_local(plan, part, L_out, G_out, ctx, info, where):

@@ -19,6 +19,21 @@ block reads are shared.  Round reports and the certificate carry one
 ``(P, D)`` per problem, and the fit stops when every problem's gap meets
 ``tol``.
 
+Each problem stops where its own binary fit would.  A round measures the
+gap of its starting state while its local steps move; when problem ``k``'s
+gap meets ``tol`` (at a round the round loop reads), the combine keeps
+``k``'s global state of the round's start, and the next local step puts
+``k``'s local state back to where that round started
+(:class:`OneVsRestLocal`'s ``start``).  From then on ``k`` takes no steps
+and reports the ``(P, D)`` it stopped with, while the others go on: its
+model, duals and certificate are those of its binary fit with the same
+``tol``, and the work of a round falls as problems stop (digits, hinge:
+the problems stop between rounds 20 and 128).  A stopped problem whose
+recorded gap does not meet the fit's ``tol`` (a fit resumed from a
+checkpoint with a smaller one) steps on.  Plans of more than one phase
+(:class:`~daskdca.methods.newton.NewtonPlan`), whose round passes through
+states the loop cannot stop at, step every problem to the end.
+
 A method joins by ``Capabilities.multi_class``: its states must have the
 same shapes in every problem (so they stack), which rules out plans whose
 states hold a per-problem active set.
@@ -26,14 +41,15 @@ states hold a per-problem active set.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
+from typing import NamedTuple
 
 import numpy as np
 
 from daskdca.methods.base import Contribution, Phase, PlanBase, RoundReport, SparseDelta, compress, dense
 
-__all__ = ["OneVsRestMethod", "OneVsRestPlan", "stack_states", "unstack_state"]
+__all__ = ["OneVsRestGlobal", "OneVsRestLocal", "OneVsRestMethod", "OneVsRestPlan", "stack_states", "unstack_state"]
 
 
 def stack_states(states):
@@ -48,7 +64,7 @@ def stack_states(states):
 
 def unstack_state(state, k):
     """Problem ``k``'s state out of a stacked one."""
-    return type(state)(*(np.asarray(field)[k] for field in state))
+    return type(state)(*(np.asarray(values)[k] for values in state))
 
 
 def _split_vector(vector, n_classes, d):
@@ -62,6 +78,42 @@ def _split_vector(vector, n_classes, d):
     return [vector[k * d:(k + 1) * d] for k in range(n_classes)]
 
 
+class OneVsRestGlobal(NamedTuple):
+    """The global state of a one-vs-rest fit.  A named tuple: each parameter is also the field of that name.
+
+    Parameters
+    ----------
+    current : NamedTuple
+        The K problems' global states, stacked (:func:`stack_states`).
+    stopped : ndarray of bool, shape (K,)
+        The problems whose gap met ``tol`` at a measured round: they take no more steps.
+    primal, dual : ndarray of float64, shape (K,)
+        ``P`` and ``D`` of a stopped problem's state as that round measured them (0 for the others).
+    """
+
+    current: tuple
+    stopped: np.ndarray
+    primal: np.ndarray
+    dual: np.ndarray
+
+
+class OneVsRestLocal(NamedTuple):
+    """A partition's local state in a one-vs-rest fit.  A named tuple: each parameter is also the field of
+    that name.
+
+    Parameters
+    ----------
+    current : NamedTuple
+        The K problems' local states, stacked.
+    start : NamedTuple
+        The local states the last local step started from.  A problem that stops at that round's combine
+        keeps its global state of the round's start, so its next local step goes back to these.
+    """
+
+    current: tuple
+    start: tuple
+
+
 @dataclass(frozen=True)
 class OneVsRestMethod:
     """``method`` on the ``n_classes`` one-vs-rest problems of a multi-class fit (module docstring).
@@ -72,10 +124,14 @@ class OneVsRestMethod:
         A method whose ``capabilities.multi_class`` is True.
     n_classes : int
         K >= 3, the number of problems.
+    tol : float or None, default=None
+        The fit's stopping tolerance: a problem whose measured gap meets it stops stepping (module
+        docstring).  None: every problem steps in every round.
     """
 
     method: object
     n_classes: int
+    tol: float | None = field(default=None, repr=False)  # not the fit's signature: a resume may change tol
 
     def __post_init__(self):
         if not self.method.capabilities.multi_class:
@@ -92,7 +148,7 @@ class OneVsRestMethod:
 
     def setup(self, info, ops):
         """The method's plan for these rows (its constants depend on X only, so one serves every problem)."""
-        return OneVsRestPlan(base=self.method.setup(info, ops), n_classes=self.n_classes, d=info.d)
+        return OneVsRestPlan(base=self.method.setup(info, ops), n_classes=self.n_classes, d=info.d, tol=self.tol)
 
 
 @dataclass(frozen=True)
@@ -106,6 +162,7 @@ class OneVsRestPlan(PlanBase):
     base: object
     n_classes: int
     d: int
+    tol: float | None = None
 
     # -- what the drivers read, as the base plan has it
     @property
@@ -135,25 +192,58 @@ class OneVsRestPlan(PlanBase):
     def measures(self, round_index):
         return self.base.measures(round_index)
 
+    @property
+    def stops_problems(self):
+        """Whether a problem stops once its gap meets ``tol`` (module docstring): with a ``tol`` and a base
+        plan of one phase, whose round starts and ends at a state the round loop can stop at."""
+        return self.tol is not None and len(self.base.phases()) == 1
+
     # -- states
+    def _wrap_global(self, states):
+        zeros = np.zeros(self.n_classes)
+        return OneVsRestGlobal(stack_states(states), np.zeros(self.n_classes, dtype=bool), zeros, zeros.copy())
+
+    @staticmethod
+    def _wrap_local(states):
+        stacked = stack_states(states)
+        return OneVsRestLocal(stacked, stacked)
+
     def init_global(self):
-        return stack_states([self.base.init_global()] * self.n_classes)
+        return self._wrap_global([self.base.init_global()] * self.n_classes)
 
     def init_local(self, part, ctx):
-        return stack_states([self.base.init_local(part.view(k), ctx) for k in range(self.n_classes)])
+        return self._wrap_local([self.base.init_local(part.view(k), ctx) for k in range(self.n_classes)])
 
     def init_global_from(self, w):
-        return stack_states([self.base.init_global_from(w[k]) for k in range(self.n_classes)])
+        return self._wrap_global([self.base.init_global_from(w[k]) for k in range(self.n_classes)])
 
     def init_local_from(self, part, alpha, ctx):
-        return stack_states([self.base.init_local_from(part.view(k), alpha[k], ctx) for k in range(self.n_classes)])
+        return self._wrap_local([self.base.init_local_from(part.view(k), alpha[k], ctx)
+                                 for k in range(self.n_classes)])
 
     def model(self, state):
-        return np.stack([self.base.model(unstack_state(state, k)) for k in range(self.n_classes)])
+        return np.stack([self.base.model(unstack_state(state.current, k)) for k in range(self.n_classes)])
+
+    def _locals(self, local, state):
+        """Each problem's local state at its global state: a stopped problem's from where its last step started."""
+        return [unstack_state(local.start if state.stopped[k] else local.current, k) for k in range(self.n_classes)]
 
     def dual_point(self, part, local, state):
-        return np.stack([self.base.dual_point(part.view(k), unstack_state(local, k), unstack_state(state, k))
+        locals_ = self._locals(local, state)
+        return np.stack([self.base.dual_point(part.view(k), locals_[k], unstack_state(state.current, k))
                          for k in range(self.n_classes)])
+
+    def _met(self, primal, dual):
+        """Per problem, whether ``P - D <= tol |P|`` (:func:`daskdca.problem.gap_met`)."""
+        primal = np.asarray(primal, dtype=np.float64)
+        return primal - np.asarray(dual, dtype=np.float64) <= self.tol * np.abs(primal)
+
+    def _stepping(self, state):
+        """The problems that step this round: those not stopped, and a stopped one whose recorded gap does not
+        meet this fit's ``tol`` (a fit resumed from a checkpoint with a smaller one)."""
+        if not self.stops_problems:
+            return np.ones(self.n_classes, dtype=bool)
+        return ~state.stopped | ~self._met(state.primal, state.dual)
 
     # -- rounds
     def phases(self):
@@ -161,49 +251,96 @@ class OneVsRestPlan(PlanBase):
                      for i, phase in enumerate(self.base.phases()))
 
     def _local(self, phase_index, part, local, state, ctx):
-        """The base phase's local step of every problem on this partition; one contribution for all.
+        """The base phase's local step of every problem that steps on this partition; one contribution for all.
 
         The K vectors travel as one ``(K d)``-vector (sparse when it has few
-        non-zeros), the scalars one problem after the other, and the
-        gathered payloads as one entry per partition holding the K tuples.
-        Out of core, a base plan with ``local_problems(views, locals, states,
-        ctx)`` (same bits as its ``local`` per problem) runs all K problems
-        with each block read once.
+        non-zeros), the scalars one problem after the other (zeros for a
+        problem that does not step), and the gathered payloads as one entry
+        per partition holding the K tuples.  Out of core, a base plan with
+        ``local_problems(views, locals, states, ctx)`` (same bits as its
+        ``local`` per problem) runs the problems with each block read once.
         """
-        views = [part.view(k) for k in range(self.n_classes)]
-        locals_ = [unstack_state(local, k) for k in range(self.n_classes)]
-        states = [unstack_state(state, k) for k in range(self.n_classes)]
+        K = self.n_classes
+        stepping = self._stepping(state)
+        starts = self._locals(local, state)
+        active = [k for k in range(K) if stepping[k]]
+        views = [part.view(k) for k in active]
+        states = [unstack_state(state.current, k) for k in active]
         shared_reads = getattr(self.base, "local_problems", None)
-        if shared_reads is not None and len(self.base.phases()) == 1 and part.whole() is None:
-            outs = shared_reads(views, locals_, states, ctx)  # out of core: each block read once for all K
+        if not active:
+            outs = []
+        elif shared_reads is not None and len(self.base.phases()) == 1 and part.whole() is None:
+            outs = shared_reads(views, [starts[k] for k in active], states, ctx)  # out of core: each block once
         else:
             step = self.base.phases()[phase_index].local
-            outs = [step(view, lo, st, ctx) for view, lo, st in zip(views, locals_, states)]
+            outs = [step(view, starts[k], st, ctx) for k, view, st in zip(active, views, states)]
+        out_of = dict(zip(active, outs))
+        reverted = bool(np.any(state.stopped)) and self.stops_problems
         # a step that leaves every problem's state as it was (a phase with nothing to do) keeps the stacked one
-        unchanged = all(out[0] is lo for out, lo in zip(outs, locals_))
-        locals_ = [out[0] for out in outs]
+        if not reverted and all(out_of[k][0] is starts[k] for k in active) and len(active) == K:
+            new_local = local
+        else:
+            current = stack_states([out_of[k][0] if k in out_of else starts[k] for k in range(K)])
+            if not self.stops_problems:
+                new_local = OneVsRestLocal(current, current)
+            else:
+                new_local = OneVsRestLocal(current, stack_states(starts) if reverted else local.current)
         contributions = [out[1] for out in outs]
+        width = len(np.atleast_1d(contributions[0].scalars)) if contributions else 0
         vector = None
         if any(c.vector is not None for c in contributions):
-            vector = compress(np.concatenate([dense(c.vector, self.d) for c in contributions]))
-        scalars = np.concatenate([np.asarray(c.scalars, dtype=np.float64) for c in contributions])
-        gathered = (tuple(tuple(c.gathered) for c in contributions),) if any(c.gathered for c in contributions) else ()
-        return (local if unchanged else stack_states(locals_)), Contribution(vector, scalars, gathered)
+            vector = compress(np.concatenate([dense(out_of[k][1].vector if k in out_of else None, self.d)
+                                              for k in range(K)]))
+        scalars = np.concatenate([np.asarray(out_of[k][1].scalars, dtype=np.float64) if k in out_of
+                                  else np.zeros(width) for k in range(K)])
+        gathered = ((tuple(tuple(out_of[k][1].gathered) if k in out_of else () for k in range(K)),)
+                    if any(c.gathered for c in contributions) else ())
+        return new_local, Contribution(vector, scalars, gathered)
 
     def _combine(self, phase_index, state, total, ctx):
-        """The base phase's combine of every problem; the report holds one ``(P, D)`` per problem."""
+        """The base phase's combine of every problem that steps; the report holds one ``(P, D)`` per problem.
+
+        A problem whose measured gap of the round's start meets ``tol``
+        (at a round the round loop reads, past round 0, as the loop's own
+        stopping rule) keeps that state and stops; a stopped problem reports
+        the ``(P, D)`` it stopped with.  The round's steps are the mean over
+        the problems that stepped, so a budget of passes (``max_epochs``)
+        bounds each problem's own passes, as in its binary fit.
+        """
+        K = self.n_classes
         combine = self.base.phases()[phase_index].combine
-        vectors = _split_vector(total.vector, self.n_classes, self.d)
-        scalars = np.split(np.asarray(total.scalars), self.n_classes)
+        stepping = self._stepping(state)
+        vectors = _split_vector(total.vector, K, self.d)
+        scalars = np.split(np.asarray(total.scalars), K)
+        stopped, primal, dual = state.stopped.copy(), state.primal.copy(), state.dual.copy()
         states, reports, unchanged = [], [], True
-        for k in range(self.n_classes):
+        for k in range(K):
+            old = unstack_state(state.current, k)
+            if not stepping[k]:
+                states.append(old)
+                continue
             gathered = tuple(item for entry in total.gathered for item in entry[k])
-            old = unstack_state(state, k)
             new_state, report = combine(old, Contribution(vectors[k], scalars[k], gathered), ctx)
+            reports.append(report)
+            stops = (self.stops_problems and report.measured and ctx.round > 0 and self.base.measures(ctx.round)
+                     and bool(self._met(report.primal, report.dual)))
+            if stops:  # the round loop would stop this problem's own fit at its starting state: it stays there
+                new_state = old
+                primal[k], dual[k] = report.primal, report.dual
+            stopped[k] = stops
             unchanged = unchanged and new_state is old
             states.append(new_state)
-            reports.append(report)
-        report = RoundReport(reports[0].measured, np.array([r.primal for r in reports]),
-                             np.array([r.dual for r in reports]),
-                             float(sum(r.steps for r in reports)) / self.n_classes)
-        return (state if unchanged else stack_states(states)), report
+        measured = all(r.measured for r in reports) if reports else True
+        current = state.current if unchanged else stack_states(states)
+        at = iter(reports)
+        pairs = [(primal[k], dual[k]) if not stepping[k] else next(at)[1:3] for k in range(K)]
+        # certified (RoundReport.certified) when every problem's report is: a stopped problem's (P, D) came
+        # from a report of the same plan on the state it kept
+        report = RoundReport(measured, np.array([p for p, _ in pairs], dtype=np.float64),
+                             np.array([q for _, q in pairs], dtype=np.float64),
+                             float(sum(r.steps for r in reports)) / max(len(reports), 1),
+                             certified=bool(reports) and all(getattr(r, "certified", False) for r in reports))
+        if unchanged and all(np.array_equal(a, b) for a, b in
+                             ((stopped, state.stopped), (primal, state.primal), (dual, state.dual))):
+            return state, report
+        return OneVsRestGlobal(current, stopped, primal, dual), report
