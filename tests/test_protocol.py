@@ -33,6 +33,7 @@ MAKERS = {
     "cocoa+(sdna)": lambda: CoCoAPlus(local_solver="sdna"),
     "cocoa+(catalyst)": lambda: CoCoAPlus(acceleration="catalyst"),
     "one-vs-rest(cocoa+)": lambda: OneVsRestMethod(CoCoAPlus(), 3),
+    "one-vs-rest(cocoa+, stopping at tol)": lambda: OneVsRestMethod(CoCoAPlus(), 3, tol=1e-3),
 }
 
 
