@@ -19,6 +19,10 @@ DATA`` reads to score an svmlight file or a store, block by block.
 Every user error (a bad option, a missing file or store, an existing output,
 bad data) prints one line ``daskdca: error: <message>`` on stderr and exits
 with status 2; ``--debug`` shows the traceback instead.
+
+Each command imports the modules it needs when it runs (the fit, the saved
+model, the predictions, and scikit-learn with them), so that the parser, and
+``daskdca --help``, start without them.
 """
 
 from __future__ import annotations
@@ -33,12 +37,9 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from daskdca.api import _l1_ratio_options, _summary_line, fit
 from daskdca.losses import LOSSES, get_loss
 from daskdca.methods import REGISTRY as SOLVERS
-from daskdca.prediction import RunningScore, decision_scores, labels, store_coef, store_scores
 from daskdca.problem import with_intercept_column
-from daskdca.saved_model import SavedModel, atomic_output, check_output_path, load_model, save_model
 from daskdca.store import DEFAULT_BLOCK_ROWS, DEFAULT_CHUNK_BYTES
 from daskdca.validation import _check_n_jobs, class_weights
 
@@ -486,6 +487,8 @@ def _error(message):
 
 def _store_blocks(store, saved):
     """Yield ``(scores, y)`` of each block of ``store`` under ``saved``, one verified block at a time."""
+    from daskdca.prediction import store_coef, store_scores
+
     saved.check_n_features(store.d, where=f"the store {store.url!r}")
     return store_scores(store, store_coef(store, saved.coef[np.newaxis, :]), saved.intercept)
 
@@ -518,6 +521,9 @@ def _verbosity(args):
 
 
 def _check_fit_args(args):
+    from daskdca.api import _l1_ratio_options
+    from daskdca.saved_model import check_output_path
+
     if args.workers is not None and args.workers < 0:
         raise ValueError(f"--workers must be >= 0, got {args.workers}.")
     if args.intercept_scaling is not None and not args.fit_intercept:
@@ -575,6 +581,11 @@ def _advise(args):
 
 
 def _fit(args):
+    """``daskdca fit``: the demo without DATA, else a fit of DATA with its summary line; exit status 0."""
+    from daskdca.api import _summary_line, fit
+    from daskdca.prediction import decision_scores
+    from daskdca.saved_model import SavedModel, save_model
+
     _check_fit_args(args)
     if args.data is None and not args.breast_cancer:
         return _demo(args)
@@ -659,8 +670,11 @@ def _demo(args):
     import shutil
     import tempfile
 
+    from daskdca.api import _summary_line, fit
     from daskdca.datasets import make_classification
     from daskdca.engine import local_client
+    from daskdca.prediction import decision_scores
+    from daskdca.saved_model import SavedModel, save_model
 
     for given, option, why in ((args.workers == 0, "--workers 0", "the demo fits on a LocalCluster; use "
                                 "--workers 1 or more"),
@@ -761,6 +775,10 @@ def _output_kind(output):
 
 
 def _predict(args):
+    """``daskdca predict``: scores, labels or probabilities of DATA under a saved model; exit status 0."""
+    from daskdca.prediction import RunningScore, decision_scores, labels
+    from daskdca.saved_model import atomic_output, check_output_path, load_model
+
     saved = load_model(args.model)
     if args.kind == "proba":
         saved.proba_of(np.zeros(0))  # the loss check, before reading any data

@@ -50,3 +50,12 @@ def test_workers_of_a_rounds_fit_do_not_import_scikit_learn():
         assert model.route_.name == "rounds" and model.gap_ <= 1e-6 * abs(model.primal_)
         loaded = client.run(lambda: [m for m in HEAVY if m in sys.modules])
     assert loaded and all(mods == [] for mods in loaded.values()), loaded
+
+
+def test_the_command_lines_parser_imports_no_fitting_module():
+    """``daskdca --help`` builds the parser only: the fitting and prediction modules (scikit-learn with them) are
+    imported by the command that runs."""
+    code = ("import sys; from daskdca.cli import build_parser; build_parser(); "
+            "print([m for m in %r if m in sys.modules])") % (HEAVY + ("daskdca.prediction", "daskdca.saved_model"),)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["[]"], out.stdout
