@@ -113,14 +113,20 @@ class LinearModel:
         ``P(coef_)``, ``D(dual_coef_)`` and ``P - D``, computed from
         ``dual_coef_`` alone; ``gap_ >= P(coef_) - min P`` (per problem).
     n_rounds_ : int
-        Rounds behind ``coef_``.
+        Rounds behind ``coef_``.  With more than two classes a one-vs-rest
+        problem stops stepping at its first evaluation that meets ``tol``
+        (its binary fit's round; :mod:`daskdca.methods.multiclass`), and the
+        fit ends when the last one does.
     n_epochs_ : float
-        Coordinate steps behind ``coef_`` divided by n (gap evaluations not counted).
+        Coordinate steps behind ``coef_`` divided by n (gap evaluations not
+        counted); with one-vs-rest problems, a round's steps are the mean over
+        the problems that stepped in it.
     converged_ : bool
         Whether ``gap_ <= tol * |primal_|`` (for every problem).
     history_ : list of HistoryRecord
         ``(round, epochs, seconds, primal, dual, gap)`` per evaluation; the
-        last one is the certificate.
+        last one is the certificate.  A one-vs-rest problem that stopped
+        keeps the values it stopped with until that last record.
     classes_ : ndarray of shape (n_classes,) or None
         Original labels for classification; with two, ``classes_[1]`` maps
         to +1.
