@@ -324,3 +324,28 @@ def test_path_of_a_multi_class_problem_is_the_fits_along_the_grid():
             bound = np.sqrt(2 * max(res.gap[c, k], 0.0) / lam) + np.sqrt(2 * max(m.gap_[k], 0.0) / lam)
             w_path = np.r_[res.coef[c, k], res.intercept[c, k]]
             assert np.linalg.norm(w_path - m.coef_[k]) <= bound
+
+
+def test_a_checkpoint_writes_and_checks_the_wrapped_states(tmp_path):
+    """engine/checkpoint.py writes a NamedTuple field's fields under its name, reads it back with its class, and
+    refuses a damaged field inside it as it refuses one at the top."""
+    from daskdca.engine.checkpoint import _check_resumed, _load_state, _save_state
+    from daskdca.methods.dual import DualGlobal, DualLocal
+    from daskdca.methods.multiclass import OneVsRestGlobal
+
+    state = OneVsRestGlobal(DualGlobal(np.arange(6.0).reshape(3, 2)), np.array([True, False, True]),
+                            np.array([1.0, 0.0, 2.0]), np.array([0.5, 0.0, 1.5]))
+    url = os.fspath(tmp_path / "ckpt")
+    class_path = _save_state((state, None), url, "slot0_global")
+    back = _load_state(url, "slot0_global", class_path)
+    assert type(back) is OneVsRestGlobal and type(back.current) is DualGlobal
+    for field in ("stopped", "primal", "dual"):
+        assert_array_equal(getattr(back, field), getattr(state, field))
+    assert_array_equal(back.current.w, state.current.w)
+    fresh = OneVsRestGlobal(DualGlobal(np.zeros((3, 2))), np.zeros(3, dtype=bool), np.zeros(3), np.zeros(3))
+    assert _check_resumed((back, None), fresh, "here")[0] is back
+    damaged = back._replace(current=DualGlobal(np.array([[0.0, np.nan]] * 3)))
+    with pytest.raises(ValueError, match=r"here, field 'current': field 'w' .* the checkpoint is damaged"):
+        _check_resumed((damaged, None), fresh, "here")
+    with pytest.raises(ValueError, match=r"here, field 'current' holds a DualLocal"):
+        _check_resumed((back._replace(current=DualLocal(np.zeros((3, 2)))), None), fresh, "here")
