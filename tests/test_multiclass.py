@@ -1,9 +1,9 @@
 """One-vs-rest fitted together (daskdca.methods.multiclass): the same bits as K binary fits, fewer reads.
 
 Reference: K separate binary ``daskdca.fit`` calls on ``y == label`` with the
-same random_state, run for the same rounds (each of those is itself tested
-against LIBLINEAR elsewhere), and the certificate recomputed here from the
-returned duals.  On the cluster, in memory and out of core, and through a
+same random_state, run for the same rounds or stopped at the same ``tol``
+(each of those is itself tested against LIBLINEAR elsewhere), and the
+certificate recomputed here from the returned duals.  On the cluster, in memory and out of core, and through a
 checkpoint and resume.
 """
 
