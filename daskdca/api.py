@@ -8,14 +8,14 @@ method's capabilities, and hands it to the in-process driver
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 import os
 import time
+import types
 
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.metaestimators import available_if
 
 from daskdca.driver import fit_in_process
 from daskdca.losses import get_loss
@@ -63,6 +63,28 @@ def _has_proba(model):
     if model.loss.name != "logistic":
         raise AttributeError(proba_refusal(type(model).__name__, model.loss.name))
     return True
+
+
+class _AvailableIf:
+    """A method that exists on an instance where ``check(instance)`` holds (``check`` raises the AttributeError
+    that ``hasattr`` reads otherwise), as scikit-learn's ``available_if``; here so that ``daskdca.fit`` imports
+    no scikit-learn (about 1 s of a first fit; benchmarks/RESULTS.md, "A first fit and the command line without
+    scikit-learn")."""
+
+    def __init__(self, method, check):
+        self.method, self.check = method, check
+        functools.update_wrapper(self, method)
+
+    def __get__(self, instance, owner=None):
+        if instance is None:  # the class's attribute: the function itself (its documentation)
+            return self.method
+        self.check(instance)
+        return types.MethodType(self.method, instance)
+
+
+def available_if(check):
+    """Decorate a method with :class:`_AvailableIf`."""
+    return functools.partial(_AvailableIf, check=check)
 
 
 class LinearModel:
@@ -321,6 +343,8 @@ def _is_cluster_input(X):
 def _warn_not_converged(result, tol, max_epochs=None):
     if not result.converged and result.n_rounds >= result.max_rounds:
         budget = "" if max_epochs is None else f" (max_epochs={max_epochs:g})"
+        from sklearn.exceptions import ConvergenceWarning  # here: daskdca.fit imports no scikit-learn
+
         warn_at_caller(
             f"daskdca.fit reached max_rounds={result.max_rounds}{budget} with relative duality gap "
             f"{relative_gap(result.primal, result.dual):.3e} > tol={tol:g}"

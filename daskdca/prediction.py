@@ -28,9 +28,6 @@ from typing import Callable, NamedTuple, Optional
 
 import numpy as np
 from scipy.special import expit, softmax
-from sklearn.metrics import accuracy_score, r2_score
-from sklearn.utils.extmath import safe_sparse_dot
-from sklearn.utils.validation import check_array
 
 from daskdca.store import CSRStore, open_store
 from daskdca.store.frames import _is_dask_frame, _is_dask_series, _is_pandas_series, series_values
@@ -101,6 +98,8 @@ def decision_scores(X, coef, intercept):
     -------
     scores : ndarray of float64 of shape (n,) or (n, k)
     """
+    from sklearn.utils.extmath import safe_sparse_dot  # here: `daskdca.fit` needs no scikit-learn
+
     scores = np.asarray(safe_sparse_dot(X, coef.T, dense_output=True), dtype=np.float64)
     if intercept is not None:
         scores = scores + intercept
@@ -132,6 +131,8 @@ def _block_output(block, *, coef, intercept, classes, kind, as_csr):
     if as_csr:
         block = _check_X(block)
     else:
+        from sklearn.utils.validation import check_array
+
         block = check_array(block, accept_sparse="csr", dtype=[np.float64, np.float32])
     scores = decision_scores(block, coef, intercept)
     if kind == "predict":
@@ -353,6 +354,8 @@ def score(p, X, y=None, sample_weight=None, *, predict):
     -------
     score : float
     """
+    from sklearn.metrics import accuracy_score, r2_score
+
     metric = r2_score if p.classes is None else accuracy_score
     if is_store(X):
         if y is not None:

@@ -59,3 +59,13 @@ def test_the_command_lines_parser_imports_no_fitting_module():
             "print([m for m in %r if m in sys.modules])") % (HEAVY + ("daskdca.prediction", "daskdca.saved_model"),)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["[]"], out.stdout
+
+
+def test_daskdca_fit_imports_no_scikit_learn():
+    """``daskdca.fit`` on arrays (no warning to give) imports neither scikit-learn nor pandas: about 1 s of a first
+    fit in a process."""
+    code = ("import sys, numpy as np, daskdca; rng = np.random.default_rng(0); X = rng.standard_normal((200, 5)); "
+            "y = np.where(X @ rng.standard_normal(5) > 0, 1, -1); m = daskdca.fit(X, y, lam=1e-2); "
+            "print(m.converged_, [m for m in ('sklearn', 'pandas') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "[]"], out.stdout
