@@ -1153,17 +1153,14 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
             )
         return X, y, classes
 
-    def _fits_classes_together(self, client):
-        """Whether the one-vs-rest problems are fitted together: on a cluster (``client``), where they share
-        the rounds and the block reads, with a solver that can (``Capabilities.multi_class``).  In this
-        process each problem is fitted in turn, with one problem's states in memory at a time: each stops at
-        its own round either way, with the same bits, and together takes the same time here (digits, hinge:
-        1.20-1.31 s against 1.11-1.39 s; benchmarks/RESULTS.md, "One-vs-rest together: a problem stops at its
-        own tol")."""
+    def _fits_classes_together(self):
+        """Whether the one-vs-rest problems are fitted together, with a solver that can
+        (``Capabilities.multi_class``): each problem stops at its own round with the bits of its binary fit
+        either way (:mod:`daskdca.methods.multiclass`), and together they share the rounds and the block reads
+        on a cluster and the fit's threads in this process (benchmarks/RESULTS.md, "One-vs-rest: the problems
+        on the fit's threads")."""
         from daskdca.methods import REGISTRY
 
-        if client is None:  # the estimators hand daskdca.fit in-memory X: without a client it runs here
-            return False
         if self.penalty != "l2":  # the one-vs-rest plan certifies the L2 problem only
             return False
         if self.solver is not None and not isinstance(self.solver, str):
@@ -1176,10 +1173,10 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         """The binary problem (two classes) or one per class at ``lam = 1 / (C n)``, with each problem's row
         weights (:func:`_problem_weights`); sets the fitted attributes.
 
-        More than two classes are, on a cluster, one ``daskdca.fit`` of the
-        K problems together when the solver can (each problem stops at its
-        own round with the bits of its binary fit: the rounds and block reads
-        are shared), else K fits in turn (:meth:`_fits_classes_together`).
+        More than two classes are one ``daskdca.fit`` of the K problems
+        together when the solver can (each problem stops at its own round
+        with the bits of its binary fit), else K fits in turn
+        (:meth:`_fits_classes_together`).
         """
         n = X.shape[0]
         lam = _lam_of(C, n)
@@ -1188,7 +1185,7 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         positives = classes[1:] if classes.shape[0] == 2 else classes
         signs = [np.where(y == label, 1.0, -1.0) for label in positives]
         starts = self._warm_starts(X, classes, signs, weights)
-        if classes.shape[0] > 2 and self._fits_classes_together(client):
+        if classes.shape[0] > 2 and self._fits_classes_together():
             # the K problems in one fit, one pass per partition per round (daskdca.methods.multiclass)
             start = None if any(a is None for a in starts) else np.stack(starts)
             model = self._dca_fit(X, y, self.loss, lam, seed, client=client, dual_init=start,

@@ -349,3 +349,35 @@ def test_a_checkpoint_writes_and_checks_the_wrapped_states(tmp_path):
         _check_resumed((damaged, None), fresh, "here")
     with pytest.raises(ValueError, match=r"here, field 'current' holds a DualLocal"):
         _check_resumed((back._replace(current=DualLocal(np.zeros((3, 2)))), None), fresh, "here")
+
+
+@pytest.mark.parametrize("loss", ["hinge", "logistic"])
+def test_the_problems_on_the_fits_threads_keep_the_bits_of_one_thread(loss, monkeypatch):
+    """In memory, with rows of at least PROBLEM_THREADS_MIN_NNZ values, the problems' local steps run on the fit's
+    n_jobs threads, one problem per thread: the bits of n_jobs=1."""
+    import daskdca.methods.multiclass as multiclass
+
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((3000, 8))
+    y = np.argmax(X[:, :4] + 0.5 * rng.standard_normal((3000, 4)), axis=1)
+    assert X.size >= multiclass.PROBLEM_THREADS_MIN_NNZ
+    rounds_on_threads = []
+
+    class CountedPool(multiclass.ThreadPoolExecutor):
+        def map(self, fn, *iterables):
+            rounds_on_threads.append(self._max_workers)
+            return super().map(fn, *iterables)
+
+    monkeypatch.setattr(multiclass, "ThreadPoolExecutor", CountedPool)
+    monkeypatch.setattr(multiclass, "_POOLS", {})
+    kwargs = dict(loss=loss, lam=1e-3, tol=1e-8, solver="sdca", random_state=2)
+    one = daskdca.fit(X, y, n_jobs=1, **kwargs)
+    assert rounds_on_threads == []
+    two = daskdca.fit(X, y, n_jobs=2, **kwargs)
+    # the rounds that stepped two or more problems ran them on two threads
+    assert len(rounds_on_threads) >= 2 and set(rounds_on_threads) == {2}
+    assert one.converged_ and two.converged_
+    assert_array_equal(one.coef_, two.coef_)
+    assert_array_equal(one.dual_coef_, two.dual_coef_)
+    assert_array_equal(one.gap_, two.gap_)
+    assert [r.round for r in one.history_] == [r.round for r in two.history_]
