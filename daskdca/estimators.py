@@ -713,8 +713,10 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
     ``k`` against the rest, each with the same ``C``, exactly as
     ``LinearSVC`` does).  The ``K`` problems are fitted together, by one
     :func:`daskdca.fit` call, when the solver can (``"auto"``, ``"sdca"``
-    and ``"cocoa+"`` with ``penalty="l2"``: ``capabilities.multi_class``),
-    else one after another, each by its own call.
+    and ``"cocoa+"`` with ``penalty="l2"``: ``capabilities.multi_class``;
+    each problem stops at its own round with the bits of its own fit, and
+    in memory the problems step on the ``n_jobs`` threads), else one after
+    another, each by its own call.
 
     With ``loss="logistic"`` and ``multi_class="multinomial"`` (or the
     default ``"auto"`` where it can: see ``multi_class``), ``K > 2``
