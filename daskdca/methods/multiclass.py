@@ -27,8 +27,9 @@ gap meets ``tol`` (at a round the round loop reads), the combine keeps
 (:class:`OneVsRestLocal`'s ``start``).  From then on ``k`` takes no steps
 and reports the ``(P, D)`` it stopped with, while the others go on: its
 model, duals and certificate are those of its binary fit with the same
-``tol``, and the work of a round falls as problems stop (digits, hinge:
-the problems stop between rounds 20 and 128).  A stopped problem whose
+``tol``, and the work of a round falls as problems stop (the first 600
+rows of digits, hinge, ``C = 0.5``, ``tol = 1e-8``: the ten problems stop
+between rounds 20 and 128).  A stopped problem whose
 recorded gap does not meet the fit's ``tol`` (a fit resumed from a
 checkpoint with a smaller one) steps on.  Plans of more than one phase
 (:class:`~daskdca.methods.newton.NewtonPlan`), whose round passes through
