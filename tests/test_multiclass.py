@@ -3,8 +3,8 @@
 Reference: K separate binary ``daskdca.fit`` calls on ``y == label`` with the
 same random_state, run for the same rounds or stopped at the same ``tol``
 (each of those is itself tested against LIBLINEAR elsewhere), and the
-certificate recomputed here from the returned duals.  On the cluster, in memory and out of core, and through a
-checkpoint and resume.
+certificate recomputed here from the returned duals.  On the cluster, in
+memory and out of core, and through a checkpoint and resume.
 """
 
 import os
@@ -295,7 +295,8 @@ def test_stopped_problems_out_of_core_through_a_resume_and_a_smaller_tol(client,
         assert binary.n_rounds_ == met[k]
     assert met[first] < met[last] == straight.n_rounds_
     ckpt = os.fspath(tmp_path / "ckpt")
-    halfway = (met[first] + met[last]) // 4 * 2  # problem ``first`` has stopped, ``last`` has not
+    halfway = (met[first] + met[last]) // 4 * 2  # an even round, for checkpoint_every=2
+    assert met[first] < halfway < met[last]  # problem ``first`` has stopped there, ``last`` has not
     daskdca.fit(store, tol=1e-6, max_rounds=halfway, checkpoint=ckpt, checkpoint_every=2, **kwargs)
     resumed = daskdca.fit(store, tol=1e-6, checkpoint=ckpt, checkpoint_every=2, resume=True, **kwargs)
     assert_array_equal(resumed.coef_, straight.coef_)
