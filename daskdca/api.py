@@ -82,7 +82,7 @@ class _AvailableIf:
         return types.MethodType(self.method, instance)
 
 
-def available_if(check):
+def _available_if(check):
     """Decorate a method with :class:`_AvailableIf`."""
     return functools.partial(_AvailableIf, check=check)
 
@@ -255,7 +255,7 @@ class LinearModel:
         """
         return prediction_output(self._predictor(), X, "predict")
 
-    @available_if(_has_proba)
+    @_available_if(_has_proba)
     def predict_proba(self, X):
         """Class probabilities (``loss="logistic"`` only; other losses have no such method).
 
