@@ -356,6 +356,7 @@ def test_a_checkpoint_writes_and_checks_the_wrapped_states(tmp_path):
 def test_the_problems_on_the_fits_threads_keep_the_bits_of_one_thread(loss, monkeypatch):
     """In memory, with rows of at least PROBLEM_THREADS_MIN_NNZ values, the problems' local steps run on the fit's
     n_jobs threads, one problem per thread: the bits of n_jobs=1."""
+    import daskdca.methods.base as base
     import daskdca.methods.multiclass as multiclass
 
     rng = np.random.default_rng(4)
@@ -364,13 +365,14 @@ def test_the_problems_on_the_fits_threads_keep_the_bits_of_one_thread(loss, monk
     assert X.size >= multiclass.PROBLEM_THREADS_MIN_NNZ
     rounds_on_threads = []
 
-    class CountedPool(multiclass.ThreadPoolExecutor):
+    class CountedPool(base.ThreadPoolExecutor):
         def map(self, fn, *iterables):
-            rounds_on_threads.append(self._max_workers)
+            if self._thread_name_prefix == "daskdca-problem":
+                rounds_on_threads.append(self._max_workers)
             return super().map(fn, *iterables)
 
-    monkeypatch.setattr(multiclass, "ThreadPoolExecutor", CountedPool)
-    monkeypatch.setattr(multiclass, "_POOLS", {})
+    monkeypatch.setattr(base, "ThreadPoolExecutor", CountedPool)
+    monkeypatch.setattr(base, "_POOLS", {})
     kwargs = dict(loss=loss, lam=1e-3, tol=1e-8, solver="sdca", random_state=2)
     one = daskdca.fit(X, y, n_jobs=1, **kwargs)
     assert rounds_on_threads == []

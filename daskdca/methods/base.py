@@ -543,17 +543,19 @@ def current_thread_budget():
     return process_cores() if budget is None else budget
 
 
-_POOLS = {}  # (pid, threads) -> the ThreadPoolExecutor that threaded_map runs on
+_POOLS = {}  # (pid, name, threads) -> the ThreadPoolExecutor that threaded_map runs on
 _POOLS_LOCK = threading.Lock()
 
 
-def threaded_map(fn, items):
+def threaded_map(fn, items, *, name="daskdca-chunk"):
     """``[fn(item) for item in items]``, on up to :func:`current_thread_budget` threads, in the items' order.
 
     For work whose result must not depend on the threads: the caller adds
     the results in the order returned, so the bits are those of one thread.
-    ``fn`` runs numba kernels that release the interpreter; it must not call
-    ``threaded_map`` itself.
+    ``fn`` runs numba kernels that release the interpreter, each call in its
+    share of the budget (:func:`thread_budget`).  A ``threaded_map`` inside
+    ``fn`` must run on a pool of another ``name``: one pool waiting on
+    itself would stall.
 
     Parameters
     ----------
@@ -561,21 +563,30 @@ def threaded_map(fn, items):
         Called once per item.
     items : list
         Its arguments.
+    name : str, default="daskdca-chunk"
+        The pool's thread names; a pool is kept per process, name and size.
 
     Returns
     -------
     list
         ``fn(item)`` for each item, in order.
     """
-    threads = min(current_thread_budget(), len(items))
+    budget = current_thread_budget()
+    threads = min(budget, len(items))
     if threads <= 1:
         return [fn(item) for item in items]
-    key = (os.getpid(), threads)
+    key = (os.getpid(), name, threads)
     with _POOLS_LOCK:
         if key not in _POOLS:
-            _POOLS[key] = ThreadPoolExecutor(threads, thread_name_prefix="daskdca-chunk")
+            _POOLS[key] = ThreadPoolExecutor(threads, thread_name_prefix=name)
         pool = _POOLS[key]
-    return list(pool.map(fn, items))
+    share = max(1, budget // threads)
+
+    def call(item):
+        with thread_budget(share):  # a pool thread does not inherit the caller's budget
+            return fn(item)
+
+    return list(pool.map(call, items))
 
 
 #: Rows of one chunk of :func:`chunk_sums`: a pass is summed chunk by chunk, each into its own buffers, the chunks

@@ -42,23 +42,21 @@ states hold a per-problem active set.
 
 from __future__ import annotations
 
-import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from typing import NamedTuple
 
 import numpy as np
 
-from daskdca.methods.base import (Contribution, Phase, PlanBase, RoundReport, SparseDelta, compress,
-                                  current_thread_budget, dense, thread_budget)
+from daskdca.methods.base import (Contribution, Phase, PlanBase, RoundReport, SparseDelta, compress, dense,
+                                  threaded_map)
 
 __all__ = ["OneVsRestGlobal", "OneVsRestLocal", "OneVsRestMethod", "OneVsRestPlan", "PROBLEM_THREADS_MIN_NNZ",
            "stack_states", "unstack_state"]
 
 #: The fewest stored values of an in-memory partition whose problems' local steps run on the step's threads
-#: (its thread budget, :func:`~daskdca.methods.base.current_thread_budget`), one problem per thread; below it the
-#: hand-off costs more than a problem's pass (benchmarks/RESULTS.md, "One-vs-rest: the problems on the fit's
+#: (:func:`~daskdca.methods.base.threaded_map`), one problem per thread; below it the hand-off costs more than a
+#: problem's pass (benchmarks/RESULTS.md, "One-vs-rest: the problems on the fit's
 #: threads").
 PROBLEM_THREADS_MIN_NNZ = 16_384
 
@@ -123,34 +121,6 @@ class OneVsRestLocal(NamedTuple):
 
     current: tuple
     start: tuple
-
-
-def _on_threads(step, calls, rows):
-    """``[step(*call) for call in calls]``, in that order; for in-memory ``rows`` of at least
-    :data:`PROBLEM_THREADS_MIN_NNZ` values, on up to the step's thread budget of threads, each call in its share
-    of the budget.  The problems share nothing but the read-only rows, so the bits are those of one thread."""
-    budget = current_thread_budget()
-    threads = min(budget, len(calls))
-    if threads < 2 or rows is None or rows.data.shape[0] < PROBLEM_THREADS_MIN_NNZ:
-        return [step(*call) for call in calls]
-    share = max(1, budget // threads)
-
-    def run(call):
-        with thread_budget(share):  # a pool thread does not inherit the caller's budget
-            return step(*call)
-
-    return list(_problem_pool(threads).map(run, calls))
-
-
-_POOLS = {}  # (process id, threads) -> the pool of _on_threads, kept for the process's later rounds
-
-
-def _problem_pool(threads):
-    """This process's pool of ``threads`` threads for :func:`_on_threads` (a new one in a forked child)."""
-    key = (os.getpid(), threads)
-    if key not in _POOLS:
-        _POOLS[key] = ThreadPoolExecutor(threads, thread_name_prefix="daskdca-problem")
-    return _POOLS[key]
 
 
 @dataclass(frozen=True)
@@ -306,14 +276,19 @@ class OneVsRestPlan(PlanBase):
         views = [part.view(k) for k in active]
         states = [unstack_state(state.current, k) for k in active]
         shared_reads = getattr(self.base, "local_problems", None)
+        rows = part.whole()
         if not active:
             outs = []
-        elif shared_reads is not None and len(self.base.phases()) == 1 and part.whole() is None:
+        elif shared_reads is not None and len(self.base.phases()) == 1 and rows is None:
             outs = shared_reads(views, [starts[k] for k in active], states, ctx)  # out of core: each block once
         else:
             step = self.base.phases()[phase_index].local
-            outs = _on_threads(step, [(view, starts[k], st, ctx) for k, view, st in zip(active, views, states)],
-                               part.whole())
+            calls = [(view, starts[k], st, ctx) for k, view, st in zip(active, views, states)]
+            if rows is None or rows.data.shape[0] < PROBLEM_THREADS_MIN_NNZ:
+                outs = [step(*call) for call in calls]
+            else:  # the problems share only the read-only rows: the bits of one thread (a Newton step's chunk
+                # sums run on the chunks' own pool)
+                outs = threaded_map(lambda call: step(*call), calls, name="daskdca-problem")
         out_of = dict(zip(active, outs))
         reverted = bool(np.any(state.stopped)) and self.stops_problems
         # a step that leaves every problem's state as it was (a phase with nothing to do) keeps the stacked one
