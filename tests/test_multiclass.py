@@ -306,6 +306,40 @@ def test_stopped_problems_out_of_core_through_a_resume_and_a_smaller_tol(client,
     assert np.all(tighter.gap_ <= 1e-9 * np.abs(tighter.primal_))
 
 
+@pytest.mark.timeout(180)
+def test_a_killed_worker_changes_nothing_after_some_problems_stopped(tmp_path):
+    """Out of core on a fresh 2-worker cluster, a worker is killed (SIGKILL) after some problems have stopped and
+    before the others have: the fit ends with the undisturbed bits, each problem at its own round."""
+    import signal
+
+    X, y = _digits(600)
+    store = write_store(tmp_path / "m.zarr", X, y, block_rows=150, seed=2)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  silence_logs=50) as cluster, distributed.Client(cluster) as fault_client:
+        fault_client.wait_for_workers(2, timeout=60)
+        kwargs = dict(loss="squared_hinge", lam=1e-2, tol=1e-6, n_partitions=2, client=fault_client,
+                      in_memory=False, checkpoint_every=2, random_state=5)
+        undisturbed = daskdca.fit(store, **kwargs)
+        met = [next(r.round for r in undisturbed.history_ if r.gap[k] <= 1e-6 * abs(r.primal[k])) for k in range(10)]
+        kill_after = (min(met) + max(met)) // 2
+        assert min(met) < kill_after < max(met) == undisturbed.n_rounds_
+        victim = sorted(fault_client.run(os.getpid).items())[0][1]
+        killed = []
+
+        def kill_one_worker(record, state):
+            if not killed and record.round >= kill_after:
+                killed.append(record.round)
+                os.kill(victim, signal.SIGKILL)
+            return False
+
+        disturbed = daskdca.fit(store, callback=kill_one_worker, **kwargs)
+    assert killed and killed[0] < undisturbed.n_rounds_
+    assert disturbed.n_rounds_ == undisturbed.n_rounds_
+    assert_array_equal(disturbed.coef_, undisturbed.coef_)
+    assert_array_equal(disturbed.dual_coef_, undisturbed.dual_coef_)
+    assert_array_equal(disturbed.gap_, undisturbed.gap_)
+
+
 def test_path_of_a_multi_class_problem_is_the_fits_along_the_grid():
     """daskdca.path with K > 2 labels: (n_Cs, K, d) coefficients, each C's fit the warm-started joint fit."""
     X, labels = _iris()
