@@ -69,7 +69,8 @@ def __getattr__(name):
 
 
 def __dir__():
-    return sorted(set(globals()) | set(__all__))
+    """The public names and the version, not this module's own imports."""
+    return sorted(set(__all__) | {"__version__"})
 
 
 __all__ = [

@@ -34,7 +34,7 @@ from daskdca.prediction import output as prediction_output
 from daskdca.prediction import score as prediction_score
 from daskdca.store import CSRStore, open_store
 from daskdca.store.frames import _is_dask_frame, _is_pandas_frame, _refuse_label_name, is_parquet_path, pandas_input
-from daskdca.user_warnings import warn_at_caller
+from daskdca.user_warnings import warn_at_caller, warn_not_converged
 from daskdca.validation import (
     _check_dual_init,
     _check_dual_init_ovr,
@@ -343,14 +343,11 @@ def _is_cluster_input(X):
 def _warn_not_converged(result, tol, max_epochs=None):
     if not result.converged and result.n_rounds >= result.max_rounds:
         budget = "" if max_epochs is None else f" (max_epochs={max_epochs:g})"
-        from sklearn.exceptions import ConvergenceWarning  # here: daskdca.fit imports no scikit-learn
-
-        warn_at_caller(
+        warn_not_converged(
             f"daskdca.fit reached max_rounds={result.max_rounds}{budget} with relative duality gap "
             f"{relative_gap(result.primal, result.dual):.3e} > tol={tol:g}"
             f"{' (the largest of its one-vs-rest problems)' if np.ndim(result.primal) else ''}; "
-            "increase max_epochs (or max_rounds) or tol.",
-            ConvergenceWarning,
+            "increase max_epochs (or max_rounds) or tol."
         )
 
 

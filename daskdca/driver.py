@@ -41,7 +41,7 @@ from daskdca.partitions import (
     xt_alpha_part,
 )
 from daskdca.problem import column_nnz, gap_met, objectives, relative_gap
-from daskdca.user_warnings import warn_at_caller
+from daskdca.user_warnings import warn_not_converged
 
 __all__ = ["FitResult", "FitState", "HistoryRecord", "InProcess", "fit_in_process", "one_blas_thread", "run_rounds",
            "setup_plan", "sum_arrays"]
@@ -401,9 +401,7 @@ def _run_rounds(executor, plan, *, tol, max_rounds, max_epochs, callback, verbos
                     # any true value stops (a NumPy bool such as ``record.gap <= x`` too); None goes on
                     stop = callback is not None and bool(callback(record, FitState(executor, plan, G, Ls, r, epochs)))
                     if getattr(rep, "stop", ""):  # the method's own reason to end the fit (RoundReport.stop)
-                        from sklearn.exceptions import ConvergenceWarning  # here: a worker imports this module
-
-                        warn_at_caller(rep.stop, ConvergenceWarning)
+                        warn_not_converged(rep.stop)
                         stop = True
                     if stop or gap_met(record.primal, record.dual, tol):
                         if getattr(rep, "certified", False):  # the report certifies (G, Ls) itself (RoundReport.certified)

@@ -17,7 +17,7 @@ import os
 import sys
 import warnings
 
-__all__ = ["warn_at_caller"]
+__all__ = ["warn_at_caller", "warn_not_converged"]
 
 
 @functools.cache
@@ -53,3 +53,18 @@ def warn_at_caller(message, category):
         level += 1
     # stacklevel=2 names this function's caller (level 1)
     warnings.warn(message, category, stacklevel=level + 1)
+
+
+def warn_not_converged(message):
+    """:func:`warn_at_caller` with scikit-learn's ``ConvergenceWarning``, the class its estimators warn with
+    where a fit stops short of its ``tol`` (imported here, on the first such warning, so that ``daskdca.fit`` and
+    a Dask worker import no scikit-learn).
+
+    Parameters
+    ----------
+    message : str
+        The warning's text.
+    """
+    from sklearn.exceptions import ConvergenceWarning
+
+    warn_at_caller(message, ConvergenceWarning)
