@@ -3,8 +3,8 @@
 For each (data set, lam, loss) LIBLINEAR runs once at tol 1e-12 with
 ``C = 1/(lam n)`` and no intercept.  A daskdca fit must then
 
-* certify itself: the gap recomputed here from ``dual_coef_`` alone is
-  ``>= 0`` and ``<= tol |P|``;
+* certify itself: the gap ``P(coef_) - D(dual_coef_)`` recomputed here
+  (``D`` from ``dual_coef_`` alone) is ``>= 0`` and ``<= tol |P|``;
 * be no worse than LIBLINEAR: ``P(coef_) - P_LL <= max(1e-6 P_LL, gap)``;
 * agree with it: ``|P(coef_) - P_LL| <= 1e-6 P_LL`` whenever LIBLINEAR itself
   converged, which the certificate decides (``P_LL - D(dual_coef_)`` is an
@@ -74,10 +74,15 @@ def _check(name, lam, loss, solver, tol, max_rounds, **fit_args):
     m = daskdca.fit(X, y, loss=loss, lam=lam, solver=solver, tol=tol, max_rounds=max_rounds, **fit_args)
     assert m.converged_
     ys = np.where(y == m.classes_[1], 1.0, -1.0)
-    dual, w = ref.dual_objective(X, ys, m.dual_coef_, lam, loss)
+    # the certificate: P(coef_) - D(dual_coef_), D with w(alpha) rebuilt here; coef_ is w(alpha) itself for the
+    # plans whose primal point is the dual's (primal_from_dual), Catalyst's iterate for CoCoA+ inside Catalyst
+    dual, w_alpha = ref.dual_objective(X, ys, m.dual_coef_, lam, loss)
+    w = m.coef_.ravel()
+    if m.plan_.primal_from_dual:
+        np.testing.assert_allclose(w, w_alpha, rtol=1e-12, atol=1e-14)
     primal = primal_objective(X, ys, w, lam, loss)
     assert 0.0 <= primal - dual <= tol * abs(primal)
-    assert primal == pytest.approx(m.primal_, rel=1e-12)
+    assert primal == pytest.approx(m.primal_, rel=1e-12) and dual == pytest.approx(m.dual_, rel=1e-12)
     # no worse than LIBLINEAR beyond what our own certificate allows
     assert primal - p_ll <= max(1e-6 * p_ll, primal - dual)
     assert dual <= p_ll * (1 + 1e-12)

@@ -418,8 +418,10 @@ def test_weighted_and_mini_batch_in_process_equal_the_cluster(heart, tmp_path, i
                 warnings.simplefilter("ignore", ConvergenceWarning)
                 local = daskdca.fit(X, y, loss="logistic", lam=1e-2, solver=method, tol=0.0, n_partitions=3,
                                     max_rounds=40, random_state=7)
+                # n_partitions: a store fit on a cluster otherwise takes one partition per worker (2 here)
                 remote = daskdca.fit(store, None, loss="logistic", lam=1e-2, solver=method, tol=0.0, max_rounds=40,
-                                     random_state=7, client=client, in_memory=in_memory)
+                                     random_state=7, client=client, in_memory=in_memory, n_partitions=3)
+            assert remote.plan_.n_partitions == local.plan_.n_partitions == 3
             np.testing.assert_array_equal(remote.dual_coef_, local.dual_coef_[order])
             np.testing.assert_array_equal(remote.coef_, local.coef_)
             assert [r.round for r in remote.history_] == [r.round for r in local.history_]
