@@ -35,7 +35,8 @@ _SOURCES = {
     "RegularizationPath": "daskdca.regpath", "path": "daskdca.regpath",
     **{name: "daskdca.estimators" for name in ("SDCAClassifier", "SDCAClassifierCV", "SDCARegressor")},
     # the cluster errors live in daskdca.engine, the one package that imports Dask
-    **{name: "daskdca.engine" for name in ("ClusterLostError", "NoWorkersError", "SchedulerLostError")},
+    **{name: "daskdca.engine" for name in ("ClusterLostError", "NoWorkersError", "SchedulerLostError",
+                                           "WorkersLostError")},
 }
 #: public submodules, imported on first use as the names are
 _SUBMODULES = ("datasets", "plot")
@@ -45,7 +46,7 @@ if TYPE_CHECKING:  # what static tools and IDEs read: the same names, imported a
     from daskdca.advice import Advice, advise
     from daskdca.api import LinearModel, fit
     from daskdca.driver import FitState, HistoryRecord
-    from daskdca.engine import ClusterLostError, NoWorkersError, SchedulerLostError
+    from daskdca.engine import ClusterLostError, NoWorkersError, SchedulerLostError, WorkersLostError
     from daskdca.estimators import SDCAClassifier, SDCAClassifierCV, SDCARegressor
     from daskdca.losses import (EpsilonInsensitive, Hinge, Huber, Logistic, Loss, SmoothedHinge, Squared,
                                 SquaredEpsilonInsensitive, SquaredHinge)
@@ -100,6 +101,7 @@ __all__ = [
     "SDCAClassifierCV",
     "SDCARegressor",
     "SchedulerLostError",
+    "WorkersLostError",
     "FitState",
     "REGISTRY",
     "RegularizationPath",

@@ -72,6 +72,7 @@ import math
 from typing import NamedTuple
 
 from daskdca.methods import REGISTRY
+from daskdca.methods.cocoa import WINDOW_BLOCKS
 from daskdca.methods.l1 import L1SDCA
 from daskdca.methods.multinomial_newton import NEWTON_MAX_VARIABLES
 from daskdca.methods.newton import NEWTON_LOSSES  # the losses the Newton method takes
@@ -303,6 +304,31 @@ def _rounds_solver(newton):
     if newton:
         return "newton", "primal Newton rounds (few features: a handful of rounds)"
     return "cocoa+", "CoCoA+ rounds"
+
+
+#: Out of core on a cluster, the blocks a partition's sweep holds at once (its sliding window,
+#: :data:`~daskdca.methods.cocoa.WINDOW_BLOCKS` by default, and the block read ahead) take at most this share of
+#: the smallest worker's memory limit, each at :data:`WINDOW_BLOCK_COPIES` times its in-memory size.  Measured: a
+#: 2-worker cluster of 700 MiB workers, out of core on a store of 16 blocks of 35,000 rows (4.1 M stored values,
+#: 49 MB a block in memory): 387 MiB a worker at its peak holding 1 block, 557 MiB holding 3, and with the default
+#: 8 every worker went over its limit and was killed by its nanny (benchmarks/RESULTS.md, "Out of core: the
+#: window within a worker's memory").
+WINDOW_MEMORY_SHARE = 0.5
+
+#: A held block's bytes over its in-memory size (:func:`data_bytes`): the block as read and the copy of its rows
+#: gathered into the window's segments (85 MiB a block of 49 MB in the measurement above).
+WINDOW_BLOCK_COPIES = 2
+
+
+def window_for_memory(block_bytes, workers, default=WINDOW_BLOCKS):
+    """The most store blocks (at most ``default``, at least 1) an out-of-core sweep may hold in the smallest
+    worker's memory limit: ``WINDOW_MEMORY_SHARE`` of it over ``WINDOW_BLOCK_COPIES`` times the largest block's
+    in-memory size ``block_bytes``, less the block read ahead.  ``default`` when a worker has no limit."""
+    limits = [int(m or 0) for m in workers.memory_limits]
+    if not limits or not all(limits):
+        return default
+    fits = math.floor(WINDOW_MEMORY_SHARE * min(limits) / (WINDOW_BLOCK_COPIES * max(1, int(block_bytes)))) - 1
+    return max(1, min(int(default), fits))
 
 
 def fits_one_worker(size, workers):

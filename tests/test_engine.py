@@ -469,6 +469,10 @@ def test_out_of_core_with_workers_smaller_than_the_store(tmp_path):
             m = daskdca.fit(store, loss="logistic", lam=1e-3, solver="cocoa+", n_partitions=2, tol=1e-6, client=c)
         assert set(c.scheduler_info()["workers"]) == workers_before  # no worker was killed and restarted
     assert m.converged_
+    # the default window (8 blocks of 49 MB here, each held twice) would not fit a 700 MiB worker: bounded
+    from daskdca.methods.cocoa import WINDOW_BLOCKS
+
+    assert 1 <= m.plan_.settings.window_blocks < WINDOW_BLOCKS
     assert sampler.to_pandas()["fit"].max() < 2 * limit
     X, y = store.read_all()
     ref = daskdca.fit(X, y, loss="logistic", lam=1e-3, tol=1e-9)

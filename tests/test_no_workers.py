@@ -1,5 +1,6 @@
-"""A cluster fit never hangs: a cluster left without workers, or a lost scheduler, ends it with an error that
-names what happened, what was saved and the fix; workers that come back change nothing.
+"""A cluster fit never hangs: a cluster left without workers, a lost scheduler, or a worker that dies every time it
+runs the same round ends it with an error that names what happened, what was saved and the fix; workers that come
+back change nothing.
 
 Each test starts its own one-worker cluster: the faults here take every worker (or the scheduler) away.
 """
@@ -149,6 +150,35 @@ def test_a_nanny_restart_of_the_only_worker_changes_nothing(cluster):
     assert next(iter(client.run(os.getpid).values())) != victim  # a new worker process did the rest
     np.testing.assert_array_equal(disturbed.dual_coef_, undisturbed.dual_coef_)
     np.testing.assert_array_equal(disturbed.coef_, undisturbed.coef_)
+
+
+@pytest.mark.timeout(120)
+def test_a_worker_that_dies_at_every_try_of_a_round_ends_the_fit(cluster, monkeypatch):
+    """The worker running round 3 dies (SIGKILL) every time that round runs, as one its nanny kills for memory
+    would: after Dask's distributed.scheduler.allowed-failures losses in a row the fit raises WorkersLostError,
+    naming the losses, the setting and the likely cause, instead of restarting the round for ever."""
+    from daskdca.engine import resident
+
+    cluster, client = cluster
+    real_round = resident.ResidentExecutor._round
+    kills = []
+
+    def dying_round(self, G, r, keep):
+        if r == 3:
+            address = self.addresses[0]
+            pid = client.run(os.getpid, workers=[address])[address]
+            kills.append(address)
+            os.kill(pid, signal.SIGKILL)
+        return real_round(self, G, r, keep)
+
+    monkeypatch.setattr(resident.ResidentExecutor, "_round", dying_round)
+    with dask.config.set({KEY: "60s", "distributed.scheduler.allowed-failures": 2}), \
+            pytest.raises(daskdca.WorkersLostError) as info:
+        _fit(client)
+    assert len(kills) == 3 and len(info.value.lost) == 3  # two restarts allowed, the third loss ends it
+    text = str(info.value)
+    assert "allowed-failures = 2" in text and "memory limit" in text and "Nothing was saved" in text
+    assert isinstance(info.value, engine.ClusterLostError) and info.value.checkpoint_round is None
 
 
 @pytest.mark.timeout(60)

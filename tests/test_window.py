@@ -168,3 +168,79 @@ def test_window_needs_about_the_passes_of_the_whole_sweep(a9a):
     blocks = rounds([_Blocks(part, starts)], SDCA(window_blocks=1))
     assert windowed <= 1.5 * whole + 1
     assert blocks > windowed
+
+
+def test_the_window_fits_the_smallest_workers_memory():
+    """routes.window_for_memory: half the smallest limit over twice a block's bytes, less the block read ahead;
+    at least 1, at most the default; the default where a worker has no limit."""
+    from daskdca.routes import WINDOW_BLOCK_COPIES, WINDOW_MEMORY_SHARE, Workers, window_for_memory
+
+    mib = 2**20
+    block = 50 * mib
+    workers = Workers(nthreads=(1, 1), memory_limits=(700 * mib, 12 * 1024 * mib))
+    expected = int(WINDOW_MEMORY_SHARE * 700 * mib // (WINDOW_BLOCK_COPIES * block)) - 1
+    assert window_for_memory(block, workers) == expected == 2
+    assert window_for_memory(block, Workers((1,), (12 * 1024 * mib,))) == WINDOW_BLOCKS
+    assert window_for_memory(block, Workers((1,), (150 * mib,))) == 1  # never below one block
+    assert window_for_memory(block, Workers((1, 1), (0, 700 * mib))) == WINDOW_BLOCKS  # a worker without a limit
+    assert window_for_memory(block, Workers((), ())) == WINDOW_BLOCKS
+
+
+def test_a_bounded_window_keeps_what_the_user_gave():
+    from daskdca.methods import MinibatchSDCA, with_window_at_most
+    from daskdca.methods.multiclass import OneVsRestMethod
+
+    assert with_window_at_most(CoCoAPlus(), 2) == CoCoAPlus(window_blocks=2)
+    assert with_window_at_most(SDCA(), 3) == SDCA(window_blocks=3)
+    user = CoCoAPlus(window_blocks=8)
+    assert with_window_at_most(user, 2) is user
+    small = CoCoAPlus()
+    assert with_window_at_most(small, WINDOW_BLOCKS) is small  # the default fits: unchanged
+    threaded = CoCoAPlus(threads=2)  # its window is 1 block already
+    assert with_window_at_most(threaded, 1) is threaded
+    assert with_window_at_most(MinibatchSDCA(), 1) == MinibatchSDCA()
+    ovr = with_window_at_most(OneVsRestMethod(SDCA(), 3, tol=1e-4), 2)
+    assert ovr.method == SDCA(window_blocks=2) and ovr.n_classes == 3 and ovr.tol == 1e-4
+
+
+def test_a_cluster_fit_out_of_core_bounds_its_window_and_a_resume_keeps_it(tmp_path, monkeypatch):
+    """The window the workers' memory allows is fixed at the start (the plan's settings say it); a fit resumed
+    after the driver died keeps the window its checkpoint recorded, whatever the workers allow now, and ends
+    with the undisturbed bits."""
+    distributed = pytest.importorskip("distributed")
+    import daskdca
+    import daskdca.engine as engine
+    from conftest import DriverDied, driver_dies_at
+    from daskdca.store import write_store
+
+    X, y = load_dataset("a9a")
+    X, y = X[:6000], y[:6000]
+    store = write_store(tmp_path / "a.zarr", X, y, block_rows=500, seed=1)  # 12 blocks, 6 a partition
+    bounded = []
+
+    def allow(blocks):
+        def window_for_memory(block_bytes, workers):
+            bounded.append(blocks)
+            return blocks
+        return window_for_memory
+
+    kwargs = dict(loss="logistic", lam=1e-4, solver="cocoa+", n_partitions=2, in_memory=False, tol=0.0,
+                  max_rounds=8, random_state=3, checkpoint_every=2)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  silence_logs=40) as cluster, distributed.Client(cluster) as client, \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        monkeypatch.setattr(engine, "window_for_memory", allow(3))
+        undisturbed = daskdca.fit(store, client=client, checkpoint=tmp_path / "a", **kwargs)
+        assert undisturbed.plan_.settings.window_blocks == 3 and bounded == [3]
+        with pytest.raises(DriverDied):
+            daskdca.fit(store, client=client, checkpoint=tmp_path / "b", callback=driver_dies_at(5), **kwargs)
+        monkeypatch.setattr(engine, "window_for_memory", allow(5))
+        resumed = daskdca.fit(store, client=client, checkpoint=tmp_path / "b", resume=True, **kwargs)
+        assert bounded == [3, 3]  # the resume read its window from the checkpoint
+        other = daskdca.fit(store, client=client, **kwargs)
+    assert resumed.plan_.settings.window_blocks == 3
+    np.testing.assert_array_equal(resumed.coef_, undisturbed.coef_)
+    np.testing.assert_array_equal(resumed.dual_coef_, undisturbed.dual_coef_)
+    # a fresh fit on workers that allow more blocks holds more, with other bits
+    assert other.plan_.settings.window_blocks == 5 and not np.array_equal(other.coef_, undisturbed.coef_)

@@ -67,6 +67,7 @@ import uuid
 from functools import partial
 
 import dask
+import numpy as np
 
 from daskdca.driver import run_rounds, setup_plan
 
@@ -99,20 +100,23 @@ from daskdca.engine.errors import (
     ClusterLostError,
     NoWorkersError,
     SchedulerLostError,
+    WorkersLostError,
     configured_no_workers_timeout,
 )
 from daskdca.engine.executor import DaskExecutor
 from daskdca.engine.one_worker import fit_on_one_worker
 from daskdca.engine.resident import ROUNDS_KEY, ResidentExecutor, configured_rounds
 from daskdca.engine.tasks import _delayed, _held, _pinned, _Placement
+from daskdca.methods import with_window_at_most
 from daskdca.methods.base import DataInfo
 from daskdca.partitions import OneVsRestPartition, StorePartition, store_partition_ranges
-from daskdca.routes import Workers, data_bytes, held_in_memory
+from daskdca.routes import Workers, data_bytes, held_in_memory, window_for_memory
 
 logger = logging.getLogger("daskdca")
 
-__all__ = ["ROUNDS_KEY", "ClusterLostError", "DaskExecutor", "NoWorkersError", "ResidentExecutor", "SchedulerLostError", "cluster_client",
-           "configured_no_workers_timeout", "default_partitions", "fit_on_cluster", "fit_on_one_worker",
+__all__ = ["ROUNDS_KEY", "ClusterLostError", "DaskExecutor", "NoWorkersError", "ResidentExecutor", "SchedulerLostError",
+           "WorkersLostError", "cluster_client",
+           "bounded_window", "configured_no_workers_timeout", "default_partitions", "fit_on_cluster", "fit_on_one_worker",
            "fit_partitions_on_cluster", "recorded_threads",
            "local_client", "worker_resources"]
 
@@ -183,6 +187,56 @@ def default_partitions(store, n_workers, resumed_checkpoint=None):
         if isinstance(recorded, int) and 1 <= recorded <= store.n_blocks:
             return recorded
     return max(1, min(int(n_workers), store.n_blocks))
+
+
+def _largest_block_bytes(store):
+    """The in-memory size (:func:`~daskdca.routes.data_bytes`) of the store's largest block."""
+    value, index = store.group["data"].dtype.itemsize, store.group["indices"].dtype.itemsize
+    rows, nnz = np.diff(store.block_row_offsets), np.diff(store.block_nnz_offsets)
+    return max((data_bytes(r, z, value, index) for r, z in zip(rows, nnz)), default=0)
+
+
+def bounded_window(method, store, client, resumed_checkpoint=None):
+    """``method`` with its out-of-core sweep holding no more blocks than the smallest worker's memory allows.
+
+    A sweep's sliding window of blocks (``CoCoAPlus(window_blocks=None)``:
+    :data:`~daskdca.methods.cocoa.WINDOW_BLOCKS`) is bounded by
+    :func:`~daskdca.routes.window_for_memory` from the store's largest block
+    and the workers' memory limits, fixed at the start of the fit: the
+    bounded settings are the fit's (its checkpoint records them), and a
+    resumed fit takes the window its checkpoint recorded, so the bits do not
+    depend on the workers it resumes on.  A ``window_blocks`` the user gave
+    is kept.
+
+    Parameters
+    ----------
+    method : method object
+        The fit's settings.
+    store : CSRStore
+        The store, read out of core.
+    client : distributed.Client
+        The cluster.
+    resumed_checkpoint : str, os.PathLike or None, default=None
+        The checkpoint a resumed fit continues, or None.
+
+    Returns
+    -------
+    method object
+        ``method`` itself, or a copy with ``window_blocks`` set
+        (:func:`~daskdca.methods.with_window_at_most`).
+    """
+    if resumed_checkpoint is not None:
+        meta = _checkpoint_meta(os.fspath(resumed_checkpoint))
+        solver = (meta or {}).get("signature", {}).get("solver")
+        if isinstance(solver, str):
+            found = re.search(r"\bwindow_blocks=(\d+)", solver)
+            return with_window_at_most(method, int(found.group(1))) if found else method
+    block_bytes = _largest_block_bytes(store)
+    bounded = with_window_at_most(method, window_for_memory(block_bytes, Workers(*worker_resources(client))))
+    if bounded is not method:
+        logger.info("daskdca: out of core, each sweep holds fewer blocks (%s) within the workers' memory limits "
+                    "(the largest block takes %.0f MiB in memory)", bounded, block_bytes / 2**20)
+    return bounded
 
 
 def fit_on_cluster(store, *, client, method, loss, lam, positive_label, tol, max_rounds, random_state, n_partitions,
@@ -287,6 +341,8 @@ def fit_on_cluster(store, *, client, method, loss, lam, positive_label, tol, max
         raw = data_bytes(store.n, store.nnz, store.group["data"].dtype.itemsize,
                          store.group["indices"].dtype.itemsize)
         in_memory = held_in_memory(raw, Workers(*worker_resources(client)))
+    if not in_memory:
+        method = bounded_window(method, store, client, checkpoint if resume else None)
     offsets = store.block_row_offsets
     sizes = tuple(int(offsets[b] - offsets[a]) for a, b in ranges)
     column_nnz = store.column_nnz  # checksummed

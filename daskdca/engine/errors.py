@@ -1,10 +1,12 @@
 """The errors a cluster fit raises when its cluster goes away, and how long it waits for a worker.
 
-:class:`ClusterLostError` and its two cases, :class:`NoWorkersError` (no
+:class:`ClusterLostError` and its three cases, :class:`NoWorkersError` (no
 worker for ``daskdca.no-workers-timeout``) and :class:`SchedulerLostError`
 (the client lost its scheduler), which :meth:`daskdca.engine.executor.DaskExecutor.gather`
-raises, and :func:`configured_no_workers_timeout`, which reads that Dask
-config key; ``daskdca`` re-exports the errors lazily.
+raises, and :class:`WorkersLostError` (a worker lost more times in a row than
+Dask allows a task), which the resident rounds raise; and
+:func:`configured_no_workers_timeout`, which reads that Dask config key;
+``daskdca`` re-exports the errors lazily.
 """
 
 from __future__ import annotations
@@ -12,8 +14,8 @@ from __future__ import annotations
 import dask
 import numpy as np
 
-__all__ = ["ClusterLostError", "NoWorkersError", "SchedulerLostError", "configured_no_workers_timeout",
-           "DEFAULT_NO_WORKERS_TIMEOUT", "NO_WORKERS_TIMEOUT_KEY"]
+__all__ = ["ClusterLostError", "NoWorkersError", "SchedulerLostError", "WorkersLostError",
+           "configured_no_workers_timeout", "DEFAULT_NO_WORKERS_TIMEOUT", "NO_WORKERS_TIMEOUT_KEY"]
 
 # How long a fit waits for a worker when the cluster has none (Dask config key, a timedelta such as
 # "10 minutes" or 600, None: forever).  Long enough for a nanny restart or a replaced jobqueue job.
@@ -100,6 +102,37 @@ class SchedulerLostError(ClusterLostError):
     scheduler_address, checkpoint, checkpoint_round
         As :class:`ClusterLostError`.
     """
+
+
+class WorkersLostError(ClusterLostError):
+    """The fit lost a worker more times in a row than Dask's ``distributed.scheduler.allowed-failures``.
+
+    Raised where the resident rounds (the default) would otherwise replace a
+    worker that dies every time it runs the same step, for ever: the case
+    of Dask's ``KilledWorker`` for a task.
+
+    Parameters
+    ----------
+    message : str
+        The error's text: what happened and the fix.
+    lost : tuple of str
+        Kept as the attribute of the same name.
+    **kwargs
+        ``scheduler_address``, ``checkpoint`` and ``checkpoint_round``, as
+        :class:`ClusterLostError` takes them.
+
+    Attributes
+    ----------
+    lost : tuple of str
+        What each loss was, in order (the worker's address and how the call
+        found it gone).
+    scheduler_address, checkpoint, checkpoint_round
+        As :class:`ClusterLostError`.
+    """
+
+    def __init__(self, message, *, lost, **kwargs):
+        super().__init__(message, **kwargs)
+        self.lost = tuple(lost)
 
 
 def configured_no_workers_timeout():

@@ -62,6 +62,7 @@ from daskdca.engine.checkpoint import (
     _resumable_meta,
     _save_state,
 )
+from daskdca.engine.errors import WorkersLostError
 from daskdca.engine.executor import DaskExecutor
 from daskdca.methods.base import Ctx, Ops, add_contributions, thread_budget, tree_nodes, tree_reduce, tree_reduce_within
 from daskdca.partitions import (
@@ -339,6 +340,7 @@ class ResidentExecutor(DaskExecutor):
         self.live = {}        # version -> global state of that version, for the versions the driver may hold
         self.pending = None   # ("combine", phase, total, ctx) that made self.last_global from the actors' state
         self.last_global = None
+        self.losses = []      # the workers lost since a call was last answered (_count_loss)
         self._place()
 
     # -- placement and the actors' lives
@@ -461,11 +463,15 @@ class ResidentExecutor(DaskExecutor):
         """``action()``, after restarting the actors from the last copy whenever a worker was lost."""
         while True:
             try:
-                return action()
+                answer = action()
             except _WorkerLost as lost:
+                self._count_loss(lost, what)
                 logger.info("daskdca: %s; the partitions restart on the workers alive from the copy of round %d",
                             lost, self.copy[0])
                 self._restore(what)
+            else:
+                self.losses = []
+                return answer
 
     def _restore(self, what):
         """New actors on the workers alive, given the copied states, then the rounds since the copy replayed
@@ -479,7 +485,40 @@ class ResidentExecutor(DaskExecutor):
                     G, _ = self._round(G, r, {v for v in self.live if v <= r})
                 return
             except _WorkerLost as lost:
+                self._count_loss(lost, what)
                 logger.info("daskdca: %s while restarting; trying again", lost)
+
+    def _count_loss(self, lost, what):
+        """Count a lost worker; raise :class:`WorkersLostError` when more than Dask's
+        ``distributed.scheduler.allowed-failures`` were lost in a row, with no call answered between them.
+
+        A worker that dies every time it runs the same step (its nanny kills it
+        for memory, most often) would otherwise be replaced and killed again
+        for ever; Dask gives a task the same number of tries before it raises
+        ``KilledWorker`` (https://distributed.dask.org/en/stable/killed.html).
+        """
+        self.losses.append(str(lost))
+        allowed = int(dask.config.get("distributed.scheduler.allowed-failures", 3))
+        if len(self.losses) <= allowed:
+            return
+        ckpt_round, saved = self._saved()
+        try:
+            workers = self.client.scheduler_info(n_workers=-1).get("workers", {})
+            limits = sorted({int(w.get("memory_limit") or 0) for w in workers.values()})
+        except Exception:  # the scheduler cannot be asked now: the message goes without the limits
+            limits = []
+        memory = (f" The workers' memory limits now: {', '.join(f'{m / 2**20:.0f} MiB' for m in limits)}."
+                  if limits and all(limits) else "")
+        raise WorkersLostError(
+            f"the fit lost a worker {len(self.losses)} times in a row while it waited on {what}, more than Dask's "
+            f"distributed.scheduler.allowed-failures = {allowed} ({'; '.join(self.losses)}). A worker that dies "
+            f"every time it runs the same step is most often killed by its nanny for going over its memory "
+            f"limit (https://distributed.dask.org/en/stable/killed.html; the workers' logs say).{memory} {saved} "
+            "Fix: give the workers more memory (LocalCluster(memory_limit=...), the jobqueue job's memory), or "
+            "more workers; out of core, a sweep holding fewer blocks at once (CoCoAPlus(window_blocks=1)) or a "
+            "store written in smaller blocks (daskdca.rewrite_store(..., block_rows=...)).",
+            lost=tuple(self.losses), scheduler_address=self.scheduler_address, checkpoint=self.checkpoint,
+            checkpoint_round=ckpt_round)
 
     def ctx(self, r, k):
         return Ctx(self.seed, r, k, len(self.parts))

@@ -11,6 +11,8 @@ The drivers, the API's error messages and the contract tests
 
 from __future__ import annotations
 
+import dataclasses
+
 from daskdca.methods.base import Capabilities, Ctx, DataInfo, RoundReport
 from daskdca.methods.cocoa import SDCA, CoCoAPlus
 from daskdca.methods.crammer_singer import CrammerSingerSVM
@@ -19,6 +21,7 @@ from daskdca.methods.l1 import L1SDCA
 from daskdca.methods.minibatch import MinibatchSDCA
 from daskdca.methods.multinomial import MultinomialSDCA
 from daskdca.methods.multinomial_lbfgs import MultinomialLBFGS
+from daskdca.methods.multiclass import OneVsRestMethod
 from daskdca.methods.multinomial_newton import MultinomialNewton
 from daskdca.methods.newton import Newton
 from daskdca.methods.pegasos import MinibatchPegasos
@@ -50,6 +53,7 @@ __all__ = [
     "capability_table",
     "check_supported",
     "takes_l1_ratio",
+    "with_window_at_most",
 ]
 
 #: Name -> settings class, for every method a user can ask for by name.
@@ -74,6 +78,36 @@ VARIANTS = {
     "minibatch_sdca(elastic net)": lambda: MinibatchSDCA(l1_ratio=0.5),
     "l1_sdca": L1SDCA,
 }
+
+
+def with_window_at_most(method, blocks):
+    """``method`` with its out-of-core sweep holding at most ``blocks`` store blocks at once.
+
+    Where the settings leave ``window_blocks`` to its default (None) and that
+    default holds more than ``blocks`` (``CoCoAPlus(window_blocks=None)``:
+    :data:`~daskdca.methods.cocoa.WINDOW_BLOCKS`), the same settings with
+    ``window_blocks=blocks``; a one-vs-rest method's own method likewise; any
+    other method, and a ``window_blocks`` the user gave, as they are.
+
+    Parameters
+    ----------
+    method : method object
+        The fit's settings.
+    blocks : int
+        The most blocks, at least 1.
+
+    Returns
+    -------
+    method object
+        ``method`` itself, or the bounded copy.
+    """
+    if isinstance(method, OneVsRestMethod):
+        inner = with_window_at_most(method.method, blocks)
+        return method if inner is method else dataclasses.replace(method, method=inner)
+    if ("window_blocks" in {f.name for f in dataclasses.fields(method)} and method.window_blocks is None
+            and method.resolved_window_blocks > blocks):
+        return dataclasses.replace(method, window_blocks=int(blocks))
+    return method
 
 
 def capability_table():

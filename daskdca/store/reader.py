@@ -61,6 +61,8 @@ class CSRStore:
         Row blocks (the partitions of the Dask engine).
     block_row_offsets : ndarray of int64
         Block ``k`` holds rows ``[offsets[k], offsets[k+1])``.
+    block_nnz_offsets : ndarray of int64
+        Block ``k`` holds stored values ``[offsets[k], offsets[k+1])``.
     attrs : dict
         The ``daskdca`` attribute block.
     """
@@ -115,6 +117,11 @@ class CSRStore:
     @property
     def block_row_offsets(self):
         return np.asarray(self._meta.block_row_offsets, dtype=np.int64)
+
+    @property
+    def block_nnz_offsets(self):
+        """Block ``k`` holds stored values ``[offsets[k], offsets[k+1])`` (checked when the store was opened)."""
+        return np.asarray(self._meta.block_nnz_offsets, dtype=np.int64)
 
     @property
     def weighted(self):
