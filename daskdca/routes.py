@@ -83,7 +83,8 @@ __all__ = ["CATALYST_LAM_N", "MULTINOMIAL_NEWTON_MAX_WORK", "NEWTON_LAM_N", "NEW
            "THREADED_SWEEP_INNER_ROUNDS", "THREADED_SWEEP_MAX_OVERLAP", "THREADED_SWEEP_MAX_THREADS",
            "THREADED_SWEEP_MIN_NNZ", "Workers",
            "choose_multinomial_route", "choose_route", "data_bytes", "explicit_route", "fits_one_worker",
-           "held_in_memory", "provisional_method", "round_passes", "route_method", "with_threads"]
+           "held_in_memory", "provisional_method", "round_passes", "route_method", "window_for_memory",
+           "with_threads", "WINDOW_BLOCK_COPIES", "WINDOW_MEMORY_SHARE"]
 
 #: Serial SDCA runs inside Catalyst when ``lam n`` (``1/C`` in LIBLINEAR's terms) is below this.  Measured
 #: (benchmarks/RESULTS.md, "Catalyst around serial SDCA"): at lam n = 0.03-0.05 (lam 1e-6 on a9a, w8a,
@@ -310,9 +311,9 @@ def _rounds_solver(newton):
 #: :data:`~daskdca.methods.cocoa.WINDOW_BLOCKS` by default, and the block read ahead) take at most this share of
 #: the smallest worker's memory limit, each at :data:`WINDOW_BLOCK_COPIES` times its in-memory size.  Measured: a
 #: 2-worker cluster of 700 MiB workers, out of core on a store of 16 blocks of 35,000 rows (4.1 M stored values,
-#: 49 MB a block in memory): 387 MiB a worker at its peak holding 1 block, 557 MiB holding 3, and with the default
-#: 8 every worker went over its limit and was killed by its nanny (benchmarks/RESULTS.md, "Out of core: the
-#: window within a worker's memory").
+#: 49 MB a block in memory): 389 MiB a worker at its peak holding 1 block, 541 MiB holding 2 (this rule's
+#: choice), 585 MiB holding 3, and with 8 every worker went over its limit and was killed by its nanny
+#: (benchmarks/RESULTS.md, "Out of core: the window within a worker's memory").
 WINDOW_MEMORY_SHARE = 0.5
 
 #: A held block's bytes over its in-memory size (:func:`data_bytes`): the block as read and the copy of its rows
