@@ -498,7 +498,8 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
     in_memory : bool or None, default=None
         Cluster only: keep partitions in worker memory (True) or re-read each
         block from the store every round (False, out of core).  None keeps
-        them when they take under half of the workers' memory limits.
+        them when each worker's share takes at most a quarter of its memory
+        limit (loading holds about twice the share).
     checkpoint : str or None, default=None
         Cluster only: directory (or URL) for the zarr checkpoint of the
         method's states, written every ``checkpoint_every`` rounds and at the

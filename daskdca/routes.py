@@ -266,9 +266,15 @@ def _split_sweep(options, why, *, threads, n, nnz, overlap, partitions=1):
 
 def held_in_memory(size, workers):
     """Whether a cluster fit keeps its partitions in the workers' memory (``in_memory=None``): when the data's
-    ``size`` bytes take under half of the workers' memory limits together, or a worker has none."""
+    ``size`` bytes, shared over the workers, take at most :data:`ONE_WORKER_MEMORY_FRACTION` of the smallest
+    worker's memory limit each (loading a partition holds its blocks and their joined copy at once, as the
+    one-worker route's load does), or a worker has none.  Measured: a store of 805 MB in memory on two workers
+    of 900 MiB each (0.43 of a limit each) killed them while they loaded it, and at 1 GiB (0.37) a worker
+    peaked at 91% of its limit (benchmarks/RESULTS.md, "Out of core: the window within a worker's memory")."""
     limits = [int(m or 0) for m in workers.memory_limits]
-    return not all(limits) or size < 0.5 * sum(limits)
+    if not limits:
+        return False
+    return not all(limits) or size <= ONE_WORKER_MEMORY_FRACTION * len(limits) * min(limits)
 
 
 def _split_rounds(solver, options, why, *, workers, threads, held, n, nnz, overlap):

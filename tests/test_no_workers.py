@@ -181,6 +181,26 @@ def test_a_worker_that_dies_at_every_try_of_a_round_ends_the_fit(cluster, monkey
     assert isinstance(info.value, engine.ClusterLostError) and info.value.checkpoint_round is None
 
 
+@pytest.mark.timeout(120)
+def test_a_worker_that_dies_loading_its_partition_ends_the_fit(cluster):
+    """A worker that dies each time its actor loads its partition (its memory limit too small for it): Dask's
+    scheduler starts the actor on allowed-failures + 1 workers, then the executor raises WorkersLostError, naming
+    Dask's KilledWorker, with the memory hint and the fix."""
+    from daskdca.engine.resident import ResidentExecutor
+
+    cluster, client = cluster
+
+    class DyingSource:  # defined here: pickled by value, so the worker needs no tests/ on its path
+        def load(self):
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    with dask.config.set({KEY: "60s"}), pytest.raises(daskdca.WorkersLostError) as info:
+        ResidentExecutor(client, [DyingSource()], None, 0, mode="load", run_id="dying", checkpoint=None,
+                         checkpoint_every=10, signature={})
+    assert len(info.value.lost) == 1 and "every worker that started an actor died" in info.value.lost[0]
+    assert "the partitions" in str(info.value) and "memory limit" in str(info.value)
+
+
 @pytest.mark.timeout(60)
 def test_the_schedulers_own_no_workers_timeout_gives_the_same_error(tmp_path):
     with dask.config.set({"distributed.scheduler.no-workers-timeout": "1s"}):

@@ -275,7 +275,7 @@ def fit_on_cluster(store, *, client, method, loss, lam, positive_label, tol, max
         :func:`default_partitions`).
     in_memory : bool or None
         Whether partitions stay in worker memory (None: when they take
-        under half of the workers' memory limits).
+        at most a quarter of each worker's memory limit: :func:`~daskdca.routes.held_in_memory`).
     checkpoint : str, os.PathLike or None
         As :func:`daskdca.fit`.
     checkpoint_every : int

@@ -49,7 +49,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import dask
 import numpy as np
-from distributed import Actor
+from distributed import Actor, KilledWorker
 
 from daskdca.driver import sum_arrays
 from daskdca.engine.checkpoint import (
@@ -341,7 +341,13 @@ class ResidentExecutor(DaskExecutor):
         self.pending = None   # ("combine", phase, total, ctx) that made self.last_global from the actors' state
         self.last_global = None
         self.losses = []      # the workers lost since a call was last answered (_count_loss)
-        self._place()
+        while True:
+            try:
+                self._place()
+                break
+            except _WorkerLost as lost:  # a worker died starting its actor (loading its partitions)
+                self._count_loss(lost, "the partitions")
+        self.losses = []
 
     # -- placement and the actors' lives
     def _workers(self):
@@ -382,7 +388,14 @@ class ResidentExecutor(DaskExecutor):
                     _Resident, [self.parts[k] for k in ks], ks[0], K, self.mode, workers.get(home, 1), actor=True,
                     pure=False, key=f"daskdca-resident-{self.run_id}-{self.generation}-g{g}", **pin))
         self.futures = futures
-        self.actors = self.gather(futures, what)
+        try:
+            self.actors = self.gather(futures, what)
+        except KilledWorker as exc:  # Dask started an actor on allowed-failures + 1 workers, and each one died
+            self._count_loss(_WorkerLost(f"every worker that started an actor died ({exc})"), what, final=True)
+        except RuntimeError as exc:  # Dask's "Worker holding Actor was lost": a worker died starting its actor
+            if "Actor was lost" not in str(exc):
+                raise
+            raise _WorkerLost(f"a worker was lost while its actor started ({exc})") from exc
         for actor, future in zip(self.actors, futures):
             # an Actor proxy binds itself to Dask's default client, which this fit's client need not be (the
             # process's embedded cluster never is): bind it to this fit's client and future
@@ -488,9 +501,10 @@ class ResidentExecutor(DaskExecutor):
                 self._count_loss(lost, what)
                 logger.info("daskdca: %s while restarting; trying again", lost)
 
-    def _count_loss(self, lost, what):
+    def _count_loss(self, lost, what, final=False):
         """Count a lost worker; raise :class:`WorkersLostError` when more than Dask's
-        ``distributed.scheduler.allowed-failures`` were lost in a row, with no call answered between them.
+        ``distributed.scheduler.allowed-failures`` were lost in a row, with no call answered between them, or at
+        once with ``final`` (Dask's scheduler gave up on an actor's start itself: ``KilledWorker``).
 
         A worker that dies every time it runs the same step (its nanny kills it
         for memory, most often) would otherwise be replaced and killed again
@@ -499,7 +513,7 @@ class ResidentExecutor(DaskExecutor):
         """
         self.losses.append(str(lost))
         allowed = int(dask.config.get("distributed.scheduler.allowed-failures", 3))
-        if len(self.losses) <= allowed:
+        if len(self.losses) <= allowed and not final:
             return
         ckpt_round, saved = self._saved()
         try:
@@ -510,8 +524,9 @@ class ResidentExecutor(DaskExecutor):
         memory = (f" The workers' memory limits now: {', '.join(f'{m / 2**20:.0f} MiB' for m in limits)}."
                   if limits and all(limits) else "")
         raise WorkersLostError(
-            f"the fit lost a worker {len(self.losses)} times in a row while it waited on {what}, more than Dask's "
-            f"distributed.scheduler.allowed-failures = {allowed} ({'; '.join(self.losses)}). A worker that dies "
+            f"the fit lost its workers while it waited on {what}, with no call answered in between: "
+            f"{'; '.join(self.losses)}. More losses in a row than Dask's distributed.scheduler.allowed-failures "
+            f"= {allowed} end a fit, as they end a task (KilledWorker). A worker that dies "
             f"every time it runs the same step is most often killed by its nanny for going over its memory "
             f"limit (https://distributed.dask.org/en/stable/killed.html; the workers' logs say).{memory} {saved} "
             "Fix: give the workers more memory (LocalCluster(memory_limit=...), the jobqueue job's memory), or "
