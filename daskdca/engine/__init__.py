@@ -115,10 +115,9 @@ from daskdca.routes import Workers, data_bytes, held_in_memory, window_for_memor
 logger = logging.getLogger("daskdca")
 
 __all__ = ["ROUNDS_KEY", "ClusterLostError", "DaskExecutor", "NoWorkersError", "ResidentExecutor", "SchedulerLostError",
-           "WorkersLostError", "cluster_client",
-           "bounded_window", "configured_no_workers_timeout", "default_partitions", "fit_on_cluster", "fit_on_one_worker",
-           "fit_partitions_on_cluster", "recorded_threads",
-           "local_client", "worker_resources"]
+           "WorkersLostError", "bounded_window", "cluster_client", "configured_no_workers_timeout",
+           "default_partitions", "fit_on_cluster", "fit_on_one_worker", "fit_partitions_on_cluster", "local_client",
+           "recorded_threads", "worker_resources"]
 
 
 def _store_fingerprint(store):
