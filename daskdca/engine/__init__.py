@@ -148,9 +148,19 @@ def recorded_threads(checkpoint):
         The recorded ``threads``, or None where the checkpoint holds no
         complete fit or its method has no such setting.
     """
+    return _recorded_setting(_recorded_solver(checkpoint), "threads")
+
+
+def _recorded_solver(checkpoint):
+    """The method's ``repr`` in a checkpoint's signature, or None where it holds no complete fit."""
     meta = _checkpoint_meta(os.fspath(checkpoint))
     solver = (meta or {}).get("signature", {}).get("solver")
-    found = re.search(r"\bthreads=(\d+)", solver) if isinstance(solver, str) else None
+    return solver if isinstance(solver, str) else None
+
+
+def _recorded_setting(solver, name):
+    """The integer setting ``name=N`` in a recorded method ``repr`` (:func:`_recorded_solver`), or None."""
+    found = re.search(rf"\b{name}=(\d+)", solver) if solver is not None else None
     return int(found.group(1)) if found else None
 
 
@@ -224,12 +234,10 @@ def bounded_window(method, store, client, resumed_checkpoint=None):
         ``method`` itself, or a copy with ``window_blocks`` set
         (:func:`~daskdca.methods.with_window_at_most`).
     """
-    if resumed_checkpoint is not None:
-        meta = _checkpoint_meta(os.fspath(resumed_checkpoint))
-        solver = (meta or {}).get("signature", {}).get("solver")
-        if isinstance(solver, str):
-            found = re.search(r"\bwindow_blocks=(\d+)", solver)
-            return with_window_at_most(method, int(found.group(1))) if found else method
+    solver = None if resumed_checkpoint is None else _recorded_solver(resumed_checkpoint)
+    if solver is not None:
+        recorded = _recorded_setting(solver, "window_blocks")
+        return method if recorded is None else with_window_at_most(method, recorded)
     block_bytes = _largest_block_bytes(store)
     bounded = with_window_at_most(method, window_for_memory(block_bytes, Workers(*worker_resources(client))))
     if bounded is not method:
