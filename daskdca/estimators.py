@@ -45,7 +45,7 @@ from daskdca.losses import EpsilonInsensitive, Huber, SquaredEpsilonInsensitive,
 from daskdca.prediction import Predictor, is_store, labels_in_memory, proba_kind, proba_refusal
 from daskdca.prediction import output as prediction_output
 from daskdca.prediction import score as prediction_score
-from daskdca.problem import check_sample_weight, with_intercept_column
+from daskdca.problem import canonical_csr, check_sample_weight, with_intercept_column
 from daskdca.regpath import _check_Cs, path
 from daskdca.routes import Route
 from daskdca.store.frames import _check_numeric_columns, _is_dask_frame, _is_pandas_frame, _refuse_missing_labels
@@ -254,19 +254,11 @@ def _seed(random_state):
 
 
 def _canonical(X):
-    """CSR with sorted, duplicate-free indices, without touching the caller's matrix.
+    """CSR with sorted, duplicate-free indices (the caller's matrix untouched), made once for every problem.
 
-    ``daskdca.fit`` sorts the indices of a CSR matrix in place; the estimators
-    hand it a canonical matrix so the user's X is never modified, and convert
-    dense X once rather than once per binary problem.
+    Dense X is converted once here rather than once per binary problem.
     """
-    if sp.issparse(X):
-        X = sp.csr_matrix(X)
-        if not X.has_canonical_format:
-            X = X.copy()
-            X.sum_duplicates()
-        return X
-    return sp.csr_matrix(X)
+    return canonical_csr(X)
 
 
 def _squared_row_nnz(X):

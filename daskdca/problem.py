@@ -23,7 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-__all__ = ["check_sample_weight", "with_intercept_column", "dual_value", "gap_met", "l1_objectives", "add_column_nnz",
+__all__ = ["canonical_csr", "check_sample_weight", "with_intercept_column", "dual_value", "gap_met", "l1_objectives", "add_column_nnz",
            "column_nnz", "feature_overlap", "max_column_nnz", "objectives", "primal_value", "relative_gap"]
 
 
@@ -129,6 +129,21 @@ def relative_gap(primal, dual):
 def gap_met(primal, dual, tol):
     """Whether ``P - D <= tol * |P|``: the stopping rule (for every problem of a one-vs-rest fit)."""
     return bool(np.all(np.asarray(primal) - dual <= tol * np.abs(primal)))
+
+
+def canonical_csr(X, dtype=None):
+    """CSR of ``X`` (converted to ``dtype`` if given) with sorted, duplicate-free indices; the caller's arrays untouched.
+
+    ``scipy.sparse.csr_matrix(X)`` of a CSR matrix shares its ``data``,
+    ``indices`` and ``indptr``, so sorting or summing duplicates in place
+    would rewrite the caller's matrix (and any other matrix built on the same
+    arrays); a matrix that is not canonical is copied first.
+    """
+    X = sp.csr_matrix(X, dtype=dtype)
+    if not X.has_canonical_format:
+        X = X.copy()
+        X.sum_duplicates()  # sorts the indices first
+    return X
 
 
 def column_nnz(X):

@@ -21,6 +21,7 @@ import scipy.sparse as sp
 from daskdca.methods import REGISTRY
 from daskdca.methods.base import process_cores
 from daskdca.partitions import OneVsRest
+from daskdca.problem import canonical_csr
 
 
 def _is_dask_array(X):
@@ -49,10 +50,7 @@ def _check_X(X):
         if X.dtype.kind not in "biuf":
             raise TypeError(f"X must hold real numbers, got a sparse matrix of dtype {X.dtype}; "
                             "for complex data pass the real part (X.real) explicitly.")
-        if X.dtype not in (np.float32, np.float64):
-            X = X.astype(np.float64)
-        X.sum_duplicates()
-        X.sort_indices()
+        X = canonical_csr(X, None if X.dtype in (np.float32, np.float64) else np.float64)
         bad = _first_nonfinite(X.data)
         if bad is not None:
             row = int(np.searchsorted(X.indptr, bad, side="right") - 1)

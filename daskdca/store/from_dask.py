@@ -12,6 +12,7 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
+from daskdca.problem import canonical_csr
 from daskdca.store.frames import (
     _check_label_column,
     _check_numeric_columns,
@@ -202,7 +203,7 @@ def _append_dask(w, X, y, label_names=None, weight=None):
         if yc.shape != (rows,):
             raise ValueError(f"chunk {k} of y has shape {yc.shape} but X's chunk {k} has {rows} rows; "
                              "they must match.")
-        chunk.sum_duplicates()
+        chunk = canonical_csr(chunk)  # a persisted chunk may be the user's own matrix
         _check_finite_block(chunk, yc, start, "")
         w.append(chunk, yc, None if weight is None else weight[start:start + rows])
         del chunk, yc  # the next chunk is computed without this one alive

@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
-from daskdca.problem import check_sample_weight, column_nnz
+from daskdca.problem import canonical_csr, check_sample_weight, column_nnz
 from daskdca.store.format import (
     DEFAULT_BLOCK_ROWS,
     INT32_LIMIT,
@@ -214,7 +214,7 @@ def write_prepared(url, data, *, block_rows, compression, float32, shuffle, seed
         _check_dtype("X", X.dtype)
         if X.ndim != 2:
             raise ValueError(f"X must be 2-D, got {X.ndim}-D.")
-        X = sp.csr_matrix(X, dtype=np.float64 if X.dtype.kind != "f" else X.dtype)
+        X = canonical_csr(X, np.float64 if X.dtype.kind != "f" else X.dtype)
     else:
         X = np.asarray(X)
         _check_dtype("X", X.dtype)
@@ -230,7 +230,7 @@ def write_prepared(url, data, *, block_rows, compression, float32, shuffle, seed
     y, label_names = encode_labels(y, X.shape[0])
     if sample_weight is not None:
         sample_weight = check_sample_weight(sample_weight, X.shape[0])
-    X.sum_duplicates()
+    X = canonical_csr(X)
     _check_finite_block(X, y, 0, "")
     if shuffle:
         perm = np.random.default_rng(seed).permutation(X.shape[0])

@@ -11,10 +11,9 @@ import os
 import uuid
 
 import numpy as np
-import scipy.sparse as sp
 import zarr
 
-from daskdca.problem import add_column_nnz, row_sqnorms
+from daskdca.problem import add_column_nnz, canonical_csr, row_sqnorms
 from daskdca.store import format as _format
 from daskdca.store.format import (
     ATTRS_CHECKSUM,
@@ -129,8 +128,7 @@ class _Writer:
             raise ValueError("row weights go with a weighted store only (internal)")
         if X.shape[0] == 0:
             return
-        X = sp.csr_matrix(X)
-        X.sort_indices()
+        X = canonical_csr(X)
         data = np.ascontiguousarray(X.data.astype(self.value_dtype, copy=False))
         if not np.all(np.isfinite(data)):
             raise ValueError("non-finite value in the data (checked by the caller first)")
