@@ -99,7 +99,8 @@ def newton_points(X, y, lam, loss, rounds, weight=None, gamma=1.0):
     A round evaluates its point; it accepts it when it needs no test (the first round, or a point a ladder
     step reached) or when its full step meets ``P(w + s) <= P(w) + c1 grad.s``, and hands on ``w + s`` from
     the Hessian there; otherwise it hands on the largest ``t`` of the rest of the ladder meeting
-    ``P(w + t s) <= P(w) + c1 t grad.s`` from the accepted ``w`` (``w`` itself when none does).
+    ``P(w + t s) <= P(w) + c1 t grad.s`` from the accepted ``w``; when none does, ``w + 2^-21 s``, tested in
+    the next round as a full step of ``2^-21 s`` (``w`` itself, accepted, when that step no longer moves ``w``).
     """
     n, d = X.shape
     point, test = np.zeros(d), False
@@ -117,11 +118,16 @@ def newton_points(X, y, lam, loss, rounds, weight=None, gamma=1.0):
             point, test = base + direction, bool(np.any(direction))
         else:
             values = ladder_sums(X, y, base, direction, loss, weight, gamma, steps=LADDER[1:])
-            point, test = base, False
+            point, test = None, False
             for t, v in zip(LADDER[1:], values):
                 trial = base + t * direction
                 if v / n + lam / 2 * trial @ trial <= base_primal + C1 * t * slope:
                     point = trial
                     break
+            if point is None:  # the backtracking goes on past the ladder's end
+                direction, slope = LADDER[-1] / 2 * direction, LADDER[-1] / 2 * slope
+                point, test = base + direction, True
+                if np.array_equal(point, base):
+                    point, test = base, False
         out.append(point.copy())
     return out

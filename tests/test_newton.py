@@ -112,6 +112,37 @@ def test_rounds_match_reference_newton_rounds(loss):
         np.testing.assert_allclose(result.w, expected[rounds - 1], rtol=1e-8, atol=1e-10)
 
 
+@pytest.mark.parametrize("gamma", [1.0, 0.5])
+def test_a_flat_generalised_hessian_backtracks_past_the_ladder(gamma, monkeypatch):
+    """The smoothed hinge at ``w = 0`` has every margin in its linear piece: its generalised Hessian is ``0``
+    and the first Newton step ``-grad P / lam`` is so long at lam 1e-7 that no step of the ladder
+    ``1 .. 2^-20`` decreases ``P``.  The backtracking goes on from ``2^-21`` (it went back to ``w = 0`` and
+    failed the same way every round, ending at the budget with ``coef_ = 0``): the rounds' points match the
+    NumPy reference's, and the fit certifies L-BFGS's optimum, also through the estimator (gamma 1, its smoothed hinge)."""
+    from daskdca.methods.newton import NewtonPlan
+
+    X, y = load_dataset("heart")
+    ys = _signed(y)
+    lam, loss = 1e-7, SmoothedHinge(gamma=gamma)
+    expected = refn.newton_points(X, ys, lam, "smoothed_hinge", 8, gamma=gamma)
+    for rounds in range(1, 9):
+        result = fit_in_process(Newton(), X, ys, loss=loss, lam=lam, n_partitions=2, random_state=0, tol=0.0,
+                                max_rounds=rounds)
+        np.testing.assert_allclose(result.w, expected[rounds - 1], rtol=1e-8, atol=1e-10)
+    shorter, calls = NewtonPlan._shorter, []
+    monkeypatch.setattr(NewtonPlan, "_shorter", lambda plan, state: calls.append(1) or shorter(plan, state))
+    model = daskdca.fit(X, y, loss=loss, lam=lam, solver="newton", tol=1e-10)
+    assert calls and model.converged_
+    primal, dual = _check_certificate(model, X, ys, lam, "smoothed_hinge", gamma)
+    _, p_ref = lbfgs(X, ys, lam, "smoothed_hinge", gamma=gamma)
+    assert abs(primal - p_ref) <= 1e-8 * p_ref
+    if gamma == 1.0:  # the estimators' smoothed hinge
+        clf = daskdca.SDCAClassifier(loss="smoothed_hinge", C=1.0 / (lam * X.shape[0]), fit_intercept=False)
+        clf.fit(X, y)
+        assert clf.route_.solver == "newton" and np.all(clf.converged_)
+        assert abs(float(np.ravel(clf.primal_)[0]) - p_ref) <= 1e-6 * p_ref
+
+
 def _check_certificate(model, X, ys, lam, loss, gamma=1.0):
     """``P(coef_) - D(dual_coef_)`` recomputed here, with ``w(alpha)`` rebuilt from the duals."""
     dual, _ = ref.dual_objective(X, ys, model.dual_coef_, lam, loss, gamma)

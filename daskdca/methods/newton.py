@@ -42,7 +42,10 @@ A round is one pass in most rounds, and at most three phases:
    largest meeting Armijo's condition as the next round's point.
 3. **line search, the rest**: only when those failed too, the same sums for
    the other seventeen (a second pass); when no step of the ladder decreases
-   ``P`` enough (the rounding floor, at the optimum) the next point is ``w``.
+   ``P`` enough, the next round's point is ``w + 2^-21 s``, tested there as
+   a full step, and the backtracking goes on (a generalised Hessian that is
+   far too flat); at the rounding floor, where that step no longer moves
+   ``w``, the next point is ``w``.
 
 The step taken is the largest of the ladder meeting Armijo's condition,
 evaluated in at most three passes instead of one over all 21 steps.  A
@@ -314,11 +317,29 @@ class NewtonPlan(PlanBase):
         return local, Contribution(None, self._ladder_sums(part, state, np.array(LADDER[LADDER_FIRST:])))
 
     def combine_line_search_rest(self, state, total, ctx):
-        """The largest remaining step meeting Armijo's condition (none: back to the accepted point); the report
-        of the round's point."""
+        """The largest remaining step meeting Armijo's condition; where none does, the backtracking goes on from
+        the ladder's last step (:meth:`_shorter`).  The report of the round's point."""
         primal, dual, rows, passes = state.sums
         if state.searching:
             passes += 1.0
             trial = self._armijo(state, LADDER[LADDER_FIRST:], total.scalars)
-            state = self._stepped(state, state.base if trial is None else trial)
+            state = self._shorter(state) if trial is None else self._stepped(state, trial)
         return state, RoundReport(True, float(primal), float(dual), float(passes * rows))
+
+    def _shorter(self, state):
+        """The next round's point when no step of the ladder met Armijo's condition: ``base + t s`` with ``t`` half
+        the ladder's last step, tested as a full step there (its direction and slope scaled by ``t``), so that
+        the backtracking of Nocedal & Wright's Algorithm 3.1 goes on past ``2^-20``.
+
+        A generalised Hessian can be far too flat for the step it gives: the smoothed hinge at ``w = 0`` has
+        every margin in its linear piece, ``phi'' = 0``, and the Newton step ``-grad P / lam`` is longer than
+        ``2^20`` times any step that decreases ``P``; going back to ``base`` would solve the same system and
+        fail the same way every round.  Where the scaled step no longer moves ``base`` (the rounding floor, at
+        the optimum) the next point is ``base``, accepted without a test.
+        """
+        t = LADDER[-1] * 0.5
+        direction = t * state.direction
+        point = state.base + direction
+        if np.array_equal(point, state.base):
+            return self._stepped(state, state.base)
+        return state._replace(w=point, direction=direction, slope=t * state.slope, searching=0.0)
