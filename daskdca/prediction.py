@@ -30,7 +30,7 @@ import numpy as np
 from scipy.special import expit, softmax
 
 from daskdca.store import CSRStore, open_store
-from daskdca.store.frames import _is_dask_frame, _is_dask_series, _is_pandas_series, series_values
+from daskdca.store.frames import _is_dask_frame, _is_dask_series, _is_pandas_series, _label_kind, series_values
 from daskdca.user_warnings import warn_at_caller
 from daskdca.validation import _check_X, _is_dask_array, _scipy_if_pydata
 
@@ -331,7 +331,10 @@ def labels_in_memory(y):
 
         return frame_labels_in_memory(y)
     if _is_pandas_series(y):
-        return series_values(y)
+        values = series_values(y)
+        if values.dtype == object:
+            _label_kind(values)  # a missing value or a mix of types, named before scikit-learn's checks read them
+        return values
     return y
 
 

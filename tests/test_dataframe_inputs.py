@@ -117,6 +117,27 @@ def test_missing_or_mixed_labels_are_refused(frame, tmp_path):
         write_store(tmp_path / "a.zarr", frame[FEATURES], labels)
 
 
+@pytest.mark.parametrize("dtype", ["Int64", "boolean", "Float64", "category"])
+def test_nullable_and_categorical_labels_fit_as_their_numpy_values(frame, dtype):
+    """pandas' nullable integers, booleans and floats and categories of numbers are labels as scikit-learn
+    takes them: the estimators refused them ("Unknown label type") and ``score`` on a categorical failed."""
+    X = frame[FEATURES].to_numpy(dtype=np.float64)
+    plain = (frame["label"] == "sick").to_numpy()
+    plain = plain if dtype == "boolean" else plain.astype(np.int64) + 3
+    labels = pd.Series(plain, dtype=dtype)
+    expected = daskdca.SDCAClassifier(loss="logistic").fit(X, plain)
+    clf = daskdca.SDCAClassifier(loss="logistic").fit(X, labels)
+    np.testing.assert_array_equal(clf.classes_, expected.classes_)
+    np.testing.assert_array_equal(clf.coef_, expected.coef_)
+    assert clf.score(X, labels) == expected.score(X, plain)
+    assert np.array_equal(daskdca.fit(X, labels, loss="logistic", lam=1e-3).coef_,
+                          daskdca.fit(X, plain, loss="logistic", lam=1e-3).coef_)
+    missing = labels.copy()
+    missing.iloc[4] = pd.NA if dtype != "category" else np.nan
+    with pytest.raises(ValueError, match=r"missing label .* at row 4"):
+        daskdca.SDCAClassifier().fit(X, missing)
+
+
 def test_a_frame_without_y_says_y_is_missing_and_names_the_label_candidates(frame, tmp_path):
     # the string label column left in X: y is missing (not "encode 'label' with get_dummies")
     missing = (r"y is missing: X is a pandas DataFrame and no labels were given\. If a column of X holds the labels, "

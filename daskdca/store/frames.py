@@ -174,15 +174,34 @@ def pandas_input(X, y):
 
 
 def series_values(series):
-    """A pandas Series' values as NumPy: categories become their values, nullable ones object arrays with
-    ``None`` for a missing value (refused by the label checks)."""
+    """A pandas Series' values as NumPy: categories become their values, nullable ones (``Int64``,
+    ``boolean``, ``Float64``) NumPy's own integers, booleans or floats, or object arrays with ``None`` for
+    a missing value (refused by the label checks)."""
     from pandas.api.types import is_extension_array_dtype
 
     if getattr(series.dtype, "name", "") == "category":
-        return np.asarray(series.astype(series.cat.categories.dtype).to_numpy(dtype=object, na_value=None))
-    if is_extension_array_dtype(series.dtype):
-        return series.to_numpy(dtype=object, na_value=None)
-    return series.to_numpy()
+        codes = series.cat.codes.to_numpy()
+        values = np.full(codes.shape, None, dtype=object)  # code -1: a missing value
+        values[codes >= 0] = series.cat.categories.to_numpy(dtype=object)[codes[codes >= 0]]
+    elif is_extension_array_dtype(series.dtype):
+        values = series.to_numpy(dtype=object, na_value=None)
+    else:
+        return series.to_numpy()
+    return _numpy_scalars(values)
+
+
+def _numpy_scalars(values):
+    """An object array of Python numbers of one kind (all booleans, or all other real numbers) with no
+    missing value as NumPy's bool, int64 or float64 array (scikit-learn calls an object array of numbers
+    an "unknown" target); anything else as given."""
+    flat = values.ravel()
+    if flat.size == 0 or any(_missing(v) for v in flat):
+        return values
+    if all(isinstance(v, (bool, np.bool_)) for v in flat):
+        return values.astype(bool)
+    if all(isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_)) for v in flat):
+        return np.array(flat.tolist()).reshape(values.shape)
+    return values
 
 
 # ----------------------------------------------------------------- labels of any type
