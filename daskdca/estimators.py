@@ -934,6 +934,7 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         X, y, classes = self._validate_classification(X, y)
         if sample_weight is not None:
             sample_weight = check_sample_weight(sample_weight, X.shape[0])
+        self._class_weights = class_weights(self.class_weight, y, classes, sample_weight)  # for to_sklearn
         if self._unregularized():
             return self._fit_binary_unregularized(X, y, classes, sample_weight)
         resolved = self._resolve_multi_class(classes.shape[0])
@@ -1346,7 +1347,10 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         multinomial ``LogisticRegression`` (lbfgs; its intercept is not
         penalised, so refitting it changes the intercept a little).  The hyperparameters are those that fit the same objective
         (``C``, and ``fit_intercept`` and ``intercept_scaling`` as here: LIBLINEAR
-        fits the same regularised intercept); ``coef_``, ``intercept_`` and
+        fits the same regularised intercept; ``class_weight`` as the fitted
+        weights of each class, a dict, ``"balanced"`` included, and each
+        one-vs-rest logistic problem ``{0: 1, 1: w_k}``, which a refit of the
+        ``OneVsRestClassifier`` cannot keep: it warns); ``coef_``, ``intercept_`` and
         ``classes_`` are copied, so predictions are identical.  With
         ``penalty="l1"``: ``LinearSVC(penalty="l1", dual=False)`` (squared
         hinge) or ``LogisticRegression(penalty="l1", solver="liblinear")``;
@@ -1390,7 +1394,8 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
             l1 = dict(penalty="l1", dual=False) if penalty == "l1" else {}  # LIBLINEAR's primal L1 squared-hinge SVM
             est = LinearSVC(loss=_loss_name(self.loss), C=self._fitted_C(), fit_intercept=self.fit_intercept,
                             intercept_scaling=self.intercept_scaling, tol=self.tol, max_iter=self.max_iter,
-                            random_state=seed, multi_class=multi_class, **l1)
+                            random_state=seed, multi_class=multi_class, class_weight=self._sklearn_class_weight(),
+                            **l1)
             est.n_iter_ = int(self.n_iter_.max())
             return self._copy_fitted(est, self.classes_, self.coef_, self.intercept_)
         if _loss_name(self.loss) != "logistic":
@@ -1401,36 +1406,54 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
 
         if getattr(self, "_multinomial", False):
             est = LogisticRegression(C=self._fitted_C(), fit_intercept=self.fit_intercept, tol=self.tol,
-                                     max_iter=self.max_iter, random_state=seed)
+                                     max_iter=self.max_iter, random_state=seed,
+                                     class_weight=self._sklearn_class_weight())
             est.n_iter_ = np.array([int(self.n_iter_[0])])
             return self._copy_fitted(est, self.classes_, self.coef_, self.intercept_)
 
-        def make_logistic():
+        def make_logistic(class_weight):
             if unregularized:  # L-BFGS leaves the intercept out of the penalty: the same problem
                 return LogisticRegression(C=self._fitted_C(), fit_intercept=True, tol=self.tol, max_iter=self.max_iter,
-                                          random_state=seed)
+                                          random_state=seed, class_weight=class_weight)
             if penalty == "elasticnet":  # saga: the same elastic net, but its intercept is not penalised
                 return LogisticRegression(C=self._fitted_C(), fit_intercept=self.fit_intercept, penalty="elasticnet",
                                           l1_ratio=self.l1_ratio, solver="saga", tol=self.tol,
-                                          max_iter=self.max_iter, random_state=seed)
+                                          max_iter=self.max_iter, random_state=seed, class_weight=class_weight)
             return LogisticRegression(C=self._fitted_C(), fit_intercept=self.fit_intercept, penalty=penalty,
                                       intercept_scaling=self.intercept_scaling, solver="liblinear", tol=self.tol,
-                                      max_iter=self.max_iter, random_state=seed)
+                                      max_iter=self.max_iter, random_state=seed, class_weight=class_weight)
 
-        def logistic(classes, coef, intercept, n_iter):
-            est = make_logistic()
+        def logistic(classes, coef, intercept, n_iter, class_weight):
+            est = make_logistic(class_weight)
             est.n_iter_ = np.array([n_iter])
             return self._copy_fitted(est, classes, coef, intercept)
 
         if self.classes_.shape[0] == 2:
-            return logistic(self.classes_, self.coef_, self.intercept_, self.n_iter_[0])
-        ovr = OneVsRestClassifier(make_logistic())
-        ovr.estimators_ = [logistic(np.array([0, 1]), self.coef_[k:k + 1], self.intercept_[k:k + 1], self.n_iter_[k])
-                           for k in range(self.classes_.shape[0])]
+            return logistic(self.classes_, self.coef_, self.intercept_, self.n_iter_[0], self._sklearn_class_weight())
+        if getattr(self, "_class_weights", None) is not None and np.ptp(self._class_weights) > 0:
+            warn_at_caller("to_sklearn: each binary LogisticRegression in estimators_ holds its problem's class "
+                           "weights, but a OneVsRestClassifier gives every problem the one estimator it "
+                           "clones, so refitting the returned model would not weigh the classes as this fit "
+                           "did; use its fitted estimators_ as they are.", UserWarning)
+        ovr = OneVsRestClassifier(make_logistic(None))
+        ovr.estimators_ = [logistic(np.array([0, 1]), self.coef_[k:k + 1], self.intercept_[k:k + 1], self.n_iter_[k],
+                                    self._sklearn_class_weight(k)) for k in range(self.classes_.shape[0])]
         ovr.label_binarizer_ = LabelBinarizer(sparse_output=True).fit(self.classes_)
         ovr.classes_ = ovr.label_binarizer_.classes_
         self._copy_fitted(ovr, None, None, None)
         return ovr
+
+    def _sklearn_class_weight(self, k=None):
+        """The fitted class weights as scikit-learn's ``class_weight`` dict (None without them): ``{label:
+        weight}`` for every class, or for the binary problem ``k`` of a one-vs-rest fit ``{0: 1, 1: w_k}``
+        (its rows of class ``k`` weigh ``w_k``, the rest 1: :func:`_problem_weights`).  Explicit weights, so
+        that ``"balanced"`` keeps the weights of the rows it was fitted on."""
+        per_class = getattr(self, "_class_weights", None)
+        if per_class is None:
+            return None
+        if k is not None:
+            return {0: 1.0, 1: float(per_class[k])}
+        return {label: float(weight) for label, weight in zip(self.classes_.tolist(), per_class)}
 
     def _fitted_C(self):
         """The ``C`` of the fitted model (``C_`` for the cross-validated estimator)."""
@@ -1714,6 +1737,7 @@ class SDCAClassifierCV(SDCAClassifier):
         best = int(np.argmax(mean))  # the first (smallest C) of equal means
         self.Cs_, self.scores_ = Cs, scores
         self.C_, self.best_score_ = float(Cs[best]), float(mean[best])
+        self._class_weights = class_weights(self.class_weight, y, classes, sample_weight)  # for to_sklearn
         return self._fit_one_vs_rest(X, y, classes, self.C_, client=self.client,
                                      weights=_problem_weights(y, classes, self.class_weight, sample_weight),
                                      sample_weight=sample_weight)

@@ -427,6 +427,34 @@ def test_to_sklearn_hyperparameters_fit_the_same_objective(kind, fit_intercept):
     assert abs(ours - theirs) <= 1e-6 * theirs
 
 
+@pytest.mark.parametrize("kind", ["squared_hinge-binary", "logistic-binary", "squared_hinge-multi", "logistic-multi",
+                                  "logistic-softmax"])
+@pytest.mark.parametrize("class_weight", ["balanced", "dict"])
+def test_to_sklearn_carries_the_class_weights(kind, class_weight):
+    """The returned estimator holds the fitted weights of each class, so that a refit lands on the same model; it
+    dropped them.  Each one-vs-rest logistic problem holds ``{0: 1, 1: w_k}``, as the rows of its fit weighed,
+    which a refit of the OneVsRestClassifier cannot keep: it warns."""
+    loss, classes = kind.split("-")
+    X, y = _data("heart") if classes == "binary" else _digits()
+    if class_weight == "dict":
+        class_weight = {np.unique(y)[0]: 3.0}
+    # the multinomial refit (lbfgs) leaves its intercept out of the penalty (to_sklearn's docstring): none here
+    settings = dict(C=0.05, tol=1e-10, max_iter=5000, fit_intercept=classes != "softmax",
+                    multi_class="ovr" if classes == "multi" else "auto")
+    est = SDCAClassifier(loss, class_weight=class_weight, **settings).fit(X, y)
+    if kind == "logistic-multi":
+        with pytest.warns(UserWarning, match="would not weigh the classes"):
+            sk = est.to_sklearn()
+        for k, model in enumerate(sk.estimators_):
+            assert model.class_weight == {0: 1.0, 1: est._class_weights[k]}
+        return
+    refit = clone(est.to_sklearn()).fit(X, y)
+    scale = np.abs(est.coef_).max()
+    assert_allclose(refit.coef_, est.coef_, rtol=0, atol=(1e-4 if classes == "softmax" else 1e-5) * scale)
+    unweighted = SDCAClassifier(loss, **settings).fit(X, y)
+    assert np.abs(unweighted.coef_ - est.coef_).max() > 10 * np.abs(refit.coef_ - est.coef_).max()
+
+
 def test_to_sklearn_ridge_with_intercept_is_the_fitted_model_only():
     """Ridge has no intercept_scaling and leaves its intercept unregularised: to_sklearn() carries
     fit_intercept=True and the fitted intercept_ (same predictions), but a refit of the returned Ridge solves
