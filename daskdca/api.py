@@ -25,7 +25,7 @@ from daskdca.methods.multinomial import MultinomialSDCA
 from daskdca.methods.multinomial import check_dual_init as _check_dual_init_multinomial
 from daskdca.methods.multinomial_lbfgs import MultinomialLBFGS
 from daskdca.methods.multinomial_newton import MultinomialNewton
-from daskdca.partitions import random_row_order, store_partition_ranges
+from daskdca.partitions import even_sizes, random_row_order, store_partition_ranges
 from daskdca.problem import check_sample_weight, column_nnz, relative_gap
 from daskdca.routes import (Workers, _resolve_solver, _sdca_options, choose_route, data_bytes, explicit_route,
                             provisional_method, route_method, with_threads)
@@ -929,11 +929,15 @@ def _fit_arrays_on_cluster(job, X, y, client, fit_args, *, dual_init, sample_wei
     """In-memory arrays with a client: the whole fit on one worker (a LinearModel), or None after staging them
     for rounds (``job.staged``: the store, rows in the seeded partition order)."""
     from daskdca import engine
-    from daskdca.store import write_store
+    from daskdca.store.write import write_blocks_of
 
     if y is None:
         raise ValueError("y is required when X is an array: pass the labels as y=array of shape (n_samples,); "
                          "only a store (its path or a CSRStore) carries its own labels.")
+    if "in_memory=False" in job.needs_rounds:  # refused before any staging (the engine refuses it too)
+        raise ValueError("in_memory=False needs the data in a store every worker can read; in-memory arrays go "
+                         "to the workers' memory. Write them with daskdca.write_store to a shared path and fit "
+                         "that store out of core.")
     X = _check_X(X)
     n, d = X.shape
     # labels are mapped here (any two values, sorted, the second is +1) and the store gets -1/+1; the
@@ -976,14 +980,13 @@ def _fit_arrays_on_cluster(job, X, y, client, fit_args, *, dual_init, sample_wei
             sample_weight = sample_weight[job.row_order]
     job.dual_init = dual_init
     job.store_partitions = parts
-    if not {"checkpoint", "in_memory=False"} & set(job.needs_rounds):
+    if "checkpoint" not in job.needs_rounds:
         # no checkpoint to fingerprint the data with: the partitions go to the workers straight from here, the
-        # runs of ceil(n / parts) rows that a staged store would have held (the same bits), without writing and
-        # reading that store
+        # rows a staged store would have held (the same bits), without writing and reading that store
         return _fit_held_arrays(job, X, y, sample_weight, counts, parts, route, client, fit_args)
-    # shuffle=False: the rows are already in the in-process partition order (above)
-    store = write_store(os.path.join(job.staging_folder(), "data.zarr"), X, y, block_rows=-(-n // parts),
-                        compression="none", shuffle=False, source="daskdca.fit input", sample_weight=sample_weight)
+    # the rows are already in the in-process partition order (above): one block per partition, of its size
+    store = write_blocks_of(os.path.join(job.staging_folder(), "data.zarr"), X, y, even_sizes(n, parts),
+                            sample_weight=sample_weight, source="daskdca.fit input")
     job.staged = store
     job.route_ = route
     return None
@@ -991,26 +994,24 @@ def _fit_arrays_on_cluster(job, X, y, client, fit_args, *, dual_init, sample_wei
 
 def _fit_held_arrays(job, X, y, sample_weight, counts, parts, route, client, fit_args):
     """Rounds over in-memory arrays (rows already in the partition order) held on the workers: ``parts`` runs of
-    ``ceil(n / parts)`` rows, each sent once to a worker (:func:`daskdca.engine.fit_partitions_on_cluster`);
-    ``counts`` is X's :func:`~daskdca.problem.column_nnz` (the route's, which the rows' order does not change).
-    Returns the LinearModel."""
+    rows of :func:`~daskdca.partitions.even_sizes`, as in this process, each sent once to a worker
+    (:func:`daskdca.engine.fit_partitions_on_cluster`); ``counts`` is X's :func:`~daskdca.problem.column_nnz`
+    (the route's, which the rows' order does not change).  Returns the LinearModel."""
     import scipy.sparse as sp
 
     from daskdca import engine
     from daskdca.methods.base import DataInfo
-    from daskdca.partitions import MemoryPartition, OneVsRestPartition, rows_from_csr, store_partition_ranges
+    from daskdca.partitions import MemoryPartition, OneVsRestPartition, rows_from_csr
 
     n, d = X.shape
-    block = -(-n // parts)
-    offsets = list(range(0, n, block)) + [n]  # the blocks a staged store would have
+    offsets = np.concatenate(([0], np.cumsum(even_sizes(n, parts))))  # the in-process partitions' rows
     method = job.method
     check_supported(method, loss_name=job.loss_obj.name, on_cluster=True, n_partitions=2,
                     sample_weight=sample_weight is not None,
                     multi_class=job.problems is not None and not _fits_one_problem(method))
     X = sp.csr_matrix(X)
     partitions = []
-    for a, b in store_partition_ranges(len(offsets) - 1, parts):
-        lo, hi = offsets[a], offsets[b]
+    for lo, hi in zip(offsets[:-1].tolist(), offsets[1:].tolist()):
         first, last = X.indptr[lo], X.indptr[hi]  # rows lo..hi as views of X's arrays (a row slice copies them)
         rows = sp.csr_matrix((X.data[first:last], X.indices[first:last], X.indptr[lo:hi + 1] - first),
                              shape=(hi - lo, d))

@@ -126,6 +126,44 @@ def test_cocoa_plus_in_memory_on_cluster_repeats_the_in_process_solver(client, t
                                [r.primal for r in local.history_[:len(remote.history_)]], rtol=1e-12)
 
 
+@pytest.mark.parametrize("n, n_partitions", [(402, 4), (400, 3), (10, 4)])
+@pytest.mark.parametrize("staged", ["held", "checkpoint"])
+def test_arrays_on_the_cluster_cut_the_in_process_partitions(client, tmp_path, n, n_partitions, staged):
+    """In-memory arrays on a client are cut into the in-process partitions (sizes that differ by at most one
+    row), held on the workers or staged as a store of one block per partition (a checkpoint's), so the bits are the in-process
+    ones.  They were runs of ``ceil(n / K)`` rows (402 rows in 4: 101, 101, 101, 99 against 101, 101, 100,
+    100 in process), other partitions whenever ``n % K`` is neither 0 nor ``K - 1``."""
+    X, y = load_dataset("heart")
+    X, y = X[:n], y[:n]
+    if n > X.shape[0]:  # heart has 270 rows: repeat them, shifted, to reach n
+        reps = -(-n // X.shape[0])
+        import scipy.sparse as sp
+        X = sp.vstack([X * (1.0 + 0.01 * k) for k in range(reps)]).tocsr()[:n]
+        y = np.tile(y, reps)[:n]
+    kwargs = dict(loss="logistic", lam=1e-2, solver="cocoa+", n_partitions=n_partitions, tol=1e-12, max_rounds=6,
+                  random_state=5)
+    extra = {"checkpoint": str(tmp_path / "ck")} if staged == "checkpoint" else {}
+    with pytest.warns(ConvergenceWarning):
+        local = daskdca.fit(X, y, **kwargs)
+    with pytest.warns(ConvergenceWarning):
+        remote = daskdca.fit(X, y, client=client, **kwargs, **extra)
+    assert remote.route_.n_partitions == n_partitions
+    np.testing.assert_array_equal(remote.coef_, local.coef_)
+    np.testing.assert_array_equal(remote.dual_coef_, local.dual_coef_)
+
+
+def test_in_memory_false_on_arrays_is_refused_before_staging(client, monkeypatch):
+    """Arrays on a client go to the workers' memory: ``in_memory=False`` is refused before they are staged."""
+    from daskdca.store import write
+
+    staged = []
+    monkeypatch.setattr(write, "write_blocks_of", lambda *args, **kwargs: staged.append(1))
+    X, y = load_dataset("heart")
+    with pytest.raises(ValueError, match="in_memory=False needs the data in a store every worker can read"):
+        daskdca.fit(X, y, client=client, in_memory=False, n_partitions=2)
+    assert not staged
+
+
 def test_many_partitions_per_worker_run_as_one_task_each_with_the_in_process_bits(client, tmp_path_factory):
     """10 partitions on 2 workers: a round is one local task per worker's group of 5 partitions, and the
     reduction over the groups' tree nodes gives the in-process iterates bit for bit.

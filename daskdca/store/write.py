@@ -166,6 +166,33 @@ class PreparedInput(NamedTuple):
     label_names: object
 
 
+def write_blocks_of(url, X, y, sizes, *, sample_weight=None, source="arrays"):
+    """A store of checked in-memory rows whose blocks hold ``sizes`` rows each, in the order given.
+
+    A fit stages its in-memory arrays with it (no shuffle, no compression)
+    so that a partition of the rounds, a run of blocks, holds the rows the
+    same partition holds in this process (:func:`~daskdca.partitions.even_sizes`):
+    blocks of one ``block_rows`` could not cut ``n`` rows into partitions that
+    differ by one row.  ``X`` and ``y`` are as :func:`daskdca.fit` checked
+    them (CSR, real labels).
+    """
+    X = canonical_csr(X)
+    y = np.asarray(y, dtype=np.float64)
+    sizes = [int(size) for size in sizes]
+    if any(size < 1 for size in sizes) or sum(sizes) != X.shape[0]:
+        raise ValueError(f"block sizes {sizes} must be positive and add up to the {X.shape[0]} rows (internal)")
+    index_dtype = np.int64 if X.shape[1] > INT32_LIMIT else np.int32
+    with _writing(url, None, block_rows=max(sizes), compression="none", float32=False, source=source,
+                  index_dtype=index_dtype, weighted=sample_weight is not None) as w:
+        start = 0
+        for size in sizes:
+            stop = start + size
+            w.append(X[start:stop], y[start:stop], None if sample_weight is None else sample_weight[start:stop])
+            w.end_block()
+            start = stop
+        return w.finish(n_features=X.shape[1], extra_attrs=_order_attrs(False, None))
+
+
 def prepare_input(X, y):
     """``X`` and ``y`` as a :class:`PreparedInput`: a pandas DataFrame as a NumPy array and its column names,
     a dask DataFrame as a dask array of its partitions (:func:`dask_frame_input`), a label column name

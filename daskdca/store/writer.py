@@ -190,6 +190,14 @@ class _Writer:
                 self.blocks.append(block)
                 self.current = _Block(block.lo + block.nnz, self.weighted, self.checksum)
 
+    def end_block(self):
+        """Close the block being filled here, short of ``block_rows`` (nothing when it is empty): the rows
+        appended next start a new block."""
+        block = self.current
+        if block.rows:
+            self.blocks.append(block)
+            self.current = _Block(block.lo + block.nnz, self.weighted, self.checksum)
+
     def finish(self, *, n_features=None, shift_indices=0, extra_attrs=None, feature_permutation=None,
                label_names=None, feature_names=None):
         """Write the statistics and checksums, verify every block, write the marker, publish.
