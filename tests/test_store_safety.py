@@ -97,6 +97,46 @@ def test_replacing_a_store_needs_overwrite(tmp_path):
     assert _store(tmp_path / "empty.zarr").n == 300
 
 
+@pytest.mark.parametrize("where", ["notes.txt", "results/r.csv", "data/extra"])
+def test_overwrite_refuses_a_store_holding_files_of_someone_elses(tmp_path, where):
+    """Replacing a store deletes everything in its folder: a file or folder daskdca did not write there (beside
+    the arrays, or inside one) makes every writer refuse with ``overwrite=True``, and nothing is changed.  The
+    replacement deleted them."""
+    url = tmp_path / "s.zarr"
+    _store(url)
+    (url / where).parent.mkdir(parents=True, exist_ok=True)
+    (url / where).write_text("the user's")
+    before = _tree(url)
+    svm = tmp_path / "d.svm"
+    svm.write_text("1 1:1\n-1 2:1\n")
+    X, y = _small(1)
+    for write in (lambda: write_store(url, X, y, overwrite=True, shuffle=False),
+                  lambda: convert_svmlight(svm, url, overwrite=True, shuffle=False),
+                  lambda: datasets.make_classification(url, 10, 10, overwrite=True)):
+        shown = where if where.startswith("data/") else where.split("/")[0]
+        with pytest.raises(ValueError, match=f"also holds '{shown}', which daskdca did not write"):
+            write()
+    assert _tree(url) == before
+    assert _leftovers(tmp_path) == []
+    (url / where).unlink()
+    if where == "results/r.csv":
+        (url / "results").rmdir()
+    assert _store(url, seed=1, overwrite=True).n == 300
+
+
+def test_overwrite_refuses_an_object_store_holding_files_of_someone_elses():
+    import fsspec
+
+    url = "memory://daskdca-safety/foreign.zarr"
+    X, y = _small(4)
+    write_store(url, X, y, block_rows=100, shuffle=False)
+    fsspec.filesystem("memory").pipe("/daskdca-safety/foreign.zarr/notes.txt", b"the user's")
+    with pytest.raises(ValueError, match="also holds 'notes.txt'"):
+        write_store(url, X[:200], y[:200], block_rows=100, overwrite=True, shuffle=False)
+    assert open_store(url).n == 300
+    assert fsspec.filesystem("memory").cat_file("/daskdca-safety/foreign.zarr/notes.txt") == b"the user's"
+
+
 def test_output_may_not_be_or_contain_the_input(tmp_path):
     folder = tmp_path / "out.zarr"
     folder.mkdir()

@@ -151,6 +151,24 @@ def _local_nested(store):
     return None
 
 
+def _local_foreign(store):
+    """Entries of the local store folder ``store`` that a daskdca store does not hold: anything but its
+    ``zarr.json`` and its arrays' folders (each its ``zarr.json`` and its chunk folder ``c``, not walked).
+    Replacing the store would delete them with it."""
+    foreign = []
+    for name in sorted(os.listdir(store)):
+        path = os.path.join(store, name)
+        if name == "zarr.json" and os.path.isfile(path):
+            continue
+        if os.path.isdir(path) and not os.path.islink(path) and _local_kind(path) == "array":
+            extra = [entry for entry in sorted(os.listdir(path))
+                     if not (entry == "zarr.json" or (entry == "c" and os.path.isdir(os.path.join(path, entry))))]
+            foreign.extend(f"{name}/{entry}" for entry in extra)
+            continue
+        foreign.append(name)
+    return foreign
+
+
 def _remote_enclosing(url, storage_options):
     """As :func:`_local_enclosing` for an fsspec URL: one read of ``zarr.json`` per folder above it."""
     import fsspec
@@ -187,6 +205,32 @@ def _remote_state(url, storage_options):
         return "other" if fs.ls(path) else "missing"
     except FileNotFoundError:
         return "missing"
+
+
+def _remote_foreign(url, storage_options):
+    """As :func:`_local_foreign` for an fsspec URL: one listing of the store and one of each array folder."""
+    import fsspec
+
+    fs, path = fsspec.core.url_to_fs(url, **storage_options)
+    path = path.rstrip("/")
+    foreign = []
+    for entry in sorted(fs.ls(path, detail=True), key=lambda e: e["name"]):
+        name = entry["name"].rstrip("/").rsplit("/", 1)[-1]
+        if name == "zarr.json" and entry["type"] == "file":
+            continue
+        if entry["type"] == "directory":
+            try:
+                kind = _zarr_json_kind(fs.cat_file(f"{path}/{name}/zarr.json"))
+            except (FileNotFoundError, OSError):
+                kind = None
+            if kind == "array":
+                for inner in fs.ls(f"{path}/{name}", detail=True):
+                    inner_name = inner["name"].rstrip("/").rsplit("/", 1)[-1]
+                    if not (inner_name == "zarr.json" or (inner_name == "c" and inner["type"] == "directory")):
+                        foreign.append(f"{name}/{inner_name}")
+                continue
+        foreign.append(name)
+    return foreign
 
 
 def _lock_nowait(fd):
@@ -342,18 +386,36 @@ class _Destination:
         if found:
             raise _nesting_error(self.url, *found)
         if state == "store":  # the store being replaced: nothing of anyone else's may live inside it
+            self._check_own_entries()
+
+    def _check_own_entries(self):
+        """The store being replaced holds nothing daskdca did not write: no store or checkpoint below it (local),
+        no file or folder of anyone else's (replacing it deletes everything in it)."""
+        if self.local is not None:
             nested = _local_nested(self.target)
             if nested:
                 raise ValueError(f"the output {self.url!r} is a daskdca store that holds the "
                                  f"{_NESTING_WORDS[nested[1]]} {nested[0]!r}; replacing it would delete that "
                                  "too. Move it out first, or write the store to another path.")
+            foreign = _local_foreign(self.target)
+        else:
+            foreign = _remote_foreign(self.url, self.storage_options)
+        if foreign:
+            more = f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
+            raise ValueError(f"the output {self.url!r} is a daskdca store that also holds "
+                             f"{', '.join(repr(n) for n in foreign[:5])}{more}, which daskdca did not write; "
+                             "replacing the store would delete them. Move them out first, or write the store to "
+                             "another path (nothing was changed).")
 
     def begin(self):
         """Check the target, clean leftovers of killed writes, create the temporary folder."""
         self._check_inputs()
         if self.local is None:
             self._check_nesting(None)
-            self._refuse(_remote_state(self.url, self.storage_options), self.url)
+            state = _remote_state(self.url, self.storage_options)
+            self._refuse(state, self.url)
+            if state == "store":  # written over in place, and removed whole if the write fails
+                self._check_own_entries()
             self.work_url = self.url
             return self
         target = os.path.abspath(self.local)
@@ -425,6 +487,7 @@ class _Destination:
         src, target = self.work_url, self.target
         state = _local_state(target)
         if state == "store" and self.overwrite:
+            self._check_own_entries()  # again: something may have been put there while this write ran
             if not _renameat2(src, target, _RENAME_EXCHANGE):
                 aside = os.path.join(self.tmp, "old")
                 os.rename(target, aside)
