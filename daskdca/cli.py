@@ -105,6 +105,15 @@ def _load(path, n_features, out=None):
         raise ValueError(f"cannot read {path!r} as svmlight/LIBSVM: {type(exc).__name__}: {exc}") from exc
     if X.shape[0] == 0:
         raise ValueError(f"{path}: no rows (the file is empty or holds only comments).")
+    bad = np.flatnonzero(~np.isfinite(X.data))
+    if bad.size:  # the fit and the predictions would read them as numbers
+        row = int(np.searchsorted(X.indptr, bad[0], side="right") - 1)
+        raise ValueError(f"{path}: non-finite value {float(X.data[bad[0]])!r} in row {row + 1}; remove or fix "
+                         "it.")
+    bad = np.flatnonzero(~np.isfinite(y))
+    if bad.size:
+        raise ValueError(f"{path}: non-finite label {float(y[bad[0]])!r} in row {int(bad[0]) + 1}; remove or fix "
+                         "it.")
     print(f"data: {path} ({X.shape[0]} x {X.shape[1]}, {X.nnz} non-zeros)", file=out)
     return X, y
 
@@ -544,7 +553,8 @@ def _check_fit_args(args):
                          "--n-features.")
     _refuse_n_features_of_store(args)
     if args.save is not None:
-        check_output_path(args.save, overwrite=args.overwrite)  # before the fit, not after it
+        # before the fit, not after it
+        check_output_path(args.save, overwrite=args.overwrite, inputs=[args.data] if args.data else [])
 
 
 def _refuse_n_features_of_store(args):
@@ -784,7 +794,7 @@ def _predict(args):
         saved.proba_of(np.zeros(0))  # the loss check, before reading any data
     output = _output_kind(args.output)
     if output == "file":
-        check_output_path(args.output, overwrite=args.overwrite)
+        check_output_path(args.output, overwrite=args.overwrite, inputs=[args.model, args.data])
     elif args.overwrite:
         raise ValueError(f"--overwrite applies to --output FILE only (not {args.output or 'stdout'!r}); drop "
                          "--overwrite.")

@@ -491,7 +491,7 @@ def _publish_no_replace(tmp, path):
         os.replace(tmp, path)
 
 
-def check_output_path(path, *, overwrite=False):
+def check_output_path(path, *, overwrite=False, inputs=()):
     """Raise the error :func:`atomic_output` would raise for ``path``, before any work is done.
 
     Parameters
@@ -500,13 +500,27 @@ def check_output_path(path, *, overwrite=False):
         The file to be written.
     overwrite : bool, default=False
         Whether an existing file may be replaced.
+    inputs : sequence of str or os.PathLike, default=()
+        The files or folders (a store) the same command reads: the output may
+        be none of them, nor lie inside one.
 
     Raises
     ------
     FileExistsError, IsADirectoryError, FileNotFoundError
         As :func:`atomic_output`.
+    ValueError
+        When the output is, or lies inside, one of ``inputs``.
     """
     path = os.fspath(path)
+    for source in inputs:
+        source = os.fspath(source)
+        if not os.path.exists(source):
+            continue
+        same = os.path.exists(path) and os.path.samefile(path, source)
+        inside = os.path.realpath(path).startswith(os.path.realpath(source).rstrip(os.sep) + os.sep)
+        if same or inside:
+            raise ValueError(f"the output {path!r} {'is' if same else 'lies inside'} the input {source!r}; "
+                             "writing it would destroy what this command reads. Give another output path.")
     if os.path.isdir(path):
         raise IsADirectoryError(f"{path!r} is a folder; give a file name for the output.")
     if os.path.lexists(path) and not overwrite:

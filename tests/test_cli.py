@@ -101,7 +101,8 @@ def _cases(tmp_path, svm, store):
         (["predict", model, str(svm), "--kind", "proba"], "logistic"),
         (["predict", model, str(svm), "--kind", "odds"], "--kind"),
         (["predict", model, str(svm), "--overwrite"], "--output"),
-        (["predict", model, str(svm), "--output", model], "--overwrite"),
+        (["predict", model, str(svm), "--output", str(empty)], "--overwrite"),
+        (["predict", model, str(svm), "--output", model], "is the input"),
         (["predict", model, str(empty)], "no rows"),
         (["predict", model], "data"),
         (["convert", str(svm), store.url], "--overwrite"),
@@ -330,6 +331,40 @@ def test_save_refuses_an_existing_file_and_overwrite_replaces_it(heart, tmp_path
     assert out.read_text() == "keep"
     assert main(["predict", str(target), heart[0], "--output", str(out), "--overwrite"]) == 0
     assert len(out.read_text().splitlines()) == 270
+
+
+def test_an_output_may_not_be_or_lie_inside_an_input(heart, heart_model, tmp_path, capsys):
+    """``fit --save`` over its data and ``predict --output`` over its model, its data or into its store are
+    refused, ``--overwrite`` or not, and the inputs survive: they turned the data into a zip or the model into
+    predictions."""
+    data = tmp_path / "train.svm"
+    data.write_bytes(open(heart[0], "rb").read())
+    model = tmp_path / "m.npz"
+    model.write_bytes(open(heart_model, "rb").read())
+    store = write_store(tmp_path / "s.zarr", *heart[1:], block_rows=100)
+    before = {p: p.read_bytes() for p in (data, model)}
+    for argv, what in ((["fit", str(data), "--quiet", "--save", str(data)], "is the input"),
+                       (["predict", str(model), str(data), "--output", str(data)], "is the input"),
+                       (["predict", str(model), str(data), "--output", str(model)], "is the input"),
+                       (["predict", str(model), store.url, "--output", os.path.join(store.url, "p.txt")],
+                        "lies inside the input")):
+        assert main(argv + ["--overwrite"]) == 2
+        assert what in capsys.readouterr().err
+    assert {p: p.read_bytes() for p in (data, model)} == before
+    assert not os.path.exists(os.path.join(store.url, "p.txt"))
+
+
+@pytest.mark.parametrize("text, what", [("1 1:nan 2:1\n-1 1:1\n", "non-finite value nan in row 1"),
+                                        ("1 1:1\n-1 1:1e400\n", "non-finite value inf in row 2"),
+                                        ("1 1:1 2:1\nnan 1:1\n", "non-finite label nan in row 2")])
+def test_fit_and_predict_refuse_non_finite_values_in_a_file(heart_model, tmp_path, capsys, text, what):
+    """``predict`` read NaN and inf as numbers (a score of nan, a probability of 1, exit 0)."""
+    path = tmp_path / "bad.svm"
+    path.write_text(text)
+    for argv in (["predict", heart_model, str(path), "--kind", "scores"], ["fit", str(path), "--quiet"]):
+        assert main(argv) == 2
+        captured = capsys.readouterr()
+        assert what in captured.err and "remove or fix it" in captured.err and captured.out == ""
 
 
 @pytest.mark.parametrize("rho", [1.0, 0.5])
