@@ -869,6 +869,7 @@ class _ClusterJob:
         self.seed, self.workers, self.needs_rounds, self.n_partitions = seed, workers, needs_rounds, n_partitions
         self.tmpdir = None
         self.staged = None  # the staging store of in-memory arrays that go to rounds
+        self.dask_staged = False  # the store is this fit's staging of dask input (messages name X and y)
         self.route_ = None  # the route chosen for them
         self.verbose = 0
         self.callback = self.checkpoint_every = None
@@ -911,7 +912,11 @@ class _ClusterJob:
         data = prepare_input(X, y)
         if data.feature_names is not None:
             self.feature_names = data.feature_names
+        if any(math.isnan(size) for size in data.X.chunks[0]):
+            raise ValueError("X must be a dask array with known chunk sizes; call X.compute_chunk_sizes() (or "
+                             "make it with a DataFrame's to_dask_array(lengths=True)).")
         rows = int(max(data.X.chunks[0]))  # a block per dask chunk (regular chunks); partitions are runs of them
+        self.dask_staged = True
         return write_prepared(os.path.join(self.staging_folder(), "data.zarr"), data, block_rows=rows,
                               compression="none", float32=False, shuffle=False, seed=0, renumber_features=False,
                               storage_options={}, source="daskdca.fit input", overwrite=False,
@@ -1041,11 +1046,16 @@ def _fit_store_on_cluster(job, store, client, fit_args, *, verbose, callback, in
 
     staged_arrays = job.staged is not None  # in-memory arrays, staged where only this process can read them
     if job.staged is None and job.store_partitions is not None and job.store_partitions > store.n_blocks:
+        if job.dask_staged:
+            raise ValueError(
+                f"n_partitions={job.store_partitions} but X has only {store.n_blocks} row chunks (a partition is a "
+                f"run of whole chunks); use n_partitions <= {store.n_blocks} or rechunk X: "
+                f"X.rechunk({{0: {-(-store.n // job.store_partitions)}}}).")
         raise ValueError(
             f"n_partitions={job.store_partitions} but the store has only {store.n_blocks} blocks (a partition is "
             f"a run of whole blocks); use n_partitions <= {store.n_blocks} or convert again with "
             f"block_rows={-(-store.n // job.store_partitions)}.")
-    classes, positive = _store_labels(store, job.loss_obj)
+    classes, positive = _store_labels(store, job.loss_obj, where="y" if job.dask_staged else None)
     multi = classes is not None and classes.shape[0] > 2
     problems = job.problems
     if staged_arrays:
@@ -1100,7 +1110,7 @@ def _fit_store_on_cluster(job, store, client, fit_args, *, verbose, callback, in
         n_partitions = job.store_partitions or engine.default_partitions(
             store, job.workers.n_workers, checkpoint if resume else None)
         if not staged_arrays:
-            _warn_if_partitions_differ(store, positive, n_partitions)
+            _warn_if_partitions_differ(store, positive, n_partitions, dask_input=job.dask_staged)
         result = engine.fit_on_cluster(
             store, client=client, method=method_run, loss=fit_loss, lam=job.lam, positive_label=positive,
             n_partitions=n_partitions, in_memory=in_memory, checkpoint=checkpoint,
@@ -1108,6 +1118,11 @@ def _fit_store_on_cluster(job, store, client, fit_args, *, verbose, callback, in
             callback=callback, dual_init=dual_init, store_is_local=staged_arrays, problems=problems,
             row_order=job.row_order, **fit_args)
         route = route._replace(n_partitions=n_partitions)
+        if job.store_partitions is None and n_partitions < max(1, job.workers.n_workers):
+            # the reason counted one partition per worker; a partition is a run of whole blocks (chunks)
+            blocks = f"X has {store.n_blocks} row chunk(s)" if job.dask_staged else \
+                f"the store has {store.n_blocks} block(s)"
+            route = route._replace(reason=f"{route.reason}; {n_partitions} ran, as {blocks}")
     _warn_not_converged(result, fit_args["tol"], fit_args["max_epochs"])
     coef = result.w
     if store.feature_permutation is not None:
@@ -1122,10 +1137,15 @@ def _fit_store_on_cluster(job, store, client, fit_args, *, verbose, callback, in
 # this warns: CoCoA+ then converges far slower (benchmarks/RESULTS.md, "Method protocol": a file sorted by
 # label took 159 s against 0.17 s for serial SDCA).
 LABEL_FRACTION_SPREAD = 0.1
+# ... and by more than this many binomial standard errors of the smallest partition's fraction (a spread that
+# random rows reach by chance in about 1 of 10,000 pairs of partitions: two fractions' difference has twice the
+# variance, so 5.5 standard errors of one are 3.9 of the difference).
+CHANCE_SPREAD = 5.5
 
 
-def _warn_if_partitions_differ(store, positive, n_partitions):
-    """Warn when an unshuffled store's partitions see different label proportions."""
+def _warn_if_partitions_differ(store, positive, n_partitions, dask_input=False):
+    """Warn when an unshuffled store's partitions (with ``dask_input``, the runs of X's row chunks) see different
+    label proportions."""
     if positive is None or store.shuffled:
         return
     ranges = store_partition_ranges(store.n_blocks, n_partitions or store.n_blocks)
@@ -1134,7 +1154,20 @@ def _warn_if_partitions_differ(store, positive, n_partitions):
     y = np.asarray(store.group["y"][:])  # labels only, for this check
     offsets = store.block_row_offsets
     fractions = [float(np.mean(y[offsets[a]:offsets[b]] == positive)) for a, b in ranges]
-    if max(fractions) - min(fractions) > LABEL_FRACTION_SPREAD:
+    # small partitions of shuffled rows spread by chance: a fraction of m random rows has the binomial
+    # standard error sqrt(p (1 - p) / m); a spread within CHANCE_SPREAD of them says nothing
+    p, fewest = float(np.mean(y == positive)), min(int(offsets[b] - offsets[a]) for a, b in ranges)
+    spread = max(LABEL_FRACTION_SPREAD, CHANCE_SPREAD * math.sqrt(p * (1 - p) / max(fewest, 1)))
+    if max(fractions) - min(fractions) <= spread:
+        return
+    if dask_input:
+        warn_at_caller(
+            f"The {len(ranges)} partitions of X (runs of its row chunks, in their order) have positive-label "
+            f"fractions from {min(fractions):.2f} to {max(fractions):.2f}; distributed solvers converge far "
+            "slower on such partitions. Shuffle the rows before the fit (for a dask DataFrame, "
+            "df.shuffle(on=...) or a random column to sort by), or fit the arrays in memory, whose rows go to "
+            "partitions in a seeded random order.", UserWarning)
+    else:
         warn_at_caller(
             f"The store {store.url!r} was not shuffled and its {len(ranges)} partitions have positive-label "
             f"fractions from {min(fractions):.2f} to {max(fractions):.2f}; distributed solvers converge far "

@@ -433,25 +433,28 @@ def _check_verbose(verbose):
     return int(verbose)
 
 
-def _store_labels(store, loss_obj):
+def _store_labels(store, loss_obj, where=None):
     """``(classes, positive_label)`` from the store's labels, checked against the loss: ``classes`` as they
     were given (``store.classes``: the names of labels that are not numbers), ``positive_label`` as ``y``
     stores it (its code for names).
 
     More than two classes give ``positive_label`` None: the partitions keep
     the stored labels, and each one-vs-rest problem compares with its own.
+    ``where`` names the labels in messages (default: the store and its URL;
+    ``"y"`` for a fit's own staging store of dask input, which the user never saw).
     """
     values = store.label_values
     names = store.label_names
+    where = f"the store {store.url!r}" if where is None else where
     if not loss_obj.is_classification:
         if names is not None and names.dtype.kind != "b":
-            raise TypeError(f"The {loss_obj.name} loss needs numeric targets, but the store {store.url!r} holds the labels "
+            raise TypeError(f"The {loss_obj.name} loss needs numeric targets, but {where} holds the labels "
                             f"{names.tolist()[:10]} (stored as class codes); use a classification loss.")
         return None, None
     if values is None or len(values) < 2:
         shown = "more than 64 distinct values" if values is None else f"{len(values)}: {values.tolist()[:10]}"
         raise ValueError(
-            f"The {loss_obj.name} loss needs 2 to 64 label values (classes), but the store {store.url!r} has "
+            f"The {loss_obj.name} loss needs 2 to 64 label values (classes), but {where} has "
             f"{shown}. Use loss='squared' for regression targets, or convert class labels.")
     if len(values) > 2:
         return store.classes, None

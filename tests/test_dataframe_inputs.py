@@ -307,6 +307,48 @@ def test_string_labels_on_a_dask_array_fit_like_numpy(frame, client, tmp_path):
     assert clf.score(store) == clf.score(X, y)  # the store's codes scored as the names
 
 
+def test_dask_input_messages_name_x_and_y_not_the_fits_staging_store(frame, client):
+    """Dask input is staged into a store of the fit's own, which the user never sees: unknown chunk sizes,
+    too few chunks for ``n_partitions``, one class in y and partitions sorted by label are told in terms of X
+    and y, with their fixes, and the route's reason counts the partitions that ran.  They crashed on a NaN
+    chunk size or named the temporary store (and its ``block_rows`` or ``rewrite_store`` as the fix)."""
+    X, y = _arrays(frame)
+    unknown = dd.from_pandas(frame[FEATURES], npartitions=3).to_dask_array()
+    with pytest.raises(ValueError, match=r"known chunk sizes; call X\.compute_chunk_sizes\(\)"):
+        daskdca.fit(unknown, y, lam=1e-2, client=client)
+    Xd = da.from_array(X, chunks=(100, 3))
+    with pytest.raises(ValueError, match=r"X has only 3 row chunks.*X\.rechunk\(\{0: 60\}\)"):
+        daskdca.fit(Xd, y, lam=1e-2, n_partitions=5, client=client)
+    with pytest.raises(ValueError, match=r"needs 2 to 64 label values \(classes\), but y has 1") as info:
+        daskdca.fit(Xd, np.full(300, "sick"), lam=1e-2, client=client)
+    assert "daskdca-data" not in str(info.value)
+    order = np.argsort(y, kind="stable")  # sorted by label: the partitions' fractions are 0 and 1
+    with pytest.warns(UserWarning, match=r"partitions of X \(runs of its row chunks.*Shuffle the rows") as record:
+        daskdca.fit(da.from_array(X[order], chunks=(150, 3)), y[order], lam=1e-2, n_partitions=2, client=client,
+                    max_rounds=2)
+    assert not any("daskdca-data" in str(r.message) for r in record)
+    # one chunk on two workers: one partition ran, and the route says so (it said "2 partition(s)" only)
+    one = daskdca.fit(da.from_array(X, chunks=(300, 3)), y, lam=1e-2, in_memory=False, client=client)
+    assert one.route_.n_partitions == 1 and one.route_.reason.endswith("1 ran, as X has 1 row chunk(s)")
+
+
+def test_shuffled_rows_in_small_partitions_do_not_warn(frame, client):
+    """Labels in a random order spread across 3 partitions of 100 rows by chance only: no warning (the spread of
+    0.1 alone warned on random rows)."""
+    X, y = _arrays(frame)
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        warnings.simplefilter("ignore", ConvergenceWarning)  # one round only
+        for seed in range(5):
+            order = np.random.default_rng(seed).permutation(300)
+            daskdca.fit(da.from_array(X[order], chunks=(100, 3)), y[order], loss="logistic", lam=1e-2,
+                        n_partitions=3, client=client, max_rounds=1, tol=1e-1)
+
+
 def test_bool_and_three_class_labels_on_dask_input(frame, client):
     X, y = _arrays(frame)
     flags = y == "sick"
