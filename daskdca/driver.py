@@ -371,6 +371,10 @@ def _run_rounds(executor, plan, *, tol, max_rounds, max_epochs, callback, verbos
         G, Ls, r, epochs, history = start
         history = list(history)
     t0 = time.perf_counter() - (history[-1].seconds if history else 0.0)
+    if history and history[-1].round == r:
+        # the record a finished fit's certificate left at the round it resumes from: the rounds measure that
+        # state again (or the final certificate does), as they would have without the stop
+        history.pop()
     progress = _Progress(verbose, tol)
     pending = []
     converged = finished = False

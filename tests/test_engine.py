@@ -449,6 +449,22 @@ def test_interrupted_fit_resumes_from_checkpoint(client, tmp_path_factory, tmp_p
         daskdca.fit(store, checkpoint=tmp_path / "empty", resume=True, **kwargs)
 
 
+def test_a_fit_resumed_past_its_budget_or_its_tol_records_each_round_once(client, tmp_path_factory, tmp_path):
+    """A fit stopped by ``max_rounds`` checkpoints its final certified record; resumed with a larger budget it
+    listed that round twice (``[1, 2, 3, 4, 4, 5, ...]``), and so did the resume of a fit that had ended."""
+    store = _store(tmp_path_factory, "reuters", 2590)
+    kwargs = dict(loss="hinge", lam=1e-3, solver="cocoa+", tol=1e-4, client=client, random_state=1)
+    uninterrupted = daskdca.fit(store, max_rounds=8, checkpoint=tmp_path / "a", **kwargs)
+    with pytest.warns(ConvergenceWarning):
+        daskdca.fit(store, max_rounds=4, checkpoint=tmp_path / "b", **kwargs)
+    resumed = daskdca.fit(store, max_rounds=8, checkpoint=tmp_path / "b", resume=True, **kwargs)
+    rounds = [r.round for r in resumed.history_]
+    assert rounds == [r.round for r in uninterrupted.history_] and len(set(rounds)) == len(rounds)
+    np.testing.assert_array_equal(resumed.coef_, uninterrupted.coef_)
+    again = daskdca.fit(store, max_rounds=8, checkpoint=tmp_path / "a", resume=True, **kwargs)
+    assert [r.round for r in again.history_] == [r.round for r in uninterrupted.history_]
+
+
 @pytest.mark.parametrize("first,then", [("tasks", "resident"), ("resident", "tasks")])
 def test_either_round_mechanism_resumes_the_others_checkpoint(client, tmp_path_factory, tmp_path, first, then):
     """The resident and the task executors write the same checkpoint: a fit killed under one resumes under the
