@@ -189,8 +189,12 @@ def _passes_to(history, tol, passes_done):
     the gap of Lipschitz losses by ``O(1/t)``; a fitted ``p`` covers the probe's own decay).  On a geometric
     decay the log-gap's slope against ``log t`` steepens as ``t`` grows, so the power law predicts too many
     passes; where the gap falls more slowly later (a stall, the sublinear phase of the hinge loss) the
-    geometric decay predicts too few.  Both inf when the gap stopped falling in the probe."""
-    rel = [abs(r.gap) / max(abs(r.primal), 1e-300) for r in history]
+    geometric decay predicts too few.  Both inf when the gap stopped falling in the probe.
+
+    A record of a one-vs-rest fit holds one gap per problem; its relative gap is the largest of them, that of
+    the problem the fit waits for (it stops when every problem meets ``tol``)."""
+    rel = [float(np.max(np.abs(np.asarray(r.gap, dtype=np.float64))
+                        / np.maximum(np.abs(np.asarray(r.primal, dtype=np.float64)), 1e-300))) for r in history]
     epochs = [r.epochs for r in history]
     if rel[-1] <= tol:
         return passes_done, passes_done
@@ -203,6 +207,44 @@ def _passes_to(history, tol, passes_done):
     geometric = passes_done + math.log(tol / rel[-1]) / rate
     power_law = passes_done * (rel[-1] / tol) ** (1.0 / power)
     return min(geometric, power_law), max(geometric, power_law)
+
+
+def _check_tol(tol, name="tol", budget="daskdca.fit to its max_epochs budget", example="tol=1e-6"):
+    """``tol`` as :func:`daskdca.fit` checks it (a finite number >= 0, with its message), then > 0.
+
+    A fit takes ``tol = 0`` and runs to its budget; advise predicts the
+    time to a relative gap of ``tol``, which no extrapolation of the probe
+    reaches at 0, so it refuses 0 and says why.
+
+    Parameters
+    ----------
+    tol : float
+        The relative duality gap to advise for.
+    name : str, default="tol"
+        The name of ``tol`` in the messages (the command line's ``--tol``).
+    budget : str, default="daskdca.fit to its max_epochs budget"
+        What a fit with ``tol = 0`` runs to, in the message.
+    example : str, default="tol=1e-6"
+        The fix the message proposes.
+
+    Returns
+    -------
+    float
+        ``tol``.
+
+    Raises
+    ------
+    ValueError
+        ``tol`` is not a finite number > 0.
+    """
+    from daskdca.validation import _check_real
+
+    tol = _check_real("tol", tol, low=0.0, low_inclusive=True, hint="use e.g. tol=1e-6 (relative duality gap)")
+    if tol == 0:
+        raise ValueError(f"{name} must be > 0 for advise, got {tol!r}: a tol of 0 runs {budget} rather than to a "
+                         f"gap, and advise predicts the time to reach a relative gap of {name}, which no "
+                         f"extrapolation of its probe reaches at 0. Give the gap the fit needs, e.g. {example}.")
+    return tol
 
 
 def advise(X, y=None, *, loss="hinge", lam=1e-4, tol=1e-6, client=None, n_partitions=None, checkpoint=None,
@@ -221,13 +263,16 @@ def advise(X, y=None, *, loss="hinge", lam=1e-4, tol=1e-6, client=None, n_partit
         As :func:`daskdca.fit`; a store or a dask array is read (computed)
         into this process for the probe.
     y : array-like, dask array, or None, default=None
-        As :func:`daskdca.fit`; None for a store.
+        As :func:`daskdca.fit`; None for a store.  With more than two
+        classes (one-vs-rest) the prediction follows the problem with the
+        largest relative gap, which the fit waits for.
     loss : str or Loss, default="hinge"
         As :func:`daskdca.fit`.
     lam : float, default=1e-4
         As :func:`daskdca.fit`.
     tol : float, default=1e-6
-        As :func:`daskdca.fit`.
+        As :func:`daskdca.fit`, but > 0: a fit with ``tol=0`` runs to its
+        budget, and no time to a zero gap can be predicted.
     client : distributed.Client, str or None, default=None
         As :func:`daskdca.fit`; with a client (or a dask array or a store),
         the route is chosen for the cluster and its round trip and fixed
@@ -271,7 +316,7 @@ def advise(X, y=None, *, loss="hinge", lam=1e-4, tol=1e-6, client=None, n_partit
 
     loss_obj = get_loss(loss)
     lam = _check_real("lam", lam, low=0.0, low_inclusive=False, hint="LIBLINEAR's C corresponds to lam = 1/(C n)")
-    tol = _check_real("tol", tol, low=0.0, low_inclusive=False, hint="use e.g. tol=1e-6 (relative duality gap)")
+    tol = _check_tol(tol)
     on_cluster = client is not None or _is_cluster_input(X)
     n_threads = _check_n_jobs(n_jobs, on_cluster)
     if isinstance(X, (CSRStore, str, os.PathLike)):

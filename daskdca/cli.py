@@ -72,6 +72,9 @@ DEMO_C = 0.1
 DEMO_LOSS = "logistic"
 DEMO_WORKERS = 2
 DEMO_BLOCKS_PER_WORKER = 4  # at least: smaller --rows get smaller blocks
+# `daskdca make-data`'s noise when its task's option is not given (daskdca.datasets' defaults)
+DEFAULT_LABEL_NOISE = 0.05
+DEFAULT_NOISE = 0.1
 
 
 class UsageError(Exception):
@@ -130,6 +133,18 @@ def _positive_float(text):
         raise argparse.ArgumentTypeError(f"must be a number > 0, got {text!r}") from None
     if not (value > 0 and math.isfinite(value)):
         raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
+    return value
+
+
+def _float_at_least_one(text):
+    """``make-data --nnz-per-row``: a finite number >= 1, since every generated row draws at least one feature."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number >= 1, got {text!r}") from None
+    if not (value >= 1 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 1 (every row draws at least one feature: "
+                                         f"1 + Poisson(mean - 1) of them), got {text}; use e.g. 1")
     return value
 
 
@@ -220,9 +235,10 @@ def build_parser():
                    help="fit scikit-learn's bundled breast-cancer data (569 x 30, each column standardised) "
                         "instead of the demo (no DATA only)")
     p.add_argument("--workers", type=int, default=None,
-                   help="fit on a LocalCluster with this many worker processes (a store always runs on a "
-                        "cluster: with no --workers, fit starts one sized to the machine; the demo: "
-                        f"{DEMO_WORKERS}); 0 fits in memory (default for arrays and files)")
+                   help="fit on a LocalCluster with this many worker processes; 0 fits in memory, in this "
+                        "process (the default for a file and --breast-cancer; not for a store, which always runs "
+                        "on a cluster: with no --workers, fit starts one sized to the machine; nor for the demo, "
+                        f"whose default is {DEMO_WORKERS})")
     p.add_argument("--n-features", type=_int_at_least(1), default=None,
                    help="number of features of the svmlight file (default: largest index seen); not with a "
                         "store, which records its own")
@@ -328,7 +344,8 @@ def build_parser():
                    help="store the rows in a seeded uniform random order, out of core (default: on; real files "
                         "are often sorted by label, which slows distributed solvers; --no-shuffle keeps the "
                         "file's order and writes the rows once instead of twice)")
-    c.add_argument("--seed", type=_int_at_least(0), default=0, help="seed of the shuffle (default: 0)")
+    c.add_argument("--seed", type=_int_at_least(0), default=None,
+                   help="seed of the shuffle (default: 0; not with --no-shuffle)")
     c.add_argument("--renumber-features", action="store_true",
                    help="number features by decreasing frequency (the permutation is stored)")
     c.add_argument("--label-column", metavar="NAME", default=None,
@@ -352,7 +369,9 @@ def build_parser():
     a_strength.add_argument("--lam", type=_positive_float, default=None,
                             help=f"regularisation lam > 0 (default: {DEFAULT_LAM:g})")
     a_strength.add_argument("--C", type=_positive_float, default=None, help="LIBLINEAR's C instead of --lam")
-    a.add_argument("--tol", type=_positive_float, default=1e-6, help="relative duality gap (default: 1e-6)")
+    a.add_argument("--tol", type=float, default=1e-6,
+                   help="relative duality gap > 0 the predicted time is to (default: 1e-6); 0, which `daskdca "
+                        "fit` takes (it then runs to its --max-epochs budget), has no time to predict")
     a.add_argument("--workers", type=_int_at_least(1), default=None,
                    help="advise for a LocalCluster of this many worker processes (default: no cluster)")
     a.add_argument("--n-jobs", type=int, default=None,
@@ -370,15 +389,19 @@ def build_parser():
     m.add_argument("--rows", type=_int_at_least(1), required=True, help="number of rows")
     m.add_argument("--features", type=_int_at_least(1), required=True, help="number of features")
     m.add_argument("--task", choices=["classification", "regression"], default="classification")
-    m.add_argument("--nnz-per-row", type=float, default=50.0, help="mean non-zeros per row (default: 50)")
+    m.add_argument("--nnz-per-row", type=_float_at_least_one, default=50.0,
+                   help="mean non-zeros per row, >= 1: every row draws at least one feature (default: 50)")
     m.add_argument("--zipf", type=float, default=1.1,
                    help="Zipf exponent of feature popularity; 0 is uniform (default: 1.1)")
     m.add_argument("--row-norm-spread", type=float, default=0.0,
                    help="log-normal spread of row norms; 0 gives unit rows (default: 0)")
     m.add_argument("--correlation", type=float, default=0.0,
                    help="share of rows that copy a prototype row (default: 0)")
-    m.add_argument("--label-noise", type=float, default=0.05, help="flipped labels (classification)")
-    m.add_argument("--noise", type=float, default=0.1, help="target noise std (regression)")
+    m.add_argument("--label-noise", type=float, default=None,
+                   help=f"share of flipped labels (--task classification only; default: {DEFAULT_LABEL_NOISE:g})")
+    m.add_argument("--noise", type=float, default=None,
+                   help=f"standard deviation of the targets' noise (--task regression only; default: "
+                        f"{DEFAULT_NOISE:g})")
     m.add_argument("--seed", type=_int_at_least(0), default=0, help="seed (default: 0)")
     _add_store_options(m)
     return parser
@@ -394,6 +417,10 @@ def _is_parquet(path):
 def _convert(args):
     from daskdca.store import convert_svmlight, write_store
 
+    if args.seed is not None and not args.shuffle:
+        raise ValueError(f"--seed {args.seed} seeds the shuffle, and --no-shuffle keeps the input's row order; drop "
+                         "--seed, or --no-shuffle.")
+    seed = 0 if args.seed is None else args.seed
     if args.label_column is not None or _is_parquet(args.input):
         if args.label_column is None:
             raise ValueError(f"{args.input} is Parquet: name its label column with --label-column NAME (the "
@@ -406,7 +433,7 @@ def _convert(args):
                                  f"{args.input}.")
         store = write_store(args.output, args.input, args.label_column, block_rows=args.block_rows,
                             compression=args.compression, float32=args.float32, shuffle=args.shuffle,
-                            seed=args.seed, renumber_features=args.renumber_features, overwrite=args.overwrite)
+                            seed=seed, renumber_features=args.renumber_features, overwrite=args.overwrite)
         labels = "" if store.label_names is None else f", labels {store.label_names.tolist()[:10]}"
         print(f"wrote {store.url}: {store.n} rows x {store.d} features, {store.nnz} non-zeros, "
               f"{store.n_blocks} blocks{labels}")
@@ -416,7 +443,7 @@ def _convert(args):
     store = convert_svmlight(args.input, args.output, n_features=args.n_features, zero_based=zero_based,
                              block_rows=args.block_rows, chunk_bytes=chunk_bytes,
                              compression=args.compression, float32=args.float32, shuffle=args.shuffle,
-                             seed=args.seed, renumber_features=args.renumber_features,
+                             seed=seed, renumber_features=args.renumber_features,
                              progress=not args.no_progress, overwrite=args.overwrite)
     print(f"wrote {store.url}: {store.n} rows x {store.d} features, {store.nnz} non-zeros, "
           f"{store.n_blocks} blocks")
@@ -426,15 +453,23 @@ def _convert(args):
 def _make_data(args):
     from daskdca import datasets
 
+    # each noise applies to its task only: the other one would be dropped without a word
+    for option, value, task, other in (("--noise", args.noise, "regression", "--label-noise"),
+                                       ("--label-noise", args.label_noise, "classification", "--noise")):
+        if value is not None and args.task != task:
+            raise ValueError(f"{option} {value:g} applies to --task {task} only, and the task is {args.task}; drop "
+                             f"{option} (the {args.task} task's noise is {other}), or give --task {task}.")
     common = dict(nnz_per_row=args.nnz_per_row, zipf_exponent=args.zipf, row_norm_spread=args.row_norm_spread,
                   correlation=args.correlation, seed=args.seed, block_rows=args.block_rows,
                   compression=args.compression, float32=args.float32, progress=not args.no_progress,
                   overwrite=args.overwrite)
     if args.task == "classification":
         store = datasets.make_classification(args.output, args.rows, args.features,
-                                             label_noise=args.label_noise, **common)
+                                             label_noise=DEFAULT_LABEL_NOISE if args.label_noise is None
+                                             else args.label_noise, **common)
     else:
-        store = datasets.make_regression(args.output, args.rows, args.features, noise=args.noise, **common)
+        store = datasets.make_regression(args.output, args.rows, args.features,
+                                         noise=DEFAULT_NOISE if args.noise is None else args.noise, **common)
     print(f"wrote {store.url}: {store.n} rows x {store.d} features, {store.nnz} non-zeros, "
           f"{store.n_blocks} blocks")
     return 0
@@ -535,6 +570,10 @@ def _check_fit_args(args):
 
     if args.workers is not None and args.workers < 0:
         raise ValueError(f"--workers must be >= 0, got {args.workers}.")
+    if args.workers == 0 and args.data is not None and _looks_like_store(args.data):
+        raise ValueError(f"--workers 0 (in memory) does not apply to the store {args.data}, which always runs on "
+                         "a cluster (with no --workers, fit starts one sized to the machine); drop --workers 0, or "
+                         "give --workers 1 or more.")
     if args.intercept_scaling is not None and not args.fit_intercept:
         raise ValueError(f"--intercept-scaling {args.intercept_scaling:g} applies with --fit-intercept only; "
                          "add --fit-intercept or drop --intercept-scaling.")
@@ -564,19 +603,55 @@ def _refuse_n_features_of_store(args):
                          "features. Drop --n-features.")
 
 
+def _check_fit_labels(data, loss, store, y):
+    """Refuse the labels that `daskdca fit` cannot fit (and so `daskdca advise`, which tells what fit would run).
+
+    Parameters
+    ----------
+    data : str
+        The DATA argument, for the messages.
+    loss : str
+        The loss name: a regression loss takes any targets.
+    store : daskdca.store.CSRStore or None
+        The opened store, or None for a file (then ``y``).
+    y : ndarray or None
+        The labels of a file, or None for a store.
+
+    Raises
+    ------
+    ValueError
+        A store whose labels are names (a saved model holds numbers), or more than two classes for a
+        classification loss (a saved model holds one weight vector).
+    """
+    if store is not None and store.label_names is not None and store.label_names.dtype.kind != "b":
+        raise ValueError(f"the store {data} holds the labels {store.label_names.tolist()[:10]}, which are not "
+                         "numbers, and a saved model holds numeric labels only; fit it in Python "
+                         "(daskdca.fit(daskdca.open_store(PATH))), or write the store with numeric labels.")
+    labels = store.label_values if store is not None else np.unique(y)
+    if get_loss(loss).is_classification and labels is not None and len(labels) > 2:
+        raise ValueError(f"`daskdca fit` fits two classes, and {data} has {len(labels)} labels "
+                         f"({labels.tolist()[:10]}{' ...' if len(labels) > 10 else ''}); the saved model holds one "
+                         "weight vector. Fit the one-vs-rest problems in Python (daskdca.fit(X, y) or "
+                         "daskdca.SDCAClassifier), or binarise the labels.")
+
+
 def _advise(args):
     """``daskdca advise``: the route, its reason and the predicted time; exit status 0."""
-    from daskdca.advice import advise
+    from daskdca.advice import _check_tol, advise
 
     _refuse_n_features_of_store(args)
+    # before the data is read; tol as `daskdca fit --tol` takes it, then > 0 (the message says why)
+    _check_tol(args.tol, name="--tol", budget="`daskdca fit` to its --max-epochs budget", example="--tol 1e-6")
     if _looks_like_store(args.data):
         from daskdca.store import open_store
 
         X, y = open_store(args.data), None
         n = X.n
+        _check_fit_labels(args.data, args.loss, X, None)
     else:
         X, y = _load(args.data, args.n_features)
         n = X.shape[0]
+        _check_fit_labels(args.data, args.loss, None, y)
     lam, lam_text = _lam(args, n)
     print(f"problem: {args.loss} loss, {lam_text}, tol {args.tol:g}")
     if args.workers:
@@ -615,22 +690,14 @@ def _fit(args):
 
         X, y = open_store(args.data), None
         n = X.n
-        if X.label_names is not None and X.label_names.dtype.kind != "b":
-            raise ValueError(f"the store {args.data} holds the labels {X.label_names.tolist()[:10]}, which are not "
-                             "numbers, and a saved model holds numeric labels only; fit it in Python "
-                             "(daskdca.fit(daskdca.open_store(PATH))), or write the store with numeric labels.")
+        _check_fit_labels(args.data, loss, X, None)
         print(f"data: store {args.data} ({X.n} x {X.d}, {X.nnz} non-zeros, {X.n_blocks} blocks)")
     else:
         X, y = _load(args.data, args.n_features)
         n = X.shape[0]
+        _check_fit_labels(args.data, loss, None, y)
         if scaling is not None:
             X = with_intercept_column(X, scaling)
-    labels = X.label_values if is_store else np.unique(y)
-    if get_loss(loss).is_classification and labels is not None and len(labels) > 2:
-        raise ValueError(f"`daskdca fit` fits two classes, and {args.data} has {len(labels)} labels "
-                         f"({labels.tolist()[:10]}{' ...' if len(labels) > 10 else ''}); the saved model holds one "
-                         "weight vector. Fit the one-vs-rest problems in Python (daskdca.fit(X, y) or "
-                         "daskdca.SDCAClassifier), or binarise the labels.")
     lam, lam_text = _lam(args, n)
     kwargs = dict(loss=loss, lam=lam, solver=args.solver, tol=args.tol, max_rounds=args.max_rounds,
                   max_epochs=args.max_epochs, batch_size=args.batch_size, local_iters=args.local_iters, n_partitions=args.n_partitions,

@@ -7,7 +7,7 @@ URL-like d = 3.2 M), never by n.
 
 The generator (all knobs explicit):
 
-* nnz per row ~ 1 + Poisson(nnz_per_row - 1), at most d;
+* nnz per row ~ 1 + Poisson(nnz_per_row - 1), at most d (``nnz_per_row >= 1``);
 * feature popularity Zipf-like: feature of rank r is drawn with probability
   proportional to ``(r + 1) ** -zipf_exponent`` (0 gives uniform); ranks are
   assigned to feature ids by a seeded permutation, so popular features are
@@ -43,6 +43,15 @@ def _check_positive_int(name, value):
 def _check_fraction(name, value):
     if not (isinstance(value, (int, float)) and 0.0 <= value <= 1.0):
         raise ValueError(f"{name} must be in [0, 1], got {value!r}.")
+    return float(value)
+
+
+def _check_nnz_per_row(value):
+    """``nnz_per_row`` as a float: a finite number >= 1, since every row draws ``1 + Poisson(nnz_per_row - 1)``
+    features (a smaller value would give one a row, not its mean)."""
+    if isinstance(value, bool) or not (isinstance(value, (int, float)) and np.isfinite(value) and value >= 1):
+        raise ValueError(f"nnz_per_row must be a finite number >= 1 (every row draws 1 + Poisson(nnz_per_row - 1) "
+                         f"features, at least one), got {value!r}; use e.g. nnz_per_row=1.")
     return float(value)
 
 
@@ -112,7 +121,7 @@ def _make(url, task, n_rows, n_features, nnz_per_row, zipf_exponent, row_norm_sp
     n_prototypes = _check_positive_int("n_prototypes", n_prototypes)
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ValueError(f"seed must be a non-negative int, got {seed!r}.")
-    gen = _Generator(n_features, _check_nonnegative("nnz_per_row", nnz_per_row),
+    gen = _Generator(n_features, _check_nnz_per_row(nnz_per_row),
                      _check_nonnegative("zipf_exponent", zipf_exponent),
                      _check_nonnegative("row_norm_spread", row_norm_spread),
                      _check_fraction("correlation", correlation), n_prototypes, bool(binary_values), int(seed))
@@ -169,8 +178,8 @@ def make_classification(url, n_rows, n_features, *, nnz_per_row=50.0, zipf_expon
     n_features : int
         Features ``d``, ``>= 1``.
     nnz_per_row : float, default=50.0
-        Mean features drawn per row: ``1 + Poisson(nnz_per_row - 1)``, at
-        most ``d`` (a feature drawn twice in a row counts once).
+        Mean features drawn per row, ``>= 1``: ``1 + Poisson(nnz_per_row -
+        1)``, at most ``d`` (a feature drawn twice in a row counts once).
     zipf_exponent : float, default=1.1
         The feature of popularity rank ``r`` is drawn with probability
         proportional to ``(r + 1) ** -zipf_exponent``; 0 gives uniform.
@@ -235,8 +244,8 @@ def make_regression(url, n_rows, n_features, *, nnz_per_row=50.0, zipf_exponent=
     n_features : int
         Features ``d``, ``>= 1``.
     nnz_per_row : float, default=50.0
-        Mean features drawn per row: ``1 + Poisson(nnz_per_row - 1)``, at
-        most ``d`` (a feature drawn twice in a row counts once).
+        Mean features drawn per row, ``>= 1``: ``1 + Poisson(nnz_per_row -
+        1)``, at most ``d`` (a feature drawn twice in a row counts once).
     zipf_exponent : float, default=1.1
         The feature of popularity rank ``r`` is drawn with probability
         proportional to ``(r + 1) ** -zipf_exponent``; 0 gives uniform.
