@@ -133,7 +133,9 @@ def _block_output(block, *, coef, intercept, classes, kind, as_csr):
     else:
         from sklearn.utils.validation import check_array
 
-        block = check_array(block, accept_sparse="csr", dtype=[np.float64, np.float32])
+        # an empty block (a partition a filter emptied, a 0-row chunk) gives an empty output: scikit-learn's
+        # default of at least one row is for a whole X, not for one of its blocks
+        block = check_array(block, accept_sparse="csr", dtype=[np.float64, np.float32], ensure_min_samples=0)
     scores = decision_scores(block, coef, intercept)
     if kind == "predict":
         return scores if classes is None else labels(scores, classes)

@@ -116,6 +116,11 @@ def close_embedded():
             cluster.close()
 
 
+#: The ``distributed.Client.status`` values of a client that can no longer run a fit: ``client.close()`` sets
+#: ``"closing"``, then ``"closed"`` (a client that lost its scheduler and reconnects says ``"connecting"``).
+_CLOSED_STATUSES = ("closing", "closed")
+
+
 @contextlib.contextmanager
 def cluster_client(client):
     """The client a cluster fit runs on.
@@ -140,7 +145,8 @@ def cluster_client(client):
     ------
     ValueError
         When no scheduler answers at an address within Dask's connect
-        timeout (the config value ``distributed.comm.timeouts.connect``).
+        timeout (the config value ``distributed.comm.timeouts.connect``),
+        or when the client given is closed or closing (its ``status``).
     TypeError
         When ``client`` is neither a client, an address nor None.
     """
@@ -162,6 +168,10 @@ def cluster_client(client):
         if not (hasattr(client, "submit") and hasattr(client, "scheduler_info")):
             raise TypeError(f"client must be a distributed.Client, a scheduler address string or None, got "
                             f"{type(client).__name__}.")
+        status = getattr(client, "status", None)
+        if status in _CLOSED_STATUSES:  # refused before the route reads the workers it cached when open
+            raise ValueError(f"client={client!r} has status {status!r}: the client is closed; pass an open Client "
+                             "or none (client=None fits on the default client or the process's own LocalCluster).")
         yield client
         return
     try:

@@ -215,14 +215,43 @@ def _missing(value):
     return type(value).__name__ in ("NAType", "NaTType")
 
 
-def _label_kind(values, where="y"):
+def first_missing_label(values):
+    """The position of the first missing label (None, NaN, ``pd.NA``, ``NaT``) in an object array of labels
+    (flattened), or None when every label is there."""
+    return next((i for i, v in enumerate(values.ravel()) if _missing(v)), None)
+
+
+def missing_label_error(value, row, where="y"):
+    """The ValueError for the missing label ``value`` at ``row`` of X (counted from X's first row)."""
+    return ValueError(f"{where} has a missing label ({value!r}) at row {row}; every row needs a label: drop those "
+                      "rows or fill them in.")
+
+
+def _label_kind(values, where="y", first_row=0):
     """``"numeric"``, ``"str"`` or ``"bool"``: what an object array of labels holds; a missing value or a
-    mix of types is refused (a mix cannot be sorted as scikit-learn sorts classes)."""
+    mix of types is refused (a mix cannot be sorted as scikit-learn sorts classes).
+
+    Parameters
+    ----------
+    values : ndarray of object
+        Labels: all of y, or one chunk or partition of it.
+    where : str, default="y"
+        What the labels are, for messages.
+    first_row : int, default=0
+        The row of X that ``values[0]`` is (a later chunk's or partition's
+        offset), so that a missing label is named at its row in X.
+
+    Raises
+    ------
+    ValueError
+        A missing label, named with its row.
+    TypeError
+        Labels of more than one type.
+    """
     flat = values.ravel()
-    missing = [i for i, v in enumerate(flat) if _missing(v)]
-    if missing:
-        raise ValueError(f"{where} has a missing label ({flat[missing[0]]!r}) at row {missing[0]}; every row "
-                         "needs a label: drop those rows or fill them in.")
+    missing = first_missing_label(flat)
+    if missing is not None:
+        raise missing_label_error(flat[missing], first_row + missing, where)
     types = {("str" if isinstance(v, str) else "bool" if isinstance(v, (bool, np.bool_))
               else "numeric" if isinstance(v, numbers.Real) else type(v).__name__) for v in flat}
     if len(types) == 1 and types <= {"numeric", "str", "bool"}:
@@ -285,7 +314,7 @@ def label_codes(values, names, first_row=0):
     refused naming its row."""
     values = np.asarray(values)
     if values.dtype.kind == "O" and values.size:
-        _label_kind(values, where=f"y (rows from {first_row})")
+        _label_kind(values, first_row=first_row)
     keys = values.astype(bool) if isinstance(names[0], bool) else values.astype(str)
     table = np.asarray(names, dtype=bool if isinstance(names[0], bool) else str)
     where = np.minimum(np.searchsorted(table, keys), table.shape[0] - 1)

@@ -22,8 +22,10 @@ from daskdca.store.frames import (
     _is_dask_series,
     _label_kind,
     encode_labels,
+    first_missing_label,
     label_codes,
     label_names_of,
+    missing_label_error,
     series_values,
 )
 from daskdca.store.writer import _check_dtype, _check_finite_block
@@ -89,6 +91,46 @@ def _distinct(values):
     return set(np.unique(values.astype(str)).tolist())
 
 
+def _chunk_labels(values):
+    """One chunk's or partition's labels, summed up in its task: ``(rows, distinct, missing)``.
+
+    ``distinct`` is :func:`_distinct` of the labels, or None when one is
+    missing; ``missing`` is then ``(its row within the chunk, the value)``,
+    else None.  The task does not raise for a missing label: only the caller
+    knows the chunk's first row in X, and names the row in X
+    (:func:`_refuse_missing_label`).
+    """
+    values = np.asarray(values)
+    if values.dtype.kind == "O":
+        missing = first_missing_label(values)
+        if missing is not None:
+            return len(values), None, (missing, values.ravel()[missing])
+    return len(values), _distinct(values), None
+
+
+def _refuse_missing_label(missing, lengths):
+    """Raise the missing-label error of the first chunk that has one, at its row in X.
+
+    Parameters
+    ----------
+    missing : sequence of (int, object) or None
+        Each chunk's first missing label, ``(row within the chunk, value)``,
+        or None (:func:`_chunk_labels`), in X's row order.
+    lengths : sequence of int
+        Each chunk's rows.
+
+    Raises
+    ------
+    ValueError
+        When a chunk has a missing label.
+    """
+    first_row = 0
+    for found, rows in zip(missing, lengths):
+        if found is not None:
+            raise missing_label_error(found[1], first_row + int(found[0]))
+        first_row += int(rows)
+
+
 def _names_of_distinct(values):
     """``label_names`` of the distinct labels found (a set), or None when they are numbers."""
     values = list(values)
@@ -102,8 +144,9 @@ def _dask_label_names(y):
     over ``y``, its chunks' distinct values computed in parallel and joined here (a few values each)."""
     import dask
 
-    parts = dask.compute(*[dask.delayed(_distinct)(block) for block in y.to_delayed().ravel()])
-    return _names_of_distinct(set().union(*parts))
+    parts = dask.compute(*[dask.delayed(_chunk_labels)(block) for block in y.to_delayed().ravel()])
+    _refuse_missing_label([part[2] for part in parts], [part[0] for part in parts])
+    return _names_of_distinct(set().union(*(part[1] for part in parts)))
 
 
 def _chunk_kind(chunk):
@@ -235,8 +278,11 @@ def _partition_block(part, columns, dtype):
 
 
 def _length_and_labels(part, label):
-    """One partition's row count and, for a ``label`` column name, that column's distinct values."""
-    return len(part), (None if label is None else _distinct(series_values(part[label])))
+    """One partition's ``(rows, distinct, missing)``: for a ``label`` column name, that column's distinct values
+    or its first missing label (:func:`_chunk_labels`); else ``(rows, None, None)``."""
+    if label is None:
+        return len(part), None, None
+    return _chunk_labels(series_values(part[label]))
 
 
 def dask_frame_input(X, y):
@@ -288,6 +334,8 @@ def dask_frame_input(X, y):
     jobs += [dask.delayed(_length_and_labels)(part, None) for part in y_parts]  # in the same pass
     counts = dask.compute(*jobs)
     lengths = [int(c[0]) for c in counts[:len(parts)]]
+    if distinct:  # named at its row in X, which only the partitions' lengths together give
+        _refuse_missing_label([c[2] for c in counts[:len(parts)]], lengths)
     blocks = [da.from_delayed(dask.delayed(_partition_block)(part, columns, dtype), shape=(rows, len(columns)),
                               dtype=dtype) for part, rows in zip(parts, lengths) if rows]
     if not blocks:
@@ -295,15 +343,16 @@ def dask_frame_input(X, y):
     array = da.concatenate(blocks, axis=0)
     label_names = None
     if label is not None:
+        # a numeric column keeps its own dtype (integer labels stay integers until they are stored)
         labels = [da.from_delayed(dask.delayed(series_values)(part[label]), shape=(rows,),
-                                  dtype=np.float64 if not distinct else object)
+                                  dtype=object if distinct else X.dtypes[label])
                   for part, rows in zip(parts, lengths) if rows]
         y = da.concatenate(labels)
         if distinct:
             label_names = _names_of_distinct(set().union(*(c[1] for c in counts[:len(parts)])))
     elif _is_dask_series(y):
         y_lengths = [int(c[0]) for c in counts[len(parts):]]
-        kind = np.float64 if _numeric_label_dtype(y.dtype) else object
+        kind = y.dtype if _numeric_label_dtype(y.dtype) else object
         y = da.concatenate([da.from_delayed(dask.delayed(series_values)(part), shape=(rows,), dtype=kind)
                             for part, rows in zip(y_parts, y_lengths) if rows])
     return array, y, _feature_names(columns), label_names
