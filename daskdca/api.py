@@ -125,8 +125,10 @@ class LinearModel:
     Attributes
     ----------
     coef_ : ndarray of shape (n_features,) or (n_classes, n_features)
-        The model ``w``; for the dual methods ``w = X^T dual_coef_ / (lam n)``,
-        rebuilt from the dual variables.  With more than two classes, row
+        The model ``w``; for plain SDCA and CoCoA+ ``w = X^T dual_coef_ / (lam n)``,
+        rebuilt from the dual variables; for a primal iterate (Newton,
+        L-BFGS, Pegasos, SDCA inside Catalyst: ``route_``) the point that
+        ``dual_coef_`` certifies, equal to that only as the gap closes.  With more than two classes, row
         ``k`` is one-vs-rest problem ``k`` (``classes_[k]`` against the rest).
     dual_coef_ : ndarray of shape (n_samples,) or (n_classes, n_samples)
         The dual point that certifies ``coef_``, in the order of the rows of X
@@ -443,7 +445,10 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
         step inside Catalyst), ``ceil(n / batch_size)`` rounds of the
         mini-batch methods.  Reaching it warns with
         ``ConvergenceWarning``.  With ``max_rounds`` too, the smaller budget
-        holds; with neither, 1000 passes.
+        holds; with neither, 1000 passes.  The fit ends with the round that
+        reaches it: where a round holds several passes (small data: the
+        route's ``local_iters``, at most the budget) or the budget is not
+        whole, past it by less than a round.
     max_rounds : int or None, default=None
         The most rounds (what a round is depends on the solver; ``max_epochs``
         means the same on every one).

@@ -127,7 +127,10 @@ _SHARED_PARAMETERS = {
     (:func:`daskdca.fit`'s ``max_epochs``, as scikit-learn's SAG and SAGA
     count ``max_iter``): a pass is one round of serial SDCA or CoCoA+,
     ``ceil(n / batch_size)`` rounds of ``"minibatch_sdca"``, so ``n_iter_``,
-    which counts rounds, can exceed it.  A fit that reaches it before
+    which counts rounds, can exceed it.  On small data a round of serial
+    SDCA holds several passes (``route_.options["local_iters"]``, at most
+    ``max_iter``); the fit ends with the round that reaches ``max_iter``,
+    past it by fewer than that round's passes.  A fit that reaches it before
     ``tol`` warns with a ``ConvergenceWarning`` naming the relative gap
     reached.""",
     "fit_intercept": """fit_intercept : bool, default=True
@@ -814,9 +817,12 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         ``intercept_scaling * w_b`` with ``fit_intercept``, else zeros.
     dual_coef_ : ndarray of shape (1, n_samples) or (n_classes, n_samples)
         Only with ``keep_dual=True``: ``alpha`` of each problem, labels
-        inside the loss (for hinge ``y_i alpha_i`` lies in [0, 1]), with
-        ``coef_[k] = C * X.T @ dual_coef_[k]`` and, with ``fit_intercept``,
-        ``intercept_[k] = C * intercept_scaling**2 * dual_coef_[k].sum()``.
+        inside the loss (for hinge ``y_i alpha_i`` lies in [0, 1]).  Where
+        plain SDCA or CoCoA+ ran, ``coef_[k] = C * X.T @ dual_coef_[k]`` and,
+        with ``fit_intercept``, ``intercept_[k] = C * intercept_scaling**2 *
+        dual_coef_[k].sum()``; where the model is a primal iterate (Newton,
+        L-BFGS, SDCA inside Catalyst: ``route_``), ``dual_coef_`` is the dual
+        point that certifies it, and the two agree only as the gap closes.
     primal_, dual_, gap_ : ndarray of shape (1,) or (n_classes,)
         ``P(coef_[k], intercept_[k])``, ``D(dual_coef_[k])`` and their difference per
         problem, certified from the dual variables alone; multiply by
@@ -1589,7 +1595,8 @@ class SDCAClassifierCV(SDCAClassifier):
         Only with ``keep_dual=True``: the refit's ``alpha`` of each problem,
         with ``coef_[k] = C_ * X.T @ dual_coef_[k]`` and, with
         ``fit_intercept``, ``intercept_[k] = C_ * intercept_scaling**2 *
-        dual_coef_[k].sum()``.
+        dual_coef_[k].sum()`` where the refit ran plain SDCA (as
+        :class:`SDCAClassifier` says).
     primal_, dual_, gap_ : ndarray of shape (1,) or (n_classes,)
         The refit's ``P(coef_[k], intercept_[k])``, ``D(dual_coef_[k])`` and
         their difference per problem, certified from the dual variables
