@@ -875,6 +875,7 @@ class _ClusterJob:
         self.tmpdir = None
         self.staged = None  # the staging store of in-memory arrays that go to rounds
         self.dask_staged = False  # the store is this fit's staging of dask input (messages name X and y)
+        self.label_dtype = None  # an integer dtype of dask input's labels, which the staged store holds as float64
         self.route_ = None  # the route chosen for them
         self.verbose = 0
         self.callback = self.checkpoint_every = None
@@ -922,6 +923,9 @@ class _ClusterJob:
                              "make it with a DataFrame's to_dask_array(lengths=True)).")
         rows = int(max(data.X.chunks[0]))  # a block per dask chunk (regular chunks); partitions are runs of them
         self.dask_staged = True
+        # the store holds numbers as float64: integer labels get their own dtype back on the model
+        label_dtype = getattr(data.y, "dtype", None)
+        self.label_dtype = label_dtype if label_dtype is not None and label_dtype.kind in "iu" else None
         return write_prepared(os.path.join(self.staging_folder(), "data.zarr"), data, block_rows=rows,
                               compression="none", float32=False, shuffle=False, seed=0, renumber_features=False,
                               storage_options={}, source="daskdca.fit input", overwrite=False,
@@ -1061,6 +1065,8 @@ def _fit_store_on_cluster(job, store, client, fit_args, *, verbose, callback, in
             f"a run of whole blocks); use n_partitions <= {store.n_blocks} or convert again with "
             f"block_rows={-(-store.n // job.store_partitions)}.")
     classes, positive = _store_labels(store, job.loss_obj, where="y" if job.dask_staged else None)
+    if classes is not None and job.label_dtype is not None and classes.dtype.kind == "f":
+        classes = classes.astype(job.label_dtype)  # whole numbers, exact in float64 up to 2**53
     multi = classes is not None and classes.shape[0] > 2
     problems = job.problems
     if staged_arrays:

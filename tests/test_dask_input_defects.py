@@ -196,9 +196,6 @@ def test_integer_label_column_keeps_its_dtype_in_the_dask_array():
     assert y.dtype == np.int64 and y.compute().dtype == np.int64
 
 
-@pytest.mark.xfail(strict=True, reason="classes_ of a fit on dask input come from the float64 store's labels "
-                   "(daskdca/api.py: _fit_store_on_cluster, validation._store_labels); casting them back to the "
-                   "input labels' dtype is outside this test's modules")
 def test_integer_labels_on_dask_input_give_integer_classes(client):
     """``daskdca.fit`` on a dask array with integer labels {3, 7} gives ``classes_`` of the labels' dtype,
     as a NumPy fit does.  They came back as float64 [3., 7.]."""
