@@ -137,6 +137,20 @@ def test_overwrite_refuses_an_object_store_holding_files_of_someone_elses():
     assert fsspec.filesystem("memory").cat_file("/daskdca-safety/foreign.zarr/notes.txt") == b"the user's"
 
 
+def test_a_checkpoint_is_never_written_inside_a_store(tmp_path):
+    """A checkpoint inside a store (the one fitted, or any) made that store unreplaceable and held files the
+    store does not list; it is refused before anything is written.  Beside the store it is fine."""
+    from daskdca.engine.checkpoint import _prepare_checkpoint
+
+    url = tmp_path / "s.zarr"
+    _store(url)
+    before = _tree(url)
+    with pytest.raises(ValueError, match=r"lies inside the daskdca store .*s\.zarr'.*Give a folder outside it"):
+        _prepare_checkpoint(url / "ckpt")
+    assert _tree(url) == before
+    assert _prepare_checkpoint(tmp_path / "beside") == []
+
+
 def test_output_may_not_be_or_contain_the_input(tmp_path):
     folder = tmp_path / "out.zarr"
     folder.mkdir()

@@ -268,6 +268,21 @@ def _shown(names, limit=5):
     return ", ".join(repr(n) for n in names[:limit]) + more
 
 
+def _refuse_inside_a_store(url):
+    """A checkpoint is never written inside a daskdca store or another checkpoint (a local path): replacing or
+    removing that one would take the checkpoint with it, and a store holds only its own arrays."""
+    if "://" in str(url):
+        return
+    from daskdca.store.publish import _local_enclosing
+
+    found = _local_enclosing(os.path.abspath(os.fspath(url)))
+    if found is not None:
+        outer, kind = found
+        what = "daskdca store" if kind == "store" else "daskdca checkpoint folder"
+        raise ValueError(f"checkpoint={os.fspath(url)!r} lies inside the {what} {outer!r}; daskdca never writes a "
+                         "checkpoint there. Give a folder outside it.")
+
+
 def _prepare_checkpoint(url, *, overwrite=False, resume=False):
     """Check the checkpoint location before a fit writes there; returns the entries a fresh fit will replace.
 
@@ -278,6 +293,7 @@ def _prepare_checkpoint(url, *, overwrite=False, resume=False):
     later) or to replace it (``overwrite=True``: only daskdca's own entries
     are removed, by :func:`_clear_checkpoint`).
     """
+    _refuse_inside_a_store(url)
     names = _entries(url)
     if not names:
         return []
