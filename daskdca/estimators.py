@@ -296,14 +296,15 @@ def _in_memory(X):
 
 
 def _lam_of(C, n):
-    """``lam = 1 / (C n)``, refused (naming C) where it underflows to 0 or overflows: ``daskdca.fit`` would
-    otherwise report the ``lam`` it was given, which the caller never set."""
+    """``lam = 1 / (C n)``, refused (naming C) where ``C n`` lies outside 1e-300 .. 1e300 (``lam`` underflows
+    or overflows, and the fit's sums with it): ``daskdca.fit`` would otherwise report a ``lam`` the caller never
+    set."""
     lam = 1.0 / (float(C) * n)
-    if not (np.isfinite(lam) and lam > 0):
+    if not (1e-300 <= float(C) * n <= 1e300):
         shown = C if type(C) in (int, float) else float(C)  # a NumPy scalar shown as its value
-        raise ValueError(f"C={shown!r} gives lam = 1/(C n) = {lam!r} for the n={n} training rows, which is not a "
-                         f"finite number > 0 (C n = {float(C) * n!r}); use a C with C n between 1e-300 and 1e300 "
-                         "(LIBLINEAR's usual C values are 1e-4 to 1e4).")
+        raise ValueError(f"C={shown!r} gives C n = {float(C) * n!r} for the n={n} training rows (lam = 1/(C n) = "
+                         f"{lam!r}), where the fit's sums overflow or underflow float64; use a C with C n between "
+                         "1e-300 and 1e300 (LIBLINEAR's usual C values are 1e-4 to 1e4).")
     return lam
 
 

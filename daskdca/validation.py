@@ -209,6 +209,11 @@ def _check_n_jobs(n_jobs, on_cluster=False):
     return int(n_jobs) if n_jobs > 0 else max(1, process_cores() + 1 + int(n_jobs))
 
 
+#: The largest ``lam`` a fit takes: ``lam n`` stays finite in float64 (up to about 1e308) for any ``n`` below
+#: 1e200 rows.
+MAX_LAM = 1e100
+
+
 def _check_fit_options(*, lam, tol, max_rounds, max_epochs, verbose, local_iters, n_partitions, callback,
                        in_memory, overwrite, random_state):
     """``daskdca.fit``'s numbers, flags and seed, checked in this order (the first bad one raises): ``lam > 0``,
@@ -217,6 +222,10 @@ def _check_fit_options(*, lam, tol, max_rounds, max_epochs, verbose, local_iters
     ``overwrite`` a bool, ``random_state`` (None draws a seed).  ``callback``, ``in_memory`` and ``overwrite``
     are only checked (the caller keeps them as given); the others come back as a :class:`_FitOptions`."""
     lam = _check_real("lam", lam, low=0.0, low_inclusive=False, hint="LIBLINEAR's C corresponds to lam = 1/(C n)")
+    if lam > MAX_LAM:
+        raise ValueError(f"lam must be at most {MAX_LAM:g}, got {lam!r}: lam n and the dual's scale overflow "
+                         "float64 long before, and any lam past about 1e10 fits w = 0 on real data; use a smaller "
+                         "lam (LIBLINEAR's C corresponds to lam = 1/(C n)).")
     tol = _check_real("tol", tol, low=0.0, low_inclusive=True, hint="use e.g. tol=1e-6 (relative duality gap)")
     if max_rounds is not None:
         max_rounds = _check_int("max_rounds", max_rounds, low=1, hint="use e.g. max_rounds=1000 or None")

@@ -198,6 +198,7 @@ def test_predict_validates_features(heart):
     ({"lam": 0.0}, "lam must be > 0"),
     ({"lam": -1.0}, "lam must be > 0"),
     ({"lam": float("nan")}, "lam must be a finite"),
+    ({"lam": 1e308}, r"lam must be at most 1e\+100, got 1e\+308"),  # lam n overflowed to inf
     ({"loss": "hinj"}, "Unknown loss 'hinj'.*'hinge'"),
     ({"solver": "sgd"}, "Unknown solver 'sgd'.*'cocoa\\+'.*'minibatch_sdca'.*'sdca'"),
     ({"tol": -1.0}, "tol must be >= 0"),
