@@ -218,9 +218,22 @@ def _check_names(p, names, what, fix):
     when the fit had them; ``fix`` says what to pass instead."""
     fitted = p.feature_names
     if fitted is not None and names != list(fitted):
-        raise ValueError(f"The feature names should match those that were passed during fit: {what} "
-                         f"{names[:10]}{' ...' if len(names) > 10 else ''} differ from the fitted feature names "
-                         f"(feature_names_in_) {list(fitted)[:10]}{' ...' if len(fitted) > 10 else ''}; {fix}.")
+        fitted = list(fitted)
+        unseen = [name for name in names if name not in set(fitted)]
+        missing = [name for name in fitted if name not in set(names)]
+        if unseen or missing:  # what differs, not only the first names of each side
+            differ = "; ".join(part for part in (
+                f"not seen at fit: {unseen[:10]}{' ...' if len(unseen) > 10 else ''}" if unseen else "",
+                f"seen at fit but missing: {missing[:10]}{' ...' if len(missing) > 10 else ''}" if missing else "")
+                if part)
+        elif len(names) != len(fitted):
+            differ = f"the same names, {len(names)} of them against {len(fitted)} (a name repeated)"
+        else:
+            first = next(i for i, (a, b) in enumerate(zip(names, fitted)) if a != b)
+            differ = f"the same names in another order (first at position {first}: {names[first]!r}, fitted " \
+                     f"{fitted[first]!r})"
+        raise ValueError(f"The feature names should match those that were passed during fit: {what} differ from "
+                         f"the fitted feature names (feature_names_in_), {differ}; {fix}.")
 
 
 def _check_count(p, d, where=""):

@@ -56,7 +56,7 @@ def _check_X(X):
             row = int(np.searchsorted(X.indptr, bad, side="right") - 1)
             raise ValueError(
                 f"X contains a non-finite value ({float(X.data[bad])!r}) at row {row}, column "
-                f"{int(X.indices[bad])}; remove or impute NaN/inf before fitting."
+                f"{int(X.indices[bad])}; remove or impute NaN/inf first."
             )
         return X
     if hasattr(X, "dask") or not hasattr(X, "__array__") and not isinstance(X, (list, tuple)):
@@ -81,7 +81,7 @@ def _check_X(X):
         row, col = np.argwhere(~np.isfinite(arr))[0]
         raise ValueError(
             f"X contains a non-finite value ({float(arr[row, col])!r}) at row {row}, column {col}; "
-            "remove or impute NaN/inf before fitting."
+            "remove or impute NaN/inf first."
         )
     return sp.csr_matrix(arr)
 
