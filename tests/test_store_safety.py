@@ -151,6 +151,25 @@ def test_a_checkpoint_is_never_written_inside_a_store(tmp_path):
     assert _prepare_checkpoint(tmp_path / "beside") == []
 
 
+@pytest.mark.parametrize("points_to", ["store", "empty", "nothing"])
+def test_a_symbolic_link_as_the_output_is_refused(tmp_path, points_to):
+    """A link as the output: the write replaced the link with a folder (the store it named unchanged), called
+    a link to an empty folder "created by another writer", and a dangling one "a file".  It is refused, naming
+    where it points, and nothing changes."""
+    target = tmp_path / "real.zarr"
+    if points_to == "store":
+        _store(target)
+    elif points_to == "empty":
+        target.mkdir()
+    link = tmp_path / "link.zarr"
+    link.symlink_to(target)
+    before = _tree(tmp_path)
+    with pytest.raises(ValueError, match=r"is a symbolic link \(to .*real\.zarr'\); daskdca writes a store at a "
+                                         r"real path"):
+        _store(link, overwrite=True)
+    assert link.is_symlink() and _tree(tmp_path) == before and _leftovers(tmp_path) == []
+
+
 def test_output_may_not_be_or_contain_the_input(tmp_path):
     folder = tmp_path / "out.zarr"
     folder.mkdir()

@@ -420,6 +420,10 @@ class _Destination:
             return self
         target = os.path.abspath(self.local)
         self.target = target
+        if os.path.islink(target):  # the rename would replace the link, not write where it points
+            raise ValueError(f"the output {self.url!r} is a symbolic link (to {os.readlink(target)!r}); daskdca "
+                             f"writes a store at a real path: give {os.path.realpath(target)!r} itself, or "
+                             "another path (nothing was changed).")
         self._check_nesting(None)  # before anything, even the cleanup, happens inside a store or checkpoint
         if os.path.isdir(os.path.dirname(target)):
             # first: a store that a killed replacement moved aside goes back before the target is judged
