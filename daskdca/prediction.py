@@ -17,7 +17,9 @@ classes, which probabilities the loss gives) and call the functions here:
 The arithmetic is one function, :func:`decision_scores`
 (``X @ coef.T + intercept``); the owner says how its in-memory X is checked
 (``daskdca.fit``'s canonical CSR, or scikit-learn's ``check_array``), so
-that every input type gives the bits of the in-memory call.
+that every input type gives the in-memory call's labels, and its scores to
+rounding (a dask DataFrame's partitions arrive column-major, whose dense
+product rounds in another order: about 1e-15 apart).
 """
 
 from __future__ import annotations
