@@ -72,9 +72,6 @@ DEMO_C = 0.1
 DEMO_LOSS = "logistic"
 DEMO_WORKERS = 2
 DEMO_BLOCKS_PER_WORKER = 4  # at least: smaller --rows get smaller blocks
-# `daskdca make-data`'s noise when its task's option is not given (daskdca.datasets' defaults)
-DEFAULT_LABEL_NOISE = 0.05
-DEFAULT_NOISE = 0.1
 
 
 class UsageError(Exception):
@@ -398,10 +395,11 @@ def build_parser():
     m.add_argument("--correlation", type=float, default=0.0,
                    help="share of rows that copy a prototype row (default: 0)")
     m.add_argument("--label-noise", type=float, default=None,
-                   help=f"share of flipped labels (--task classification only; default: {DEFAULT_LABEL_NOISE:g})")
+                   help="share of flipped labels (--task classification only; default: "
+                        "daskdca.datasets.LABEL_NOISE, 0.05)")
     m.add_argument("--noise", type=float, default=None,
-                   help=f"standard deviation of the targets' noise (--task regression only; default: "
-                        f"{DEFAULT_NOISE:g})")
+                   help="standard deviation of the targets' noise (--task regression only; default: "
+                        "daskdca.datasets.TARGET_NOISE, 0.1)")
     m.add_argument("--seed", type=_int_at_least(0), default=0, help="seed (default: 0)")
     _add_store_options(m)
     return parser
@@ -465,11 +463,11 @@ def _make_data(args):
                   overwrite=args.overwrite)
     if args.task == "classification":
         store = datasets.make_classification(args.output, args.rows, args.features,
-                                             label_noise=DEFAULT_LABEL_NOISE if args.label_noise is None
+                                             label_noise=datasets.LABEL_NOISE if args.label_noise is None
                                              else args.label_noise, **common)
     else:
         store = datasets.make_regression(args.output, args.rows, args.features,
-                                         noise=DEFAULT_NOISE if args.noise is None else args.noise, **common)
+                                         noise=datasets.TARGET_NOISE if args.noise is None else args.noise, **common)
     print(f"wrote {store.url}: {store.n} rows x {store.d} features, {store.nnz} non-zeros, "
           f"{store.n_blocks} blocks")
     return 0

@@ -31,7 +31,12 @@ import scipy.sparse as sp
 
 from daskdca.store import DEFAULT_BLOCK_ROWS, INT32_LIMIT, _writing
 
-__all__ = ["make_classification", "make_regression"]
+__all__ = ["LABEL_NOISE", "TARGET_NOISE", "make_classification", "make_regression"]
+
+#: :func:`make_classification`'s default share of flipped labels.
+LABEL_NOISE = 0.05
+#: :func:`make_regression`'s default standard deviation of the targets' noise.
+TARGET_NOISE = 0.1
 
 
 def _check_positive_int(name, value):
@@ -159,7 +164,7 @@ def _make(url, task, n_rows, n_features, nnz_per_row, zipf_exponent, row_norm_sp
 
 
 def make_classification(url, n_rows, n_features, *, nnz_per_row=50.0, zipf_exponent=1.1, row_norm_spread=0.0,
-                        correlation=0.0, n_prototypes=16, label_noise=0.05, binary_values=True, seed=0,
+                        correlation=0.0, n_prototypes=16, label_noise=LABEL_NOISE, binary_values=True, seed=0,
                         block_rows=DEFAULT_BLOCK_ROWS, compression="zstd", float32=False, storage_options=None,
                         progress=False, overwrite=False):
     """Write a binary classification store of ``n_rows x n_features`` block by block.
@@ -226,7 +231,7 @@ def make_classification(url, n_rows, n_features, *, nnz_per_row=50.0, zipf_expon
 
 
 def make_regression(url, n_rows, n_features, *, nnz_per_row=50.0, zipf_exponent=1.1, row_norm_spread=0.0,
-                    correlation=0.0, n_prototypes=16, noise=0.1, binary_values=True, seed=0,
+                    correlation=0.0, n_prototypes=16, noise=TARGET_NOISE, binary_values=True, seed=0,
                     block_rows=DEFAULT_BLOCK_ROWS, compression="zstd", float32=False, storage_options=None,
                     progress=False, overwrite=False):
     """Write a regression store: ``y = x.w_true + noise * N(0, 1)``.
