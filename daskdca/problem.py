@@ -23,8 +23,9 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-__all__ = ["canonical_csr", "check_sample_weight", "with_intercept_column", "dual_value", "gap_met", "l1_objectives", "add_column_nnz",
-           "column_nnz", "feature_overlap", "max_column_nnz", "objectives", "primal_value", "relative_gap"]
+__all__ = ["canonical_csr", "check_sample_weight", "with_intercept_column", "dual_value", "gap_met", "l1_objectives",
+           "add_column_nnz", "column_nnz", "feature_overlap", "max_column_nnz", "objectives", "primal_value",
+           "relative_gap"]
 
 
 def primal_value(n, lam, loss_sum, w):
@@ -132,7 +133,7 @@ def gap_met(primal, dual, tol):
 
 
 def canonical_csr(X, dtype=None):
-    """CSR of ``X`` (converted to ``dtype`` if given) with sorted, duplicate-free indices; the caller's arrays untouched.
+    """CSR of ``X`` (as ``dtype`` if given) with sorted, duplicate-free indices; the caller's arrays untouched.
 
     ``scipy.sparse.csr_matrix(X)`` of a CSR matrix shares its ``data``,
     ``indices`` and ``indptr``, so sorting or summing duplicates in place
