@@ -85,8 +85,15 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog.replace('daskdca ', '', 1) + ': ' if ' ' in self.prog else ''}{message}")
 
 
-def _load(path, n_features, out=None):
-    """``(X, y)`` of the default data (path None) or an svmlight file; one ``data:`` line to ``out``."""
+def _load(path, n_features, out=None, index_base=-1):
+    """``(X, y, base)`` of the default data (path None) or an svmlight file; one ``data:`` line to ``out``.
+
+    ``base`` is where the file's feature indices start, 1 (LIBSVM's) or 0:
+    ``index_base`` when given (a saved model's), else scikit-learn's rule
+    for ``zero_based="auto"`` (one-based unless an index is 0), read from
+    the file and returned so that a saved model records it (-1 for the
+    default data).
+    """
     out = sys.stdout if out is None else out
     if path is None:
         from sklearn.datasets import load_breast_cancer
@@ -94,15 +101,30 @@ def _load(path, n_features, out=None):
         X, y = load_breast_cancer(return_X_y=True)
         X = (X - X.mean(axis=0)) / X.std(axis=0)
         print("data: scikit-learn breast cancer (569 x 30), each column standardised to mean 0, std 1", file=out)
-        return X, y
+        return X, y, -1
     from sklearn.datasets import load_svmlight_file
 
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path!r} does not exist.")
     try:
-        X, y = load_svmlight_file(path, n_features=n_features)
+        if index_base == -1:  # the raw indices, then scikit-learn's "auto" rule on them
+            X, y = load_svmlight_file(path, zero_based=True)
+            base = 1 if X.nnz and int(X.indices.min()) > 0 else 0
+            if base == 1:  # column 0 is empty: drop it, as scikit-learn's one-based reading does
+                X = sp.csr_matrix((X.data, X.indices - 1, X.indptr), shape=(X.shape[0], max(X.shape[1] - 1, 0)))
+            if n_features is not None:
+                if X.shape[1] > n_features:
+                    raise ValueError(f"n_features was set to {n_features}, but the file holds {X.shape[1]} "
+                                     "features")
+                X = sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], n_features))
+        else:
+            base = index_base
+            X, y = load_svmlight_file(path, n_features=n_features, zero_based=index_base == 0)
     except (OSError, ValueError, OverflowError, EOFError) as exc:
-        raise ValueError(f"cannot read {path!r} as svmlight/LIBSVM: {type(exc).__name__}: {exc}") from exc
+        hint = (" (the model was fitted on a file whose feature indices start at 1, and this one holds an index "
+                "0: give the file with the training file's numbering)") if index_base == 1 and "0" in str(exc) \
+            else ""
+        raise ValueError(f"cannot read {path!r} as svmlight/LIBSVM: {type(exc).__name__}: {exc}{hint}") from exc
     if X.shape[0] == 0:
         raise ValueError(f"{path}: no rows (the file is empty or holds only comments).")
     bad = np.flatnonzero(~np.isfinite(X.data))
@@ -115,7 +137,7 @@ def _load(path, n_features, out=None):
         raise ValueError(f"{path}: non-finite label {float(y[bad[0]])!r} in row {int(bad[0]) + 1}; remove or fix "
                          "it.")
     print(f"data: {path} ({X.shape[0]} x {X.shape[1]}, {X.nnz} non-zeros)", file=out)
-    return X, y
+    return X, y, base
 
 
 def _looks_like_store(path):
@@ -647,7 +669,7 @@ def _advise(args):
         n = X.n
         _check_fit_labels(args.data, args.loss, X, None)
     else:
-        X, y = _load(args.data, args.n_features)
+        X, y, _ = _load(args.data, args.n_features)
         n = X.shape[0]
         _check_fit_labels(args.data, args.loss, None, y)
     lam, lam_text = _lam(args, n)
@@ -691,7 +713,7 @@ def _fit(args):
         _check_fit_labels(args.data, loss, X, None)
         print(f"data: store {args.data} ({X.n} x {X.d}, {X.nnz} non-zeros, {X.n_blocks} blocks)")
     else:
-        X, y = _load(args.data, args.n_features)
+        X, y, index_base = _load(args.data, args.n_features)
         n = X.shape[0]
         _check_fit_labels(args.data, loss, None, y)
         if scaling is not None:
@@ -715,7 +737,8 @@ def _fit(args):
         started = time.perf_counter()
         model = fit(X, y, **kwargs)
         seconds = time.perf_counter() - started
-    saved = SavedModel.from_fit(model, n_samples=n, tol=args.tol, intercept_scaling=scaling)
+    saved = SavedModel.from_fit(model, n_samples=n, tol=args.tol, intercept_scaling=scaling,
+                                feature_index_base=-1 if is_store else index_base)
     print(f"route: {model.route_.name}, {model.solver.name} ({model.route_.reason})")
     if not kwargs["verbose"]:  # with -v daskdca.fit printed this line, with the same time
         print(_summary_line(model, seconds))
@@ -876,7 +899,7 @@ def _predict(args):
         score = score if store.label_names is None else None
         blocks = _store_blocks(store, saved)
     else:
-        X, y = _load(args.data, None, out=log)
+        X, y, _ = _load(args.data, None, out=log, index_base=saved.feature_index_base)
         saved.check_n_features(X.shape[1], where=f"{args.data!r}")
         X = sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], saved.n_features))
         blocks = iter([(decision_scores(X, saved.coef[np.newaxis, :], saved.intercept), y)])

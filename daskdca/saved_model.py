@@ -44,6 +44,9 @@ epochs         float64, ()                  coordinate steps / n
 tol            float64, ()                  the relative gap asked for
 solver         str, ()                      the method's name
 random_state   int64, ()                    the seed of every random stream
+feature_index_ int64, ()                    where the training file's feature indices start: 1
+base                                        (LIBSVM's), 0 (a zero-based file), -1 (not a file, or
+                                            unknown); version 4 on, read as -1 from versions 1-3
 ============== ============================ =====================================================
 
 Integrity (version >= 2): the zip archive's comment, the last 32 bytes of
@@ -71,7 +74,12 @@ field ``l1_ratio``, so that the certificate of an L1 or elastic-net fit is
 checked against its own penalty.  Files of versions 1 and 2 are read with
 ``l1_ratio = 0.0`` (their certificates are of the L2 problem); each version
 has exactly its own fields, so a version-2 file with ``l1_ratio`` or a
-version-3 file without it is refused.
+version-3 file without it is refused; 4, the field ``feature_index_base``, so
+that ``daskdca predict`` reads a file's indices as the training file's were
+read (a zero-based model on a test file without a feature 0 would have read
+it one-based, every feature one column off).  Files of versions 1 to 3 are
+read with ``feature_index_base = -1``: a file's indices are then detected
+from the file, as before.
 """
 
 from __future__ import annotations
@@ -99,8 +107,9 @@ FORMAT = "daskdca-linear-model"
 #: 1: the first format (coef, intercept, classes, loss, lam and the certificate).
 #: 2: the same fields; the file ends with the checksum trailer (_TRAILER), required.
 #: 3: version 2 plus ``l1_ratio``, the L1 share of the penalty.  Versions 1 and 2 are still read (as ``l1_ratio = 0``).
-FORMAT_VERSION = 3
-READ_VERSIONS = (1, 2, 3)
+#: 4: version 3 plus ``feature_index_base``, where the training file's feature indices start (-1 from 1 to 3).
+FORMAT_VERSION = 4
+READ_VERSIONS = (1, 2, 3, 4)
 # The zip comment that ends a file of version >= 2: this prefix, then the XXH3-64 of every byte before the
 # digest, as 16 hex digits (the zip format allows a comment of up to 65,535 bytes at the end of the
 # archive: PKWARE APPNOTE.TXT 4.3.16; numpy's npz reader ignores it).
@@ -118,9 +127,13 @@ _TEXTS = ("loss", "loss_params", "solver")
 # The fields each format version added: a file of version v has exactly those of the versions <= v.
 _ADDED_FIELDS = {1: ("format", "format_version", "coef", "classes") + _FLOATS_V1 + _INTS + _BOOLS + _TEXTS,
                  2: (),
-                 3: ("l1_ratio",)}
-# The value of a field a file's version does not have: the L2 penalty of versions 1 and 2.
-_ABSENT = {"l1_ratio": 0.0}
+                 3: ("l1_ratio",),
+                 4: ("feature_index_base",)}
+# The value of a field a file's version does not have: the L2 penalty of versions 1 and 2, and an unknown
+# index base (detected from each file) before version 4.
+_ABSENT = {"l1_ratio": 0.0, "feature_index_base": -1}
+# feature_index_base: LIBSVM's one-based indices, a zero-based file's, or unknown (not fitted on a file).
+INDEX_BASES = (1, 0, -1)
 
 
 def _version_fields(version):
@@ -178,6 +191,11 @@ class SavedModel:
         ``rho`` in [0, 1], the L1 share of the penalty
         ``lam ((1 - rho)/2 ||w||^2 + rho ||w||_1)`` (``daskdca.fit``'s
         ``l1_ratio``): 0.0 is the L2 penalty, 1.0 the L1 penalty.
+    feature_index_base : int, default=-1
+        Where the feature indices of the svmlight file the model was fitted
+        on start: 1 (LIBSVM's format), 0 (a zero-based file) or -1 (fitted
+        on other data, or saved before format version 4).  ``daskdca
+        predict`` reads a file's indices with the same base.
     """
 
     coef: np.ndarray
@@ -200,9 +218,10 @@ class SavedModel:
     solver: str
     random_state: int
     l1_ratio: float = 0.0
+    feature_index_base: int = -1
 
     @classmethod
-    def from_fit(cls, model, *, n_samples, tol, intercept_scaling=None):
+    def from_fit(cls, model, *, n_samples, tol, intercept_scaling=None, feature_index_base=-1):
         """The saved form of a :class:`daskdca.LinearModel`.
 
         Parameters
@@ -218,6 +237,9 @@ class SavedModel:
             fitted on the data with a last column of constant value
             ``intercept_scaling``: its last weight ``w_b`` becomes the
             intercept ``intercept_scaling * w_b`` and is dropped from ``coef``.
+        feature_index_base : {1, 0, -1}, default=-1
+            Where the training file's feature indices started (-1: not fitted
+            on a file).
 
         Returns
         -------
@@ -253,6 +275,7 @@ class SavedModel:
             dual=float(model.dual_), gap=float(model.gap_), converged=bool(model.converged_),
             rounds=int(model.n_rounds_), epochs=float(model.n_epochs_), tol=float(tol),
             solver=str(model.solver.name), random_state=int(model.random_state_), l1_ratio=l1_ratio,
+            feature_index_base=int(feature_index_base),
         )
 
     def decision_function(self, X):
@@ -400,7 +423,7 @@ def _arrays(model):
               "loss_params": np.array(json.dumps(model.loss_params, sort_keys=True))}
     for name in _FLOATS:
         arrays[name] = np.array(getattr(model, name), dtype=np.float64)
-    for name in _INTS:
+    for name in _INTS + ("feature_index_base",):
         arrays[name] = np.array(getattr(model, name), dtype=np.int64)
     for name in _BOOLS:
         arrays[name] = np.array(getattr(model, name), dtype=np.bool_)
@@ -598,6 +621,9 @@ def _problems(model):
         problems.append(f"coef is {type(coef).__name__} of shape {shape}, not a float64 vector of >= 1 entries")
     elif not np.all(np.isfinite(coef)):
         problems.append(f"coef holds the non-finite value {float(coef[~np.isfinite(coef)][0])!r}")
+    base = model.feature_index_base
+    if isinstance(base, bool) or not isinstance(base, (int, np.integer)) or base not in INDEX_BASES:
+        problems.append(f"feature_index_base is {base!r}, not one of {list(INDEX_BASES)}")
     numbers = {name: getattr(model, name) for name in _FLOATS}
     for name, value in numbers.items():
         if isinstance(value, bool) or not isinstance(value, (float, int, np.floating, np.integer)) \
@@ -834,6 +860,8 @@ def load_model(path):
                          "file is damaged. Fit and save the model again.")
     values = {name: float(_scalar(fields, name, "f", path)) if name in fields else _ABSENT[name] for name in _FLOATS}
     values.update({name: int(_scalar(fields, name, "iu", path)) for name in _INTS})
+    values["feature_index_base"] = (int(_scalar(fields, "feature_index_base", "iu", path))
+                                    if "feature_index_base" in fields else _ABSENT["feature_index_base"])
     values.update({name: bool(_scalar(fields, name, "b", path)) for name in _BOOLS})
     values.update({name: str(_scalar(fields, name, "U", path)) for name in _TEXTS})
     try:

@@ -367,6 +367,34 @@ def test_fit_and_predict_refuse_non_finite_values_in_a_file(heart_model, tmp_pat
         assert what in captured.err and "remove or fix it" in captured.err and captured.out == ""
 
 
+def test_predict_reads_a_files_indices_as_the_training_files_were_read(heart, tmp_path, capsys):
+    """A model fitted on a zero-based file records it (``feature_index_base``); a test file without a feature 0
+    was read one-based by detection, every feature one column off (exit 0 with wrong scores).  A one-based
+    model refuses a test file holding an index 0."""
+    _, X, y = heart
+    train = tmp_path / "train0.svm"
+    dump_svmlight_file(X, y, str(train), zero_based=True)  # heart has values in column 0: detected zero-based
+    model = tmp_path / "m0.npz"
+    assert main(["fit", str(train), "--loss", "logistic", "--quiet", "--save", str(model)]) == 0
+    saved = load_model(model)
+    assert saved.feature_index_base == 0
+    test = tmp_path / "test0.svm"
+    X_test = X[:20].tolil()
+    X_test[:, 0] = 0  # no feature 0 in the test file
+    X_test = sp.csr_matrix(X_test)
+    X_test.eliminate_zeros()
+    dump_svmlight_file(X_test, y[:20], str(test), zero_based=True)
+    capsys.readouterr()
+    assert main(["predict", str(model), str(test), "--kind", "scores"]) == 0
+    assert_allclose(_lines(capsys.readouterr().out), X_test @ saved.coef + saved.intercept, rtol=1e-12, atol=1e-14)
+    one = tmp_path / "m1.npz"
+    assert main(["fit", heart[0], "--loss", "logistic", "--quiet", "--save", str(one)]) == 0
+    assert load_model(one).feature_index_base == 1
+    capsys.readouterr()
+    assert main(["predict", str(one), str(train)]) == 2
+    assert "start at 1, and this one holds an index 0" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("rho", [1.0, 0.5])
 def test_l1_ratio_fits_and_saves_the_elastic_net(heart, tmp_path, capsys, rho):
     """``--l1-ratio RHO`` is ``daskdca.fit(..., l1_ratio=RHO)``, bit for bit, and the model records RHO."""

@@ -411,12 +411,12 @@ def test_model_files_without_or_beyond_the_checksum(tmp_path):
     save_model(path, _model())
     with np.load(path, allow_pickle=False) as data:
         fields = {name: data[name] for name in data.files}
-    # version 3 without its trailer: refused
+    # version 4 without its trailer: refused
     np.savez(tmp_path / "stripped.npz", **fields)
     with pytest.raises(ValueError, match="ends with its checksum"):
         load_model(tmp_path / "stripped.npz")
-    # version 1 (saved before the checksum, and before l1_ratio): read, every field checked
-    old = {name: value for name, value in fields.items() if name != "l1_ratio"}
+    # version 1 (saved before the checksum, l1_ratio and feature_index_base): read, every field checked
+    old = {name: value for name, value in fields.items() if name not in ("l1_ratio", "feature_index_base")}
     np.savez(tmp_path / "v1.npz", **{**old, "format_version": np.array(1)})
     assert load_model(tmp_path / "v1.npz").loss == "logistic"
     np.savez(tmp_path / "v1bad.npz", **{**old, "format_version": np.array(1), "intercept": np.array(NAN)})
@@ -451,10 +451,22 @@ def test_version_2_files_are_read_as_l2_and_each_version_has_its_own_fields(tmp_
     model = _model()
     save_model(path, model)
     fields = _fields(path)
-    assert int(fields["format_version"]) == saved_model.FORMAT_VERSION == 3
+    assert int(fields["format_version"]) == saved_model.FORMAT_VERSION == 4
     assert fields["l1_ratio"].dtype == np.float64 and fields["l1_ratio"].shape == () and fields["l1_ratio"] == 0.0
+    assert fields["feature_index_base"].dtype == np.int64 and fields["feature_index_base"] == -1
+    # a version-3 file (the fields of version 4 but feature_index_base): read with an unknown base
+    v3 = {**{name: value for name, value in fields.items() if name != "feature_index_base"},
+          "format_version": np.array(3)}
+    _write_with_checksum(tmp_path / "v3.npz", v3)
+    assert load_model(tmp_path / "v3.npz").feature_index_base == -1
+    _write_with_checksum(tmp_path / "v4lacking.npz", {**v3, "format_version": np.array(4)})
+    with pytest.raises(ValueError, match=r"lacks the fields \['feature_index_base'\], which format version 4 has"):
+        load_model(tmp_path / "v4lacking.npz")
+    _write_with_checksum(tmp_path / "v4bad.npz", {**fields, "feature_index_base": np.array(2)})
+    with pytest.raises(ValueError, match=r"feature_index_base is 2, not one of \[1, 0, -1\]"):
+        load_model(tmp_path / "v4bad.npz")
     # a version-2 file (the fields of version 3 but l1_ratio, and the checksum), as daskdca 2 wrote it
-    v2 = {**{name: value for name, value in fields.items() if name != "l1_ratio"}, "format_version": np.array(2)}
+    v2 = {**{name: value for name, value in v3.items() if name != "l1_ratio"}, "format_version": np.array(2)}
     _write_with_checksum(tmp_path / "v2.npz", v2)
     loaded = load_model(tmp_path / "v2.npz")
     assert loaded.l1_ratio == 0.0
