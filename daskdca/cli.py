@@ -33,6 +33,7 @@ import math
 import os
 import sys
 import time
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -509,15 +510,9 @@ def main(argv=None):
     except UsageError as exc:
         return _error(str(exc))
     try:
-        if args.command == "convert":
-            return _convert(args)
-        if args.command == "make-data":
-            return _make_data(args)
-        if args.command == "predict":
-            return _predict(args)
-        if args.command == "advise":
-            return _advise(args)
-        return _fit(args)
+        with warnings.catch_warnings():  # the previous way of showing warnings comes back after the command
+            warnings.showwarning = _show_warning
+            return _run(args)
     except KeyboardInterrupt:
         if debug:
             raise
@@ -533,6 +528,26 @@ def main(argv=None):
         print(f"daskdca: error: unexpected {type(exc).__name__}: {exc} (run again with --debug for the "
               "traceback, and please report it)", file=sys.stderr)
         return 1
+
+
+def _run(args):
+    """The subcommand ``args.command``; its exit status."""
+    if args.command == "convert":
+        return _convert(args)
+    if args.command == "make-data":
+        return _make_data(args)
+    if args.command == "predict":
+        return _predict(args)
+    if args.command == "advise":
+        return _advise(args)
+    return _fit(args)
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    """A warning on the command line: one line ``daskdca: warning: <category>: <message>`` on stderr, as errors
+    are shown; Python's default names the line of source it points at, here the ``daskdca`` script's own."""
+    print(f"daskdca: warning: {category.__name__}: {' '.join(str(message).split())}",
+          file=sys.stderr if file is None else file)
 
 
 def _message(exc):

@@ -395,6 +395,20 @@ def test_predict_reads_a_files_indices_as_the_training_files_were_read(heart, tm
     assert "start at 1, and this one holds an index 0" in capsys.readouterr().err
 
 
+def test_a_warning_is_one_line_and_the_callers_warnings_come_back(heart, capsys):
+    """A fit that stops at its budget warns on stderr as ``daskdca: warning: ConvergenceWarning: ...`` (one line,
+    not Python's ``<script>:8: ...`` pointing at the entry script's source), and exits 1; after the command
+    the caller's ``warnings.showwarning`` is its own again."""
+    import warnings
+
+    before = warnings.showwarning
+    assert main(["fit", heart[0], "--quiet", "--tol", "1e-14", "--max-epochs", "2"]) == 1
+    err = capsys.readouterr().err.splitlines()
+    shown = [line for line in err if "ConvergenceWarning" in line]
+    assert len(shown) == 1 and shown[0].startswith("daskdca: warning: ConvergenceWarning: ")
+    assert "max_epochs" in shown[0] and warnings.showwarning is before
+
+
 @pytest.mark.parametrize("rho", [1.0, 0.5])
 def test_l1_ratio_fits_and_saves_the_elastic_net(heart, tmp_path, capsys, rho):
     """``--l1-ratio RHO`` is ``daskdca.fit(..., l1_ratio=RHO)``, bit for bit, and the model records RHO."""
