@@ -221,8 +221,9 @@ def _check_names(p, names, what, fix):
     fitted = p.feature_names
     if fitted is not None and names != list(fitted):
         fitted = list(fitted)
-        unseen = [name for name in names if name not in set(fitted)]
-        missing = [name for name in fitted if name not in set(names)]
+        fitted_set, names_set = set(fitted), set(names)
+        unseen = [name for name in names if name not in fitted_set]
+        missing = [name for name in fitted if name not in names_set]
         if unseen or missing:  # what differs, not only the first names of each side
             differ = "; ".join(part for part in (
                 f"not seen at fit: {unseen[:10]}{' ...' if len(unseen) > 10 else ''}" if unseen else "",
