@@ -256,14 +256,6 @@ def _seed(random_state):
     return int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
 
 
-def _canonical(X):
-    """CSR with sorted, duplicate-free indices (the caller's matrix untouched), made once for every problem.
-
-    Dense X is converted once here rather than once per binary problem.
-    """
-    return canonical_csr(X)
-
-
 def _squared_row_nnz(X):
     """``sum_i nnz_i^2`` of CSR X: a Newton round's Hessian sums per pair of classes."""
     counts = np.diff(X.indptr).astype(np.int64)
@@ -482,7 +474,7 @@ class _SDCAMixin:
             raise ValueError(f"fit_intercept='unregularized' is fitted in this process on one partition, got "
                              f"{where}; drop it, or use fit_intercept=True to fit on a cluster.")
         lam = _lam_of(C, X.shape[0])
-        fit = fit_unregularized_intercept(_canonical(X), y, loss=loss, lam=lam, tol=self.tol, max_iter=self.max_iter,
+        fit = fit_unregularized_intercept(canonical_csr(X), y, loss=loss, lam=lam, tol=self.tol, max_iter=self.max_iter,
                                           sample_weight=sample_weight)
         route = Route("in_process", "newton", {"fit_intercept": "unregularized"}, 1,
                       f"fit_intercept='unregularized': primal Newton on (w, b) with b not penalised, d={X.shape[1]} "
@@ -1054,7 +1046,7 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         method, n_partitions = joint
         n = X.shape[0]
         lam = _lam_of(self.C, n)
-        X = self._with_bias(_canonical(X))
+        X = self._with_bias(canonical_csr(X))
         start, index, weight = self._multinomial_start(X, y, classes, sample_weight)
         route = None
         if method is None:  # solver="auto": primal Newton or L-BFGS where few features make them win, else SDCA
@@ -1182,7 +1174,7 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
         """
         n = X.shape[0]
         lam = _lam_of(C, n)
-        X = self._with_bias(_canonical(X))
+        X = self._with_bias(canonical_csr(X))
         seed = _seed(self.random_state)
         positives = classes[1:] if classes.shape[0] == 2 else classes
         signs = [np.where(y == label, 1.0, -1.0) for label in positives]
@@ -1704,7 +1696,7 @@ class SDCAClassifierCV(SDCAClassifier):
                 _lam_of(C, n)
         scorer = check_scoring(self, scoring=self.scoring)
         solver, l1_ratio = self._fit_solver()  # the L2, elastic-net or L1 problem of every path (checked here)
-        X = _canonical(X)
+        X = canonical_csr(X)
         seed = _seed(self.random_state)
         scores = np.empty((len(folds), Cs.shape[0]))
         positives = classes[1:] if classes.shape[0] == 2 else classes
@@ -1949,7 +1941,7 @@ default="squared"
         self._n_fit_rows = X.shape[0]  # lam's n, for to_sklearn's Lasso and ElasticNet (alpha = lam)
         if self._unregularized():
             return self._fit_regression_unregularized(X, y, sample_weight)
-        X = self._with_bias(_canonical(X))
+        X = self._with_bias(canonical_csr(X))
         y = np.asarray(y, dtype=np.float64)
         if sample_weight is not None:
             sample_weight = check_sample_weight(sample_weight, X.shape[0])

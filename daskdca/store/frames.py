@@ -195,7 +195,7 @@ def _numpy_scalars(values):
     missing value as NumPy's bool, int64 or float64 array (scikit-learn calls an object array of numbers
     an "unknown" target); anything else as given."""
     flat = values.ravel()
-    if flat.size == 0 or any(_missing(v) for v in flat):
+    if flat.size == 0 or first_missing_label(flat) is not None:
         return values
     if all(isinstance(v, (bool, np.bool_)) for v in flat):
         return values.astype(bool)

@@ -151,22 +151,36 @@ def _local_nested(store):
     return None
 
 
-def _local_foreign(store):
-    """Entries of the local store folder ``store`` that a daskdca store does not hold: anything but its
-    ``zarr.json`` and its arrays' folders (each its ``zarr.json`` and its chunk folder ``c``, not walked).
-    Replacing the store would delete them with it."""
+def _foreign_entries(entries, array_entries):
+    """The entries of a store folder that a daskdca store does not hold: anything but its ``zarr.json`` and
+    its arrays' folders, and in those anything but their ``zarr.json`` and chunk folder ``c`` (not walked).
+    Replacing the store would delete them with it.
+
+    ``entries`` are the folder's ``(name, is_dir, zarr_kind)`` (``zarr_kind`` of a folder's ``zarr.json``,
+    :func:`_zarr_json_kind`), ``array_entries(name)`` an array folder's ``(name, is_dir)``.
+    """
     foreign = []
-    for name in sorted(os.listdir(store)):
-        path = os.path.join(store, name)
-        if name == "zarr.json" and os.path.isfile(path):
+    for name, is_dir, kind in entries:
+        if name == "zarr.json" and not is_dir:
             continue
-        if os.path.isdir(path) and not os.path.islink(path) and _local_kind(path) == "array":
-            extra = [entry for entry in sorted(os.listdir(path))
-                     if not (entry == "zarr.json" or (entry == "c" and os.path.isdir(os.path.join(path, entry))))]
-            foreign.extend(f"{name}/{entry}" for entry in extra)
+        if is_dir and kind == "array":
+            foreign.extend(f"{name}/{entry}" for entry, entry_is_dir in array_entries(name)
+                           if not (entry == "zarr.json" or (entry == "c" and entry_is_dir)))
             continue
         foreign.append(name)
     return foreign
+
+
+def _local_foreign(store):
+    """:func:`_foreign_entries` of the local store folder ``store`` (a linked folder is foreign)."""
+    def is_dir(path):
+        return os.path.isdir(path) and not os.path.islink(path)
+
+    entries = [(name, is_dir(os.path.join(store, name)),
+                _local_kind(os.path.join(store, name)) if is_dir(os.path.join(store, name)) else None)
+               for name in sorted(os.listdir(store))]
+    return _foreign_entries(entries, lambda name: [(entry, os.path.isdir(os.path.join(store, name, entry)))
+                                                   for entry in sorted(os.listdir(os.path.join(store, name)))])
 
 
 def _remote_enclosing(url, storage_options):
@@ -208,29 +222,24 @@ def _remote_state(url, storage_options):
 
 
 def _remote_foreign(url, storage_options):
-    """As :func:`_local_foreign` for an fsspec URL: one listing of the store and one of each array folder."""
+    """:func:`_foreign_entries` of a store at an fsspec URL: one listing of the store and one of each array."""
     import fsspec
 
     fs, path = fsspec.core.url_to_fs(url, **storage_options)
     path = path.rstrip("/")
-    foreign = []
-    for entry in sorted(fs.ls(path, detail=True), key=lambda e: e["name"]):
-        name = entry["name"].rstrip("/").rsplit("/", 1)[-1]
-        if name == "zarr.json" and entry["type"] == "file":
-            continue
-        if entry["type"] == "directory":
-            try:
-                kind = _zarr_json_kind(fs.cat_file(f"{path}/{name}/zarr.json"))
-            except (FileNotFoundError, OSError):
-                kind = None
-            if kind == "array":
-                for inner in fs.ls(f"{path}/{name}", detail=True):
-                    inner_name = inner["name"].rstrip("/").rsplit("/", 1)[-1]
-                    if not (inner_name == "zarr.json" or (inner_name == "c" and inner["type"] == "directory")):
-                        foreign.append(f"{name}/{inner_name}")
-                continue
-        foreign.append(name)
-    return foreign
+
+    def listing(folder):
+        return [(entry["name"].rstrip("/").rsplit("/", 1)[-1], entry["type"] == "directory")
+                for entry in sorted(fs.ls(folder, detail=True), key=lambda e: e["name"])]
+
+    def kind(name):
+        try:
+            return _zarr_json_kind(fs.cat_file(f"{path}/{name}/zarr.json"))
+        except (FileNotFoundError, OSError):
+            return None
+
+    entries = [(name, is_dir, kind(name) if is_dir else None) for name, is_dir in listing(path)]
+    return _foreign_entries(entries, lambda name: listing(f"{path}/{name}"))
 
 
 def _lock_nowait(fd):
