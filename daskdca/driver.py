@@ -270,6 +270,21 @@ def _certified_record(record, primal, dual, seconds):
     return record._replace(seconds=seconds, primal=primal, dual=dual, gap=primal - dual)
 
 
+def _certify_settled(executor, plan, G, Ls, tol):
+    """``executor.certify`` of ``(G, Ls)``; where that falls short of ``tol``, of the state the plan's ``settled``
+    hook gives instead (a point its rounds had tested, :class:`daskdca.methods.protocol.Plan`), if any.
+
+    The returned state's certificate is what the fit returns; the rounds' own state ``G`` is what a
+    checkpoint keeps, so a resumed or longer fit goes on as it would have.
+    """
+    certificate = executor.certify(plan, G, Ls)
+    settle = getattr(plan, "settled", None)
+    if settle is None or gap_met(certificate[2], certificate[3], tol):
+        return certificate
+    state = settle(executor.fetch(G), certificate[2])
+    return certificate if state is None else executor.certify(plan, executor.hold(state), Ls)
+
+
 def _rounds_to_run(plan, executor, r, max_rounds):
     """Rounds to run in one call: up to the next gap evaluation, checkpoint or ``max_rounds``."""
     n = 1
@@ -412,7 +427,7 @@ def _run_rounds(executor, plan, *, tol, max_rounds, max_epochs, callback, verbos
                             w = np.array(plan.model(executor.fetch(G)), dtype=np.float64)
                             alpha, primal, dual = executor.dual_points(plan, G, Ls), rep.primal, rep.dual
                         else:
-                            w, alpha, primal, dual = executor.certify(plan, G, Ls)
+                            w, alpha, primal, dual = _certify_settled(executor, plan, G, Ls, tol)
                         history[-1] = _certified_record(record, primal, dual, time.perf_counter() - t0)
                         converged = gap_met(primal, dual, tol)
                         if converged or stop:
@@ -435,7 +450,7 @@ def _run_rounds(executor, plan, *, tol, max_rounds, max_epochs, callback, verbos
             G, Ls = executor.after_rounds(plan, G, Ls, r, epochs, history)
         if not finished:
             epochs += sum(rep.steps for rep in executor.reports(pending)) / plan.n
-            w, alpha, primal, dual = executor.certify(plan, G, Ls)
+            w, alpha, primal, dual = _certify_settled(executor, plan, G, Ls, tol)
             converged = gap_met(primal, dual, tol)
             history.append(HistoryRecord(r, epochs, time.perf_counter() - t0, primal, dual, primal - dual))
             progress.update(history[-1])
@@ -563,6 +578,9 @@ class InProcess:
 
     def fetch(self, value):
         return value
+
+    def hold(self, state):
+        return state
 
     def dual_points(self, plan, G, Ls):
         return in_caller_order(np.concatenate([plan.dual_point(p, L, G) for p, L in zip(self.parts, Ls)], axis=-1),

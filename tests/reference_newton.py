@@ -93,7 +93,7 @@ def ladder_sums(X, y, w, direction, loss, weight=None, gamma=1.0, steps=LADDER):
     return np.array([np.sum(s * loss_values(loss, y, m + t * q, gamma)) for t in steps])
 
 
-def newton_points(X, y, lam, loss, rounds, weight=None, gamma=1.0):
+def newton_points(X, y, lam, loss, rounds, weight=None, gamma=1.0, returned=False):
     """The point each of ``rounds`` rounds hands on, from ``w_0 = 0``: ``np.linalg.solve`` for the direction.
 
     A round evaluates its point; it accepts it when it needs no test (the first round, or a point a ladder
@@ -101,6 +101,9 @@ def newton_points(X, y, lam, loss, rounds, weight=None, gamma=1.0):
     the Hessian there; otherwise it hands on the largest ``t`` of the rest of the ladder meeting
     ``P(w + t s) <= P(w) + c1 t grad.s`` from the accepted ``w``; when none does, ``w + 2^-21 s``, tested in
     the next round as a full step of ``2^-21 s`` (``w`` itself, accepted, when that step no longer moves ``w``).
+
+    With ``returned``, the point a fit stopped after each round returns instead: the point handed on where it
+    was tested or where the next round's test would accept it, else the accepted ``w`` it started from.
     """
     n, d = X.shape
     point, test = np.zeros(d), False
@@ -129,5 +132,10 @@ def newton_points(X, y, lam, loss, rounds, weight=None, gamma=1.0):
                 point, test = base + direction, True
                 if np.array_equal(point, base):
                     point, test = base, False
-        out.append(point.copy())
+        if returned and test:  # what a fit stopped here returns: an untested point only if the test accepts it
+            loss_sum = np.sum(loss_values(loss, y, X @ point, gamma) * (1.0 if weight is None else weight))
+            accepted = loss_sum / n + lam / 2 * point @ point <= base_primal + C1 * slope
+            out.append((point if accepted else base).copy())
+        else:
+            out.append(point.copy())
     return out

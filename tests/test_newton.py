@@ -100,16 +100,19 @@ def test_cholesky_solve_matches_lapack():
 
 @pytest.mark.parametrize("loss", SMOOTH)
 def test_rounds_match_reference_newton_rounds(loss):
-    """The point every round hands on, on heart with two partitions, against ``np.linalg.solve`` Newton with
-    the same acceptance rule and ladder (``reference_newton.newton_points``)."""
+    """The point every round hands on, and the one a fit stopped there returns, on heart with two partitions,
+    against ``np.linalg.solve`` Newton with the same acceptance rule and ladder
+    (``reference_newton.newton_points``)."""
     X, y = load_dataset("heart")
     ys = _signed(y)
     lam, gamma = 1e-3, 0.5
     expected = refn.newton_points(X, ys, lam, loss, 6, gamma=gamma)
+    returned = refn.newton_points(X, ys, lam, loss, 6, gamma=gamma, returned=True)
     for rounds in range(1, 7):
         result = fit_in_process(Newton(), X, ys, loss=_loss(loss, gamma), lam=lam, n_partitions=2, random_state=0,
                                 tol=0.0, max_rounds=rounds)
-        np.testing.assert_allclose(result.w, expected[rounds - 1], rtol=1e-8, atol=1e-10)
+        np.testing.assert_allclose(result.global_state.w, expected[rounds - 1], rtol=1e-8, atol=1e-10)
+        np.testing.assert_allclose(result.w, returned[rounds - 1], rtol=1e-8, atol=1e-10)
 
 
 @pytest.mark.parametrize("gamma", [1.0, 0.5])
@@ -125,10 +128,12 @@ def test_a_flat_generalised_hessian_backtracks_past_the_ladder(gamma, monkeypatc
     ys = _signed(y)
     lam, loss = 1e-7, SmoothedHinge(gamma=gamma)
     expected = refn.newton_points(X, ys, lam, "smoothed_hinge", 8, gamma=gamma)
+    returned = refn.newton_points(X, ys, lam, "smoothed_hinge", 8, gamma=gamma, returned=True)
     for rounds in range(1, 9):
         result = fit_in_process(Newton(), X, ys, loss=loss, lam=lam, n_partitions=2, random_state=0, tol=0.0,
                                 max_rounds=rounds)
-        np.testing.assert_allclose(result.w, expected[rounds - 1], rtol=1e-8, atol=1e-10)
+        np.testing.assert_allclose(result.global_state.w, expected[rounds - 1], rtol=1e-8, atol=1e-10)
+        np.testing.assert_allclose(result.w, returned[rounds - 1], rtol=1e-8, atol=1e-10)
     shorter, calls = NewtonPlan._shorter, []
     monkeypatch.setattr(NewtonPlan, "_shorter", lambda plan, state: calls.append(1) or shorter(plan, state))
     model = daskdca.fit(X, y, loss=loss, lam=lam, solver="newton", tol=1e-10)
@@ -141,6 +146,65 @@ def test_a_flat_generalised_hessian_backtracks_past_the_ladder(gamma, monkeypatc
         clf.fit(X, y)
         assert clf.route_.solver == "newton" and np.all(clf.converged_)
         assert abs(float(np.ravel(clf.primal_)[0]) - p_ref) <= 1e-6 * p_ref
+
+
+def test_a_fit_stopped_by_its_budget_returns_a_point_the_line_search_accepts():
+    """A round hands on the full Newton step from the accepted point, untested until the next round.  A fit
+    stopped by its budget returned that point, however bad: on breast cancer (standardised, squared hinge,
+    C = 1e6) 19 rounds gave ``P = 667.8`` where 18 gave 0.0119 and ``w = 0`` gives 1.  It now returns it only
+    where Armijo's test accepts it, else the accepted point: the points against the NumPy reference, the
+    certified ``P`` never rising with the budget, the rounds' own points unchanged (a longer or resumed fit
+    goes on from them), and the certificate from the returned duals."""
+    from sklearn.datasets import load_breast_cancer
+
+    X, y = load_breast_cancer(return_X_y=True)
+    X = sp.csr_matrix((X - X.mean(axis=0)) / X.std(axis=0))
+    ys = _signed(y)
+    lam, loss, rounds = 1.0 / (1e6 * X.shape[0]), "squared_hinge", 24
+    returned = refn.newton_points(X, ys, lam, loss, rounds, returned=True)
+    handed_on = refn.newton_points(X, ys, lam, loss, rounds)
+    assert sum(not np.array_equal(a, b) for a, b in zip(returned, handed_on)) >= 3  # the case arises
+    primals = []
+    for r in range(1, rounds + 1):
+        result = fit_in_process(Newton(), X, ys, loss=get_loss(loss), lam=lam, n_partitions=2, random_state=0,
+                                tol=0.0, max_rounds=r)
+        np.testing.assert_allclose(result.w, returned[r - 1], rtol=1e-8, atol=1e-10)
+        np.testing.assert_allclose(result.global_state.w, handed_on[r - 1], rtol=1e-8, atol=1e-10)
+        assert result.primal == pytest.approx(primal_objective(X, ys, result.w, lam, loss), rel=1e-12)
+        dual, _ = ref.dual_objective(X, ys, result.alpha, lam, loss)
+        assert result.dual == pytest.approx(dual, rel=1e-12)
+        primals.append(result.primal)
+    assert all(later <= earlier * (1 + 1e-12) for earlier, later in zip(primals, primals[1:]))  # rounding at P*
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf = daskdca.SDCAClassifier(loss=loss, C=1e6, max_iter=19).fit(X, y)
+    assert clf.route_.solver == "newton" and float(np.ravel(clf.primal_)[0]) < 0.02
+
+
+@pytest.mark.parametrize("rounds", ["resident", "tasks"])
+def test_a_budget_stop_returns_the_same_point_on_the_cluster(rounds, fault_client):
+    """The accepted point a budget stop returns (round 11 of the case above) comes back bit for bit from the
+    cluster's rounds, both mechanisms (the executors' ``hold``)."""
+    import dask
+    from sklearn.datasets import load_breast_cancer
+
+    X, y = load_breast_cancer(return_X_y=True)
+    X = sp.csr_matrix((X - X.mean(axis=0)) / X.std(axis=0))
+    kwargs = {"loss": "squared_hinge", "lam": 1.0 / (1e6 * X.shape[0]), "solver": "newton", "n_partitions": 2,
+              "tol": 0.0, "max_rounds": 11}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        here = daskdca.fit(X, y, **kwargs)
+        with dask.config.set({"daskdca.rounds": rounds}):
+            there = daskdca.fit(X, y, client=fault_client, **kwargs)
+    assert there.route_.name == "rounds"
+    expected = refn.newton_points(X, _signed(y), kwargs["lam"], "squared_hinge", 11, returned=True)[-1]
+    handed_on = refn.newton_points(X, _signed(y), kwargs["lam"], "squared_hinge", 11)[-1]
+    assert not np.allclose(expected, handed_on)  # round 11 ends on a point the test rejects
+    np.testing.assert_allclose(here.coef_, expected, rtol=1e-8, atol=1e-10)
+    np.testing.assert_array_equal(there.coef_, here.coef_)
+    np.testing.assert_array_equal(there.dual_coef_, here.dual_coef_)
+    assert there.primal_ == here.primal_ and there.dual_ == here.dual_
 
 
 def _check_certificate(model, X, ys, lam, loss, gamma=1.0):

@@ -512,6 +512,22 @@ class DaskExecutor:
         """
         return (self.gather([value], "a state")[0] if hasattr(value, "result") else value)[0]
 
+    def hold(self, state):
+        """A global state made in this process, as the future of an output pair (what :meth:`fetch` reverses).
+
+        Parameters
+        ----------
+        state : NamedTuple
+            The global state.
+
+        Returns
+        -------
+        distributed.Future
+            The future of the pair ``(state, None)``.
+        """
+        return self.client.submit(partial(_restart, state), key=f"daskdca-hold-{self.run_id}-{uuid.uuid4().hex[:6]}",
+                                  pure=False)
+
     def _per_partition(self, Ls, name):
         """Delayed output pairs of each partition, picked out of the groups' futures ``Ls``."""
         return [_delayed(_member, Ls[g], j, name=f"{name}-member{k}")

@@ -660,6 +660,9 @@ class ResidentExecutor(DaskExecutor):
     def fetch(self, value):
         return value
 
+    def hold(self, state):
+        return state
+
     def dual_points(self, plan, G, Ls):
         per_group = self._robust("the dual point", lambda: self._call_all(
             "dual_points", [(Ls, G)] * len(self.actors), "the dual point"))

@@ -191,6 +191,7 @@ class PlanBase:
     # plan is a :class:`daskdca.methods.protocol.Plan` without changing what the drivers do.
     fused_rounds = None
     l1_ratio = 0.0
+    settled = None
 
     @property
     def name(self):

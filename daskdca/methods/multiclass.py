@@ -164,8 +164,9 @@ class OneVsRestMethod:
 class OneVsRestPlan(PlanBase):
     """The plan of :class:`OneVsRestMethod`: ``base`` (one problem's plan) on every problem, states stacked.
 
-    It overrides every member of ``PlanBase`` but its optional hooks, whose defaults it keeps whatever the base
-    plan's: no fused rounds (``fused_rounds`` None) and no L1 (``l1_ratio`` 0.0).
+    It overrides every member of ``PlanBase`` but two of its optional hooks, whose defaults it keeps whatever the
+    base plan's: no fused rounds (``fused_rounds`` None) and no L1 (``l1_ratio`` 0.0); ``settled`` runs the base
+    plan's on each problem.
     """
 
     base: object
@@ -232,6 +233,18 @@ class OneVsRestPlan(PlanBase):
 
     def model(self, state):
         return np.stack([self.base.model(unstack_state(state.current, k)) for k in range(self.n_classes)])
+
+    def settled(self, state, primal):
+        """The base plan's ``settled`` on each problem with its ``primal``; None where it keeps every one."""
+        settle = self.base.settled
+        if settle is None:
+            return None
+        current = [unstack_state(state.current, k) for k in range(self.n_classes)]
+        primal = np.broadcast_to(np.asarray(primal, dtype=np.float64), (self.n_classes,))
+        settled = [settle(st, p) for st, p in zip(current, primal)]
+        if all(st is None for st in settled):
+            return None
+        return state._replace(current=stack_states([c if st is None else st for c, st in zip(current, settled)]))
 
     def _locals(self, local, state):
         """Each problem's local state at its global state: a stopped problem's from where its last step started."""

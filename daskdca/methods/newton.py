@@ -50,7 +50,10 @@ A round is one pass in most rounds, and at most three phases:
 The step taken is the largest of the ladder meeting Armijo's condition,
 evaluated in at most three passes instead of one over all 21 steps.  A
 point reached by a ladder step is accepted without a test in the next round
-(its decrease was tested), which only solves the Newton system there.
+(its decrease was tested), which only solves the Newton system there.  A
+fit that stops short of ``tol`` returns the round's point only where that
+test accepts it (or it needs none), else the accepted point
+(:meth:`NewtonPlan.settled`).
 
 Certificate: like :mod:`~daskdca.methods.pegasos`, the model is the round's
 point ``c`` and the dual point ``alpha_i = -s_i phi_i'(x_i.c)``, always
@@ -290,6 +293,19 @@ class NewtonPlan(PlanBase):
             if loss_sum / n + 0.5 * lam * float(trial @ trial) <= state.base_primal + ARMIJO_C1 * t * state.slope:
                 return trial
         return None
+
+    def settled(self, state, primal):
+        """For a fit that stops short of ``tol`` (its budget, a callback): the accepted point ``base`` in place of
+        the round's point ``w`` where ``w`` is untested (a non-zero direction) and its certified objective
+        ``primal`` fails the Armijo test the next round would have made; else None (``w`` is kept).
+
+        The rounds hand on ``w`` untested, so a budget could end on a rejected full step far above ``P(base)``
+        (breast cancer, squared hinge, ``C = 1e6``: ``P = 667.8`` after 19 rounds, 0.0119 after 18).  A fit's
+        returned ``P`` so never rises with its budget; a longer or resumed fit goes on from ``w`` as before.
+        """
+        if not np.any(state.direction) or float(primal) <= state.base_primal + ARMIJO_C1 * state.slope:
+            return None
+        return self._stepped(state, state.base)
 
     def _stepped(self, state, point):
         """The next round's point ``point``, accepted there without a test (its decrease was tested here)."""

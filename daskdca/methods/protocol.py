@@ -41,6 +41,10 @@ class Plan(Protocol):
     """L1 share of ``lam`` in the certificate (0.0 but the elastic-net plans'); read as ``getattr(plan, "l1_ratio", 0.0)``."""
     fused_rounds: Callable | None
     """``(part, local, state, ctx, n) -> (local, state, report)`` on one partition, or None (the getattr default)."""
+    settled: Callable | None
+    """``(global_state, primal) -> global_state or None``: for a fit that stops short of ``tol``, a state to
+    certify and return instead of one whose point its rounds had not tested yet (``primal`` that point's
+    certified objective), or None to keep it; None (the getattr default): always keep it."""
 
     def measures(self, round_index: int) -> bool:
         """Whether round ``round_index``'s report carries the gap of its starting state."""
@@ -119,6 +123,9 @@ class Executor(Protocol):
 
     def fetch(self, value) -> Any:
         """A state held by the executor (a future on a cluster), here."""
+
+    def hold(self, global_state) -> Any:
+        """The executor's handle of a global state made here (what ``fetch`` reverses)."""
 
     def dual_points(self, plan, global_state, local_states) -> Any:
         """The dual point of a state, in the caller's row order (a callback's ``FitState.alpha``)."""
