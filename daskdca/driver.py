@@ -91,7 +91,9 @@ class FitResult(NamedTuple):
     ``w`` is the model (for dual methods rebuilt from the duals) and ``alpha``
     the dual point that certifies it, in the executor's row order; a
     one-vs-rest fit puts the class axis first in ``w``, ``alpha``, ``primal``,
-    ``dual`` and ``gap``.
+    ``dual`` and ``gap``.  ``global_state`` is the state the rounds ended at,
+    which a checkpoint keeps; where a fit stops short of ``tol`` the
+    certificate may be of the state the plan's ``settled`` hook gave instead.
     """
 
     w: np.ndarray
@@ -271,18 +273,22 @@ def _certified_record(record, primal, dual, seconds):
 
 
 def _certify_settled(executor, plan, G, Ls, tol):
-    """``executor.certify`` of ``(G, Ls)``; where that falls short of ``tol``, of the state the plan's ``settled``
-    hook gives instead (a point its rounds had tested, :class:`daskdca.methods.protocol.Plan`), if any.
+    """``(certificate, G')``: ``executor.certify`` of ``(G, Ls)`` and ``G' = G``; where that falls short of
+    ``tol``, of the state the plan's ``settled`` hook gives instead (a point its rounds had tested,
+    :class:`daskdca.methods.protocol.Plan`), if any, held by the executor as ``G'``.
 
-    The returned state's certificate is what the fit returns; the rounds' own state ``G`` is what a
-    checkpoint keeps, so a resumed or longer fit goes on as it would have.
+    The certificate is what the fit returns; the rounds' own state ``G`` is what a checkpoint keeps, so a
+    resumed or longer fit goes on as it would have.
     """
     certificate = executor.certify(plan, G, Ls)
     settle = getattr(plan, "settled", None)
     if settle is None or gap_met(certificate[2], certificate[3], tol):
-        return certificate
+        return certificate, G
     state = settle(executor.fetch(G), certificate[2])
-    return certificate if state is None else executor.certify(plan, executor.hold(state), Ls)
+    if state is None:
+        return certificate, G
+    held = executor.hold(state)
+    return executor.certify(plan, held, Ls), held
 
 
 def _rounds_to_run(plan, executor, r, max_rounds):
@@ -427,7 +433,7 @@ def _run_rounds(executor, plan, *, tol, max_rounds, max_epochs, callback, verbos
                             w = np.array(plan.model(executor.fetch(G)), dtype=np.float64)
                             alpha, primal, dual = executor.dual_points(plan, G, Ls), rep.primal, rep.dual
                         else:
-                            w, alpha, primal, dual = _certify_settled(executor, plan, G, Ls, tol)
+                            (w, alpha, primal, dual), _ = _certify_settled(executor, plan, G, Ls, tol)
                         history[-1] = _certified_record(record, primal, dual, time.perf_counter() - t0)
                         converged = gap_met(primal, dual, tol)
                         if converged or stop:
@@ -450,12 +456,12 @@ def _run_rounds(executor, plan, *, tol, max_rounds, max_epochs, callback, verbos
             G, Ls = executor.after_rounds(plan, G, Ls, r, epochs, history)
         if not finished:
             epochs += sum(rep.steps for rep in executor.reports(pending)) / plan.n
-            w, alpha, primal, dual = _certify_settled(executor, plan, G, Ls, tol)
+            (w, alpha, primal, dual), certified = _certify_settled(executor, plan, G, Ls, tol)
             converged = gap_met(primal, dual, tol)
             history.append(HistoryRecord(r, epochs, time.perf_counter() - t0, primal, dual, primal - dual))
             progress.update(history[-1])
             if callback is not None:  # the last evaluation, of the state returned; nothing left to stop
-                callback(history[-1], FitState(executor, plan, G, Ls, r, epochs))
+                callback(history[-1], FitState(executor, plan, certified, Ls, r, epochs))
     finally:
         progress.close()
     executor.finish(plan, G, Ls, r, epochs, history)

@@ -166,9 +166,11 @@ def test_a_fit_stopped_by_its_budget_returns_a_point_the_line_search_accepts():
     assert sum(not np.array_equal(a, b) for a, b in zip(returned, handed_on)) >= 3  # the case arises
     primals = []
     for r in range(1, rounds + 1):
+        seen = []
         result = fit_in_process(Newton(), X, ys, loss=get_loss(loss), lam=lam, n_partitions=2, random_state=0,
-                                tol=0.0, max_rounds=r)
+                                tol=0.0, max_rounds=r, callback=lambda record, state: seen.append(state.w))
         np.testing.assert_allclose(result.w, returned[r - 1], rtol=1e-8, atol=1e-10)
+        np.testing.assert_array_equal(seen[-1], result.w)  # the last record's state is the one returned
         np.testing.assert_allclose(result.global_state.w, handed_on[r - 1], rtol=1e-8, atol=1e-10)
         assert result.primal == pytest.approx(primal_objective(X, ys, result.w, lam, loss), rel=1e-12)
         dual, _ = ref.dual_objective(X, ys, result.alpha, lam, loss)
