@@ -227,15 +227,23 @@ def round_passes(n, nnz, max_epochs=None):
     return passes if max_epochs is None else max(1, min(passes, math.floor(max_epochs)))
 
 
+def lam_n(lam, n):
+    """``lam n`` to 12 significant digits, as the rules compare it with their bounds: the estimators'
+    ``lam = 1 / (C n)`` gives ``lam n`` back as ``1 / C`` only to rounding (C = 10 on 32,561 rows:
+    0.09999999999999999), and ``C = 10`` must read as ``lam n = 0.1``, not below it."""
+    return float(f"{lam * n:.12g}")
+
+
 def _serial_solver(lam, n, nnz, newton, passes_given, max_epochs):
     """``(solver, options, why)`` of a fit on one partition, for ``lam n`` (``newton``: Newton may run); plain
     SDCA on ``n`` rows of ``nnz`` stored values takes :func:`round_passes` passes a round (within ``max_epochs``)
     unless ``local_iters`` was given (``passes_given``)."""
-    if newton and lam * n < NEWTON_LAM_N:
-        return "newton", {}, f"lam n = {lam * n:.3g} < {NEWTON_LAM_N:g} and few features: primal Newton"
-    if lam * n < CATALYST_LAM_N:
-        return "sdca", {"acceleration": "catalyst"}, f"lam n = {lam * n:.3g} < {CATALYST_LAM_N:g}: SDCA inside Catalyst"
-    why = f"lam n = {lam * n:.3g} >= {CATALYST_LAM_N:g}: plain SDCA"
+    lam_n_ = lam_n(lam, n)
+    if newton and lam_n_ < NEWTON_LAM_N:
+        return "newton", {}, f"lam n = {lam_n_:.3g} < {NEWTON_LAM_N:g} and few features: primal Newton"
+    if lam_n_ < CATALYST_LAM_N:
+        return "sdca", {"acceleration": "catalyst"}, f"lam n = {lam_n_:.3g} < {CATALYST_LAM_N:g}: SDCA inside Catalyst"
+    why = f"lam n = {lam_n_:.3g} >= {CATALYST_LAM_N:g}: plain SDCA"
     passes = 1 if passes_given else round_passes(n, nnz, max_epochs)
     if passes == 1:
         return "sdca", {}, why
@@ -496,11 +504,11 @@ def choose_multinomial_route(*, on_cluster, n, d, lam, n_classes, squared_row_nn
     if not on_cluster and n_partitions is not None and n_partitions > 1:
         return Route(name, "multinomial", {}, n_partitions, f"n_partitions={n_partitions} asks for "
                      f"{n_partitions} partitions: multinomial SDCA's CoCoA+ rounds")
-    if not on_cluster and lam * n >= NEWTON_LAM_N:
-        return Route(name, "multinomial", {}, n_partitions, f"lam n = {lam * n:.3g} >= {NEWTON_LAM_N:g}: "
+    if not on_cluster and lam_n(lam, n) >= NEWTON_LAM_N:
+        return Route(name, "multinomial", {}, n_partitions, f"lam n = {lam_n(lam, n):.3g} >= {NEWTON_LAM_N:g}: "
                      "multinomial SDCA in this process")
     why = (f"few features (d = {d} <= {NEWTON_MAX_FEATURES})" if on_cluster else
-           f"lam n = {lam * n:.3g} < {NEWTON_LAM_N:g} and few features (d = {d} <= {NEWTON_MAX_FEATURES})")
+           f"lam n = {lam_n(lam, n):.3g} < {NEWTON_LAM_N:g} and few features (d = {d} <= {NEWTON_MAX_FEATURES})")
     work = int(squared_row_nnz) * n_classes * (n_classes + 1) // 2
     most = NEWTON_MAX_VARIABLES
     if work > MULTINOMIAL_NEWTON_MAX_WORK:

@@ -567,3 +567,16 @@ def test_one_worker_route_shows_its_records_with_verbose(client, capsys):
     assert model.route_.name == "one_worker"
     shown = capsys.readouterr()
     assert f"round {model.n_rounds_:5d}" in shown.out + shown.err  # the last record, as rounds print it
+
+
+@pytest.mark.parametrize("C,newton", [(10.0, False), (0.5, True)], ids=["catalyst", "newton"])
+def test_lam_n_at_a_rules_bound_reads_as_the_bound(C, newton):
+    """The estimators' ``lam = 1 / (C n)`` gives ``lam n`` back as ``1 / C`` only to rounding (a9a's n, C = 10:
+    0.09999999999999999), which took SDCA inside Catalyst for a rule ``lam n < 0.1`` and said "lam n = 0.1 <
+    0.1"; at C = 0.5 Newton for ``lam n < 2``.  At the bound the rules now read the bound."""
+    n = 32561
+    lam = 1.0 / (C * n)
+    assert lam * n < 1.0 / C  # the rounding this is about
+    solver, options, why = daskdca.routes._serial_solver(lam, n, 10**6, newton, False, None)
+    assert (solver, options) == ("sdca", {})
+    assert why.startswith(f"lam n = {1.0 / C:g} >= ")
