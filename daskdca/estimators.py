@@ -20,6 +20,7 @@ intercept; ``fit_intercept=False`` solves exactly its problem.  :class:`SDCAClas
 
 from __future__ import annotations
 
+import inspect
 import os
 import textwrap
 import warnings
@@ -358,6 +359,18 @@ class _ProblemResult:
             self.n_rounds_ = history[-1].round
         self.history_ = history
         return self
+
+
+def _logistic_penalty(penalty, l1_ratio):
+    """``LogisticRegression``'s arguments for ``penalty`` (``"l2"``, ``"l1"`` or ``"elasticnet"`` of
+    ``l1_ratio``): ``l1_ratio`` alone (0, 1 or the ratio) where scikit-learn deprecates ``penalty`` (1.8; it
+    goes in 1.10, https://scikit-learn.org/stable/modules/generated/sklearn.linear_model.LogisticRegression.html),
+    else ``penalty`` with ``l1_ratio`` for the elastic net."""
+    from sklearn.linear_model import LogisticRegression
+
+    if inspect.signature(LogisticRegression).parameters["penalty"].default == "deprecated":
+        return {"l1_ratio": {"l2": 0.0, "l1": 1.0}.get(penalty, l1_ratio)}
+    return {"penalty": penalty, "l1_ratio": l1_ratio} if penalty == "elasticnet" else {"penalty": penalty}
 
 
 def _relative_gap(gap, primal):
@@ -1415,12 +1428,13 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
                 return LogisticRegression(C=self._fitted_C(), fit_intercept=True, tol=self.tol, max_iter=self.max_iter,
                                           random_state=seed, class_weight=class_weight)
             if penalty == "elasticnet":  # saga: the same elastic net, but its intercept is not penalised
-                return LogisticRegression(C=self._fitted_C(), fit_intercept=self.fit_intercept, penalty="elasticnet",
-                                          l1_ratio=self.l1_ratio, solver="saga", tol=self.tol,
+                return LogisticRegression(C=self._fitted_C(), fit_intercept=self.fit_intercept,
+                                          **_logistic_penalty(penalty, self.l1_ratio), solver="saga", tol=self.tol,
                                           max_iter=self.max_iter, random_state=seed, class_weight=class_weight)
-            return LogisticRegression(C=self._fitted_C(), fit_intercept=self.fit_intercept, penalty=penalty,
-                                      intercept_scaling=self.intercept_scaling, solver="liblinear", tol=self.tol,
-                                      max_iter=self.max_iter, random_state=seed, class_weight=class_weight)
+            return LogisticRegression(C=self._fitted_C(), fit_intercept=self.fit_intercept,
+                                      **_logistic_penalty(penalty, None), intercept_scaling=self.intercept_scaling,
+                                      solver="liblinear", tol=self.tol, max_iter=self.max_iter, random_state=seed,
+                                      class_weight=class_weight)
 
         def logistic(classes, coef, intercept, n_iter, class_weight):
             est = make_logistic(class_weight)

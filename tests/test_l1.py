@@ -6,6 +6,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import Lasso, LogisticRegression
 from sklearn.svm import LinearSVC
@@ -300,6 +301,13 @@ def test_sklearn_estimator_checks_with_l1(estimator, check):
     check(estimator)
 
 
+def _l1_share(est):
+    """The L1 share of a scikit-learn linear model's penalty: its ``penalty`` where it has one, else (scikit-learn
+    1.8 deprecates LogisticRegression's) its ``l1_ratio``."""
+    penalty = getattr(est, "penalty", "deprecated")
+    return est.l1_ratio if penalty in ("deprecated", "elasticnet") else {"l1": 1.0, "l2": 0.0}[penalty]
+
+
 def test_to_sklearn_names_the_same_penalty():
     """to_sklearn after an L1 or elastic-net fit: the scikit-learn estimator of the same objective (LIBLINEAR's L1
     logistic and squared-hinge SVM, saga's elastic net, Lasso with alpha = lam), predictions identical; the L1
@@ -310,12 +318,18 @@ def test_to_sklearn_names_the_same_penalty():
         for loss, kind in (("logistic", LogisticRegression), ("squared_hinge", LinearSVC)):
             clf = SDCAClassifier(loss=loss, C=0.05, penalty="l1", tol=1e-8).fit(X, y)
             est = clf.to_sklearn()
-            assert isinstance(est, kind) and est.penalty == "l1"
+            assert isinstance(est, kind) and _l1_share(est) == 1.0
             np.testing.assert_array_equal(est.predict(X), clf.predict(X))
+            with warnings.catch_warnings():  # scikit-learn 1.8 deprecates LogisticRegression's penalty
+                warnings.simplefilter("error", FutureWarning)
+                clone(est).fit(X.toarray(), y)  # (liblinear takes 32-bit sparse indices only)
         net = SDCAClassifier(loss="logistic", C=0.05, penalty="elasticnet", l1_ratio=0.5, tol=1e-8).fit(X, y)
         est = net.to_sklearn()
-        assert (est.penalty, est.solver, est.l1_ratio) == ("elasticnet", "saga", 0.5)
+        assert (_l1_share(est), est.solver) == (0.5, "saga")
         np.testing.assert_array_equal(est.predict(X), net.predict(X))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", FutureWarning)
+            clone(est).set_params(max_iter=5).fit(X.toarray(), y)
         for loss, penalty, ratio in (("hinge", "l1", None), ("squared_hinge", "elasticnet", 0.5)):
             svm = SDCAClassifier(loss=loss, C=0.05, penalty=penalty, l1_ratio=ratio, tol=1e-6).fit(X, y)
             with pytest.raises(ValueError, match="No scikit-learn estimator fits"):
