@@ -17,7 +17,7 @@ import types
 
 import numpy as np
 
-from daskdca.driver import fit_in_process
+from daskdca.driver import DEFAULT_MAX_EPOCHS, fit_in_process
 from daskdca.losses import get_loss
 from daskdca.methods import REGISTRY, check_supported, takes_l1_ratio
 from daskdca.methods.multiclass import OneVsRestMethod
@@ -342,9 +342,18 @@ def _is_cluster_input(X):
     return type(X).__module__.startswith("dask.") and hasattr(X, "dask")
 
 
-def _warn_not_converged(result, tol, max_epochs=None):
+def _budget_words(max_epochs, max_rounds):
+    """The budget a user gave (``max_epochs`` or ``max_rounds``), or the default one, as a warning names it."""
+    if max_epochs is not None:
+        return f"max_epochs={max_epochs:g}"
+    return f"max_rounds={max_rounds}" if max_rounds is not None else f"the default budget of {DEFAULT_MAX_EPOCHS} passes"
+
+
+def _warn_not_converged(result, tol, max_epochs=None, max_rounds=None):
+    """The ConvergenceWarning of a fit that spent its budget short of ``tol``, naming the budget the user gave
+    (``max_epochs`` or ``max_rounds``), or the default one."""
     if not result.converged and result.n_rounds >= result.max_rounds:
-        budget = "" if max_epochs is None else f" (max_epochs={max_epochs:g})"
+        budget = "" if max_rounds is not None and max_epochs is None else f" ({_budget_words(max_epochs, max_rounds)})"
         warn_not_converged(
             f"daskdca.fit reached max_rounds={result.max_rounds}{budget} with relative duality gap "
             f"{relative_gap(result.primal, result.dual):.3e} > tol={tol:g}"
@@ -708,7 +717,7 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
                             random_state=seed, tol=tol, max_rounds=max_rounds, max_epochs=max_epochs,
                             callback=callback, verbose=verbose, dual_init=dual_init, sample_weight=sample_weight,
                             problems=problems, n_threads=n_threads, column_counts=counts)
-    _warn_not_converged(result, tol, max_epochs)
+    _warn_not_converged(result, tol, max_epochs, max_rounds)
     return _summarised(verbose, started, LinearModel(
         loss=loss_obj, lam=lam, solver=method, classes=classes, result=result, random_state=seed, n_features=d,
         coef=result.w, route=route, feature_names=feature_names))
@@ -980,7 +989,7 @@ def _fit_arrays_on_cluster(job, X, y, client, fit_args, *, dual_init, sample_wei
         result = engine.fit_on_one_worker(part, info, client=client, method=method_run, dual_init=dual_init,
                                           ship=True, **fit_args)
         _show_records(result, job.verbose, fit_args["tol"])
-        _warn_not_converged(result, fit_args["tol"], fit_args["max_epochs"])
+        _warn_not_converged(result, fit_args["tol"], fit_args["max_epochs"], fit_args["max_rounds"])
         return LinearModel(loss=job.loss_obj, lam=job.lam, solver=job.method, classes=job.array_classes,
                            result=result, random_state=job.seed, n_features=d, coef=result.w, route=route,
                            feature_names=job.feature_names)
@@ -1040,7 +1049,7 @@ def _fit_held_arrays(job, X, y, sample_weight, counts, parts, route, client, fit
                                               verbose=job.verbose, callback=job.callback,
                                               dual_init=job.dual_init, checkpoint_every=job.checkpoint_every,
                                               row_order=job.row_order, **fit_args)
-    _warn_not_converged(result, fit_args["tol"], fit_args["max_epochs"])
+    _warn_not_converged(result, fit_args["tol"], fit_args["max_epochs"], fit_args["max_rounds"])
     return LinearModel(loss=job.loss_obj, lam=job.lam, solver=method, classes=job.array_classes, result=result,
                        random_state=job.seed, n_features=d, coef=result.w,
                        route=route._replace(n_partitions=len(partitions)), feature_names=job.feature_names)
@@ -1134,7 +1143,7 @@ def _fit_store_on_cluster(job, store, client, fit_args, *, verbose, callback, in
             blocks = f"X has {store.n_blocks} row chunk(s)" if job.dask_staged else \
                 f"the store has {store.n_blocks} block(s)"
             route = route._replace(reason=f"{route.reason}; {n_partitions} ran, as {blocks}")
-    _warn_not_converged(result, fit_args["tol"], fit_args["max_epochs"])
+    _warn_not_converged(result, fit_args["tol"], fit_args["max_epochs"], fit_args["max_rounds"])
     coef = result.w
     if store.feature_permutation is not None:
         coef = np.empty_like(result.w)

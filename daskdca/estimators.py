@@ -59,7 +59,7 @@ _SOLVERS = ("auto", "sdca", "minibatch_sdca", "cocoa+")
 
 # daskdca.fit warns on its own when it runs out of rounds; the estimators
 # warn once per fit instead, in terms of max_iter and the gap per class.
-_FIT_WARNING = r"daskdca\.fit reached max_rounds"
+_FIT_WARNING = r"daskdca\.(fit|path) reached "
 
 
 # The parameter entries the estimators share, written once (numpydoc, the name at column 0): each class
@@ -171,8 +171,11 @@ _SHARED_PARAMETERS = {
     every fit stops on its own certified gap, so a refit after
     ``set_params(C=...)`` from a nearby start saves passes (``solver="auto"``
     then runs a dual method, never Newton; a method object must support
-    warm starts).  While ``warm_start`` is True the duals (``8 n`` bytes
-    per problem) are kept privately, whatever ``keep_dual``.""",
+    warm starts), except with ``penalty="l1"``: its proximal-point
+    continuation carries the model in its centre, which starts at 0 (the
+    duals alone do not give an L1 model), so a warm start there takes the
+    passes of a cold one.  While ``warm_start`` is True the duals (``8 n``
+    bytes per problem) are kept privately, whatever ``keep_dual``.""",
     "n_partitions": """n_partitions : int or None, default=None
     Row partitions of each fit (:func:`daskdca.fit`'s ``n_partitions``, at
     most the number of rows), dealt the rows in a seeded random order

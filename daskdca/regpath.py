@@ -22,14 +22,16 @@ from __future__ import annotations
 import math
 import numbers
 import os
+import warnings
 from typing import NamedTuple
 
 import numpy as np
 
-from daskdca.api import _is_cluster_input, fit
-from daskdca.problem import with_intercept_column
+from daskdca.api import _budget_words, _is_cluster_input, fit
+from daskdca.problem import relative_gap, with_intercept_column
 from daskdca.routes import _resolve_solver
 from daskdca.store import CSRStore, open_store
+from daskdca.user_warnings import warn_not_converged
 from daskdca.validation import _check_warm_start_supported, _check_X, _resolve_random_state
 
 __all__ = ["RegularizationPath", "path", "with_intercept_column"]
@@ -204,7 +206,9 @@ def path(X, y, Cs, *, loss="hinge", solver=None, tol=1e-6, max_rounds=None, max_
         default = "cocoa+" if on_cluster else "sdca"
         method = _resolve_solver(default if solver in (None, "auto") else solver, batch_size=None, local_iters=1.0,
                                  on_cluster=on_cluster)
-        _check_warm_start_supported(method, resume=False)
+        _check_warm_start_supported(method, resume=False,
+                                    needs="start each fit of a path from the previous C's dual variables",
+                                    fix="fit each C with daskdca.fit")
     if not isinstance(fit_intercept, (bool, np.bool_)):
         raise ValueError(f"fit_intercept must be True or False, got {fit_intercept!r}.")
     if fit_intercept and (isinstance(intercept_scaling, bool) or not isinstance(intercept_scaling, numbers.Real)
@@ -228,11 +232,19 @@ def path(X, y, Cs, *, loss="hinge", solver=None, tol=1e-6, max_rounds=None, max_
     models = []
     alpha = None
     for C in Cs:
-        model = fit(X, y, loss=loss, lam=1.0 / (C * n), solver=solver, tol=tol, max_rounds=max_rounds,
-                    max_epochs=max_epochs, n_partitions=n_partitions, random_state=seed, verbose=verbose, dual_init=alpha,
-                    sample_weight=sample_weight, client=client, l1_ratio=l1_ratio)
+        with warnings.catch_warnings():  # one warning below names every C short of tol
+            warnings.filterwarnings("ignore", message=r"daskdca\.fit reached max_rounds")
+            model = fit(X, y, loss=loss, lam=1.0 / (C * n), solver=solver, tol=tol, max_rounds=max_rounds,
+                        max_epochs=max_epochs, n_partitions=n_partitions, random_state=seed, verbose=verbose,
+                        dual_init=alpha, sample_weight=sample_weight, client=client, l1_ratio=l1_ratio)
         alpha = model.dual_coef_
         models.append(model)
+    short = [(C, m) for C, m in zip(Cs, models) if not m.converged_]
+    if short:
+        gaps = ", ".join(f"{float(np.max(relative_gap(m.primal_, m.dual_))):.3e}" for _, m in short)
+        warn_not_converged(f"daskdca.path reached its budget ({_budget_words(max_epochs, max_rounds)}) at C = "
+                           f"{', '.join(f'{C:g}' for C, _ in short)} with relative duality gaps {gaps} > tol={tol:g}; "
+                           "increase max_epochs (or max_rounds) or tol (the path's converged says which C).")
     W = np.stack([np.asarray(m.coef_, dtype=np.float64) for m in models])
     if fit_intercept:  # the last coordinate of w (of every class's w) is the synthetic feature's
         coef, intercept = W[..., :-1].copy(), float(intercept_scaling) * W[..., -1]

@@ -71,7 +71,7 @@ def _check_X(X):
     if arr.ndim != 2:
         raise ValueError(
             f"X must be 2-D (n_samples, n_features), got shape {arr.shape}; "
-            "use X.reshape(-1, 1) for a single feature."
+            "use X.reshape(-1, 1) for a single feature or X.reshape(1, -1) for a single sample."
         )
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"X must hold numbers, got dtype {arr.dtype}.")
@@ -246,12 +246,13 @@ def _check_fit_options(*, lam, tol, max_rounds, max_epochs, verbose, local_iters
     return _FitOptions(lam, tol, max_rounds, max_epochs, verbose, local_iters, n_partitions, seed)
 
 
-def _check_warm_start_supported(method, resume):
+def _check_warm_start_supported(method, resume, needs="start from given dual variables (dual_init)",
+                                fix="drop dual_init"):
+    """A ValueError where ``method`` cannot warm-start: ``needs`` says what asked for it, ``fix`` the other way out."""
     if not method.capabilities.warm_start:
         takers = sorted(name for name, cls in REGISTRY.items() if cls.capabilities.warm_start)
         raise ValueError(
-            f"solver={method.name!r} cannot start from given dual variables (dual_init); the solvers that can "
-            f"are {takers}. Use one of them, or drop dual_init.")
+            f"solver={method.name!r} cannot {needs}; the solvers that can are {takers}. Use one of them, or {fix}.")
     if resume:
         raise ValueError("dual_init and resume=True both give the starting point; a resumed fit continues "
                          "from its checkpoint. Drop one of them.")

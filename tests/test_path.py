@@ -140,7 +140,7 @@ def test_dask_input_a_store_with_an_intercept_and_cold_only_solvers_raise(tmp_pa
     store = daskdca.write_store(str(tmp_path / "heart.zarr"), X, y)
     with pytest.raises(ValueError, match="on a store needs fit_intercept=False"):
         daskdca.path(store, None, [1.0])
-    with pytest.raises(ValueError, match="solver='spdc' cannot start from given dual variables"):
+    with pytest.raises(ValueError, match="solver='spdc' cannot start each fit of a path from the previous C's dual"):
         daskdca.path(X, y, [0.1, 1.0], loss="logistic", solver="spdc")
 
 
@@ -204,7 +204,7 @@ def test_cv_default_grid_and_clone():
     assert est.scores_.shape == (3, 10)
 
 
-@pytest.mark.filterwarnings("ignore:daskdca.fit reached max_rounds")
+@pytest.mark.filterwarnings("ignore:daskdca.path reached")
 def test_max_epochs_bounds_the_passes_of_every_fit_along_the_path():
     """max_epochs counts passes over the data whatever the solver: 2 passes are 2 rounds of serial SDCA (one
     round of 2 passes where the route gives the small data several passes a round) and about 2 n / batch_size
@@ -218,3 +218,27 @@ def test_max_epochs_bounds_the_passes_of_every_fit_along_the_path():
     batched = daskdca.path(X, y, [0.1, 1.0], loss="logistic", tol=1e-12, max_epochs=2, fit_intercept=False,
                            solver=daskdca.MinibatchSDCA(batch_size=100))
     assert (batched.n_rounds > 2).all() and (batched.n_rounds <= 2 * X.shape[0] // 100 + 1).all()
+
+
+def test_a_path_short_of_tol_warns_once_naming_its_cs_and_budget():
+    """Each fit short of ``tol`` warned on its own ("daskdca.fit reached max_rounds=250", a budget the user never
+    gave, and no C); the path warns once, naming the Cs, their gaps and the budget (the default one here)."""
+    X, y = _a9a_head()
+    with pytest.warns(ConvergenceWarning) as caught:
+        res = daskdca.path(X, y, [1e-3, 1e3, 1e4], loss="logistic", tol=1e-14, fit_intercept=False)
+    short = [C for C, ok in zip(res.Cs, res.converged) if not ok]
+    assert short and len(caught) == 1
+    message = str(caught[0].message)
+    assert message.startswith("daskdca.path reached its budget (the default budget of 1000 passes) at C = "
+                              + ", ".join(f"{C:g}" for C in short) + " with relative duality gaps ")
+    assert "max_rounds=" not in message
+    with pytest.warns(ConvergenceWarning, match=r"daskdca\.path reached its budget \(max_epochs=2\) at C = 0\.1, 1 "):
+        daskdca.path(X, y, [0.1, 1.0], loss="logistic", tol=1e-12, max_epochs=2, fit_intercept=False)
+
+
+def test_a_path_of_a_solver_without_warm_starts_says_why_it_needs_them():
+    """It said "or drop dual_init", which a path's caller never gave."""
+    X, y = _a9a_head()
+    with pytest.raises(ValueError, match=r"solver='newton' cannot start each fit of a path from the previous C's "
+                                         r"dual variables; the solvers that can are .*fit each C with daskdca\.fit"):
+        daskdca.path(X, y, [0.1, 1.0], loss="logistic", solver="newton")
