@@ -24,6 +24,8 @@ from sklearn.exceptions import ConvergenceWarning
 import daskdca
 from daskdca.store import StoreError
 
+from conftest import load_dataset
+
 N, D = 40, 5
 
 
@@ -288,3 +290,21 @@ def test_bad_input(entry, build, exc, word, after, tmp_path, request):
     assert len(str(info.value)) >= 15, str(info.value)
     if after is not None:
         after(tmp_path)
+
+
+def test_one_row_to_predict_is_offered_reshape_1_minus_1():
+    """A 1-D X at prediction was told ``X.reshape(-1, 1)`` alone, which makes a row's values samples of one
+    feature; scikit-learn offers both."""
+    X, y = load_dataset("heart")
+    model = daskdca.fit(X, y, loss="logistic", lam=1e-2)
+    with pytest.raises(ValueError, match=r"X\.reshape\(1, -1\) for a single sample"):
+        model.predict(X.toarray()[0])
+
+
+def test_the_default_budget_is_named_as_such():
+    """A fit given no budget that ran out of it said "reached max_rounds=250" (its 1000 default passes in rounds of
+    4 on small data), a budget the user never gave."""
+    X, y = load_dataset("heart")
+    with pytest.warns(ConvergenceWarning, match=r"daskdca\.fit reached max_rounds=\d+ \(the default budget of 1000 "
+                                                r"passes\)"):
+        daskdca.fit(X, y, loss="hinge", lam=1e-9, tol=1e-15, solver="sdca")
