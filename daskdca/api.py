@@ -125,9 +125,11 @@ class LinearModel:
     Attributes
     ----------
     coef_ : ndarray of shape (n_features,) or (n_classes, n_features)
-        The model ``w``; for plain SDCA and CoCoA+ ``w = X^T dual_coef_ / (lam n)``,
+        The model ``w``; for plain SDCA and CoCoA+ without Catalyst
+        (``CoCoAPlus(acceleration=None)``; ``"cocoa+"`` on two or more
+        partitions runs inside it) ``w = X^T dual_coef_ / (lam n)``,
         rebuilt from the dual variables; for a primal iterate (Newton,
-        L-BFGS, Pegasos, SDCA inside Catalyst: ``route_``) the point that
+        L-BFGS, Pegasos, SDCA or CoCoA+ inside Catalyst: ``route_``) the point that
         ``dual_coef_`` certifies, equal to that only as the gap closes.  With more than two classes, row
         ``k`` is one-vs-rest problem ``k`` (``classes_[k]`` against the rest).
     dual_coef_ : ndarray of shape (n_samples,) or (n_classes, n_samples)

@@ -827,11 +827,14 @@ class SDCAClassifier(_SDCAMixin, ClassifierMixin, BaseEstimator):
     dual_coef_ : ndarray of shape (1, n_samples) or (n_classes, n_samples)
         Only with ``keep_dual=True``: ``alpha`` of each problem, labels
         inside the loss (for hinge ``y_i alpha_i`` lies in [0, 1]).  Where
-        plain SDCA or CoCoA+ ran, ``coef_[k] = C * X.T @ dual_coef_[k]`` and,
-        with ``fit_intercept``, ``intercept_[k] = C * intercept_scaling**2 *
-        dual_coef_[k].sum()``; where the model is a primal iterate (Newton,
-        L-BFGS, SDCA inside Catalyst: ``route_``), ``dual_coef_`` is the dual
-        point that certifies it, and the two agree only as the gap closes.
+        plain SDCA ran, or CoCoA+ without Catalyst
+        (``solver=daskdca.CoCoAPlus(acceleration=None)``: ``"cocoa+"`` on two
+        or more partitions runs inside Catalyst), ``coef_[k] = C * X.T @
+        dual_coef_[k]`` and, with ``fit_intercept``, ``intercept_[k] = C *
+        intercept_scaling**2 * dual_coef_[k].sum()``; where the model is a
+        primal iterate (Newton, L-BFGS, SDCA or CoCoA+ inside Catalyst:
+        ``route_``), ``dual_coef_`` is the dual point that certifies it, and
+        the two agree only as the gap closes.
     primal_, dual_, gap_ : ndarray of shape (1,) or (n_classes,)
         ``P(coef_[k], intercept_[k])``, ``D(dual_coef_[k])`` and their difference per
         problem, certified from the dual variables alone; multiply by
@@ -1846,9 +1849,12 @@ default="squared"
     intercept_ : float
         ``intercept_scaling * w_b`` with ``fit_intercept``, else 0.0.
     dual_coef_ : ndarray of shape (n_samples,)
-        Only with ``keep_dual=True``; ``coef_ = C * X.T @ dual_coef_`` and,
-        with ``fit_intercept``, ``intercept_ = C * intercept_scaling**2 *
-        dual_coef_.sum()``.
+        Only with ``keep_dual=True``.  Where plain SDCA ran, or CoCoA+
+        without Catalyst (as :class:`SDCAClassifier` says), ``coef_ = C *
+        X.T @ dual_coef_`` and, with ``fit_intercept``, ``intercept_ = C *
+        intercept_scaling**2 * dual_coef_.sum()``; where the model is a primal
+        iterate (SDCA or CoCoA+ inside Catalyst, Newton: ``route_``), the dual
+        point that certifies it, the two agreeing only as the gap closes.
     primal_, dual_, gap_ : float
         Certified ``P(coef_, intercept_)``, ``D(dual_coef_)`` and ``P - D``.
     converged_ : bool
