@@ -1821,13 +1821,15 @@ default="squared"
         Half-width of the tube of the epsilon-insensitive losses, in the
         units of ``y`` (``LinearSVR``'s ``epsilon``, with its default 0:
         the absolute loss ``|r|``, or ``r^2``).  Must be >= 0; used only by
-        ``loss="epsilon_insensitive"`` and ``"squared_epsilon_insensitive"``.
+        ``loss="epsilon_insensitive"`` and ``"squared_epsilon_insensitive"``
+        (the fit refuses another loss with a non-zero one).
     huber_delta : float, default=1.0
         Huber's threshold ``delta``, in the units of ``y``: residuals beyond
         it cost linearly (``SGDRegressor(loss="huber", epsilon=delta)``'s
         loss; ``HuberRegressor`` instead divides residuals by a scale it
         fits, so scale or standardise ``y`` first).  Must be > 0; used only
-        by ``loss="huber"``.
+        by ``loss="huber"`` (the fit refuses another loss with one other
+        than 1.0).
     {penalty}
     {l1_ratio}
     {solver}
@@ -1922,8 +1924,17 @@ default="squared"
         self.keep_dual = keep_dual
 
     def _fit_loss(self):
-        """The loss object with this estimator's ``epsilon`` or ``huber_delta``."""
+        """The loss object with this estimator's ``epsilon`` or ``huber_delta``; a ValueError where the loss does
+        not use the one that differs from its default."""
         name = _loss_name(self.loss)
+        if self.epsilon != 0.0 and name not in ("epsilon_insensitive", "squared_epsilon_insensitive"):
+            huber = (f"; Huber's threshold is huber_delta (SGDRegressor's epsilon for loss='huber'): use "
+                     f"huber_delta={self.epsilon!r}") if name == "huber" else ""
+            raise ValueError(f"epsilon={self.epsilon!r} is the tube of the epsilon-insensitive losses, which "
+                             f"loss={self.loss!r} does not have{huber}; leave epsilon=0.0 for it.")
+        if self.huber_delta != 1.0 and name != "huber":
+            raise ValueError(f"huber_delta={self.huber_delta!r} is loss='huber''s threshold, which "
+                             f"loss={self.loss!r} does not have; leave huber_delta=1.0 for it.")
         if name == "epsilon_insensitive":
             return EpsilonInsensitive(epsilon=float(self.epsilon))
         if name == "squared_epsilon_insensitive":

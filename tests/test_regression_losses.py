@@ -400,6 +400,20 @@ def test_regressor_passes_its_parameter_to_the_fit():
             SDCARegressor(**bad).fit(X, y)
 
 
+@pytest.mark.parametrize("params, match", [
+    (dict(loss="huber", epsilon=0.5), r"epsilon=0\.5 is the tube .* loss='huber' does not have; Huber's threshold is "
+                                      r"huber_delta .*: use huber_delta=0\.5"),
+    (dict(loss="squared", epsilon=0.1), r"epsilon=0\.1 is the tube .* loss='squared' does not have; leave"),
+    (dict(loss="epsilon_insensitive", huber_delta=2.0), r"huber_delta=2\.0 is loss='huber''s threshold"),
+])
+def test_regressor_refuses_a_parameter_its_loss_does_not_use(params, match):
+    """``epsilon`` with Huber (scikit-learn's SGDRegressor reads it as Huber's threshold) or the squared loss, and
+    ``huber_delta`` with another loss, were silently ignored."""
+    X, y = _diabetes()
+    with pytest.raises(ValueError, match=match):
+        SDCARegressor(**params).fit(X, y)
+
+
 def test_regressor_warm_start_projects_the_previous_duals_onto_the_new_box():
     """A refit with a smaller Huber delta starts from the previous duals clipped to [-delta, delta]."""
     X, y = _diabetes()
