@@ -301,7 +301,8 @@ class NewtonPlan(PlanBase):
 
         The rounds hand on ``w`` untested, so a budget could end on a rejected full step far above ``P(base)``
         (breast cancer, squared hinge, ``C = 1e6``: ``P = 667.8`` after 19 rounds, 0.0119 after 18).  A fit's
-        returned ``P`` so never rises with its budget; a longer or resumed fit goes on from ``w`` as before.
+        returned ``P`` so never rises with its budget (to rounding); a longer or resumed fit goes on from ``w`` as
+        before.
         """
         if not np.any(state.direction) or float(primal) <= state.base_primal + ARMIJO_C1 * state.slope:
             return None
