@@ -585,8 +585,10 @@ def _resolve_solver(solver, *, batch_size, local_iters, on_cluster, loss_name=No
             f"with batch_size={batch_size!r}; drop batch_size or change the solver."
         )
     if local_iters != 1.0 and "local_iters" not in cls.__dataclass_fields__:
+        takers = sorted(name for name, c in REGISTRY.items() if "local_iters" in c.__dataclass_fields__)
         raise ValueError(
-            f"local_iters does not apply to solver={solver!r} (a round is one mini-batch); drop it.")
+            f"local_iters applies to solver={takers} only (passes over a partition a round), got "
+            f"solver={solver!r} with local_iters={local_iters!r}; drop local_iters or change the solver.")
     options = dict(options or {})
     if "batch_size" in cls.__dataclass_fields__:
         # on a cluster a round costs milliseconds: the batch a round is worth (MinibatchSDCA's "round")

@@ -308,3 +308,11 @@ def test_the_default_budget_is_named_as_such():
     with pytest.warns(ConvergenceWarning, match=r"daskdca\.fit reached max_rounds=\d+ \(the default budget of 1000 "
                                                 r"passes\)"):
         daskdca.fit(X, y, loss="hinge", lam=1e-9, tol=1e-15, solver="sdca")
+
+
+def test_local_iters_on_a_solver_without_local_passes_names_those_with_them():
+    """It said "(a round is one mini-batch)" to a Newton fit, whose round is a pass."""
+    X, y = load_dataset("heart")
+    with pytest.raises(ValueError, match=r"local_iters applies to solver=\[.*'cocoa\+'.*\] only \(passes over a "
+                                         r"partition a round\), got solver='newton' with local_iters=3"):
+        daskdca.fit(X, y, loss="logistic", solver="newton", local_iters=3)
