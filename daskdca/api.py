@@ -564,7 +564,9 @@ def fit(X, y=None, *, loss="hinge", lam=1e-4, solver="auto", tol=1e-6, max_epoch
         carries its own weights (``write_store(..., sample_weight=...)``)
         and refuses this argument.
         Supported by the solvers whose ``capabilities.sample_weight`` is
-        True (``"sdca"``, ``"cocoa+"``, ``"minibatch_sdca"``).
+        True (``"sdca"``, ``"cocoa+"``, ``"minibatch_sdca"``, ``"newton"``,
+        ``"multinomial"``, ``"multinomial_lbfgs"``, ``"multinomial_newton"``,
+        ``"crammer_singer"``).
     class_weight : dict, "balanced" or None, default=None
         Weights of the classes' losses, LIBLINEAR's way (the weights of
         :class:`~sklearn.svm.LinearSVC`, computed by scikit-learn's

@@ -127,8 +127,10 @@ def path(X, y, Cs, *, loss="hinge", solver=None, tol=1e-6, max_rounds=None, max_
     loss : str or Loss, default="hinge"
         As in :func:`daskdca.fit`.
     solver : str, method object or None, default=None
-        As in :func:`daskdca.fit` (None: ``"sdca"``); it must support warm
-        starts (``capabilities.warm_start``).  An elastic-net solver object
+        As in :func:`daskdca.fit` (None: ``"auto"``, whose route for a
+        warm-started fit is a dual method: the first ``C``, cold, may take
+        primal Newton); a solver given must support warm starts
+        (``capabilities.warm_start``).  An elastic-net solver object
         (``daskdca.SDCA(l1_ratio=0.5)``, ``daskdca.CoCoAPlus(l1_ratio=0.5)``)
         gives the elastic-net path, ``lam ((1 - l1_ratio)/2 ||w||^2 +
         l1_ratio ||w||_1)`` at each ``lam``, warm-started along it; so does
