@@ -205,3 +205,62 @@ def test_integer_labels_on_dask_input_give_integer_classes(client):
     model = daskdca.fit(da.from_array(X, chunks=(100, 4)), y, loss="logistic", lam=1e-2, client=client)
     assert model.classes_.dtype == y.dtype
     np.testing.assert_array_equal(model.classes_, [3, 7])
+
+
+# ----------------------------------------------------------------- an asynchronous client, a lost scheduler
+
+
+def test_an_asynchronous_client_in_its_event_loop_is_refused_not_waited_on(frame):
+    """``daskdca.fit`` called in the event loop of a ``Client(asynchronous=True)`` blocked the loop the client
+    needs, and so waited on itself for ever; it is refused at once, naming ``asyncio.to_thread``, which works."""
+    import asyncio
+
+    df, y = frame
+    X = df.to_numpy()
+
+    async def main():
+        async with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, asynchronous=True,
+                                            dashboard_address=None) as cluster, \
+                distributed.Client(cluster, asynchronous=True) as client:
+            with pytest.raises(ValueError, match=r"asynchronous Client .* asyncio\.to_thread\(daskdca\.fit"):
+                daskdca.fit(X, y, lam=1e-2, client=client)
+            with pytest.raises(ValueError, match="asynchronous Client"):
+                daskdca.SDCAClassifier(client=client).fit(X, y)
+            model = await asyncio.wait_for(asyncio.to_thread(daskdca.fit, X, y, lam=1e-2, client=client), 120)
+            assert model.converged_
+
+    asyncio.run(main())
+
+
+def test_a_client_whose_scheduler_is_gone_is_refused_at_once(frame, tmp_path):
+    """A client whose scheduler died (status "connecting": it tries to reconnect) waited 28 s for workers, then
+    said to start some, and the next call said the client "is closed"; it raises ``SchedulerLostError`` at once."""
+    import subprocess
+    import sys
+    import time
+
+    df, y = frame
+    X = df.to_numpy()
+    file = tmp_path / "scheduler.json"
+    scheduler = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+                                  "--port", "0", "--no-dashboard", "--scheduler-file", str(file)],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not file.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        client = distributed.Client(scheduler_file=str(file), set_as_default=False, timeout=60)
+        try:
+            scheduler.kill()
+            while client.status != "connecting" and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert client.status == "connecting"
+            started = time.monotonic()
+            with pytest.raises(daskdca.SchedulerLostError, match="not connected to its scheduler"):
+                daskdca.fit(X, y, lam=1e-2, client=client)
+            assert time.monotonic() - started < 10
+        finally:
+            client.close(timeout=5)
+    finally:
+        scheduler.kill()
+        scheduler.wait()

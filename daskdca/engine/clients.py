@@ -119,6 +119,19 @@ def close_embedded():
 #: The ``distributed.Client.status`` values of a client that can no longer run a fit: ``client.close()`` sets
 #: ``"closing"``, then ``"closed"`` (a client that lost its scheduler and reconnects says ``"connecting"``).
 _CLOSED_STATUSES = ("closing", "closed")
+# distributed.Client.status while it tries to reach a scheduler that went away
+_DISCONNECTED_STATUSES = ("connecting",)
+
+
+def _in_event_loop():
+    """Whether this thread is running an asyncio event loop (a coroutine called us)."""
+    import asyncio
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 @contextlib.contextmanager
@@ -172,6 +185,18 @@ def cluster_client(client):
         if status in _CLOSED_STATUSES:  # refused before the route reads the workers it cached when open
             raise ValueError(f"client={client!r} has status {status!r}: the client is closed; pass an open Client "
                              "or none (client=None fits on the default client or the process's own LocalCluster).")
+        if status in _DISCONNECTED_STATUSES:
+            from daskdca.engine.errors import SchedulerLostError
+
+            raise SchedulerLostError(
+                f"client={client!r} has status {status!r}: it is not connected to its scheduler (the scheduler is "
+                "gone or unreachable); restart the scheduler, or pass a connected Client or none.",
+                scheduler_address=getattr(getattr(client, "scheduler", None), "address", None))
+        if getattr(client, "asynchronous", False) and _in_event_loop():
+            raise ValueError(
+                f"client={client!r} is an asynchronous Client and this call runs in its event loop: a fit blocks "
+                "until it ends, and would block the loop the client needs; call it in a thread, e.g. "
+                "`await asyncio.to_thread(daskdca.fit, X, y, client=client)`, or pass a synchronous Client.")
         yield client
         return
     try:
