@@ -805,6 +805,29 @@ def _driver_loss(method, problems, loss_obj):
     return loss_obj
 
 
+def _check_checkpoint_path(checkpoint):
+    """Refuse, before any work, a ``checkpoint`` that is not a path or URL, or a local path where no folder can be
+    made (under a file, or in a folder this process cannot write); the engine makes the folder later."""
+    if checkpoint is None:
+        return
+    if not isinstance(checkpoint, (str, os.PathLike)) or isinstance(os.fspath(checkpoint), bytes):
+        raise TypeError(f"checkpoint must be a folder path or URL (str or os.PathLike), got {checkpoint!r}.")
+    path = os.fspath(checkpoint)
+    if not path:
+        raise ValueError("checkpoint='' names no folder; pass a folder path or URL such as 'fit.ckpt'.")
+    if "://" in path:
+        return
+    ancestor = os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(ancestor):
+        ancestor = os.path.dirname(ancestor)
+    if not os.path.isdir(ancestor):
+        raise ValueError(f"checkpoint={path!r} lies under {ancestor!r}, a file, where no folder can be made; pass a "
+                         "path in a folder.")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise ValueError(f"checkpoint={path!r}: the folder {ancestor!r} is not writable by this process; pass a "
+                         "path in a folder you can write.")
+
+
 def _fit_cluster(X, y, *, loss_obj, lam, method, l1_ratio, local_iters, tol, max_rounds, max_epochs, n_partitions, seed,
                  verbose, callback, client, in_memory, checkpoint, checkpoint_every, resume, overwrite,
                  storage_options, dual_init, sample_weight, class_weight, feature_names):
@@ -815,6 +838,7 @@ def _fit_cluster(X, y, *, loss_obj, lam, method, l1_ratio, local_iters, tol, max
     if checkpoint_every is None:
         checkpoint_every = engine.DEFAULT_CHECKPOINT_EVERY
     checkpoint_every = _check_int("checkpoint_every", checkpoint_every, low=1, hint="use e.g. 10")
+    _check_checkpoint_path(checkpoint)
     if resume and checkpoint is None:
         raise ValueError("resume=True needs checkpoint=PATH (the checkpoint of the interrupted fit).")
     if overwrite and checkpoint is None:

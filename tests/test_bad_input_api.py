@@ -316,3 +316,22 @@ def test_local_iters_on_a_solver_without_local_passes_names_those_with_them():
     with pytest.raises(ValueError, match=r"local_iters applies to solver=\[.*'cocoa\+'.*\] only \(passes over a "
                                          r"partition a round\), got solver='newton' with local_iters=3"):
         daskdca.fit(X, y, loss="logistic", solver="newton", local_iters=3)
+
+
+def test_a_checkpoint_path_where_no_folder_can_be_made_is_refused_first(tmp_path):
+    """A checkpoint under a file, an empty one, bytes or a number failed in ``os.makedirs`` with a raw
+    NotADirectoryError, FileNotFoundError or TypeError, after the data had been staged on the workers; each is
+    refused before any work, naming ``checkpoint=``."""
+    X, y = load_dataset("heart")
+    store = tmp_path / "heart.zarr"
+    daskdca.write_store(str(store), X, y)
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("mine")
+    for checkpoint, error, match in ((a_file / "ckpt", ValueError, r"checkpoint=.*notes\.txt.*a file, where no "
+                                                                    r"folder can be made"),
+                                     ("", ValueError, "checkpoint='' names no folder"),
+                                     (b"ckpt", TypeError, "checkpoint must be a folder path or URL"),
+                                     (123, TypeError, "checkpoint must be a folder path or URL")):
+        with pytest.raises(error, match=match):
+            daskdca.fit(str(store), loss="logistic", lam=1e-2, checkpoint=checkpoint)
+    assert a_file.read_text() == "mine"

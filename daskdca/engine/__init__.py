@@ -381,7 +381,11 @@ def fit_on_cluster(store, *, client, method, loss, lam, positive_label, tol, max
     if ckpt is not None:
         replaced = _prepare_checkpoint(ckpt, overwrite=checkpoint_overwrite, resume=resume)
         if "://" not in ckpt and not resume:
-            os.makedirs(ckpt, exist_ok=True)
+            try:
+                os.makedirs(ckpt, exist_ok=True)
+            except OSError as exc:
+                raise ValueError(f"checkpoint={ckpt!r}: its folder cannot be made ({type(exc).__name__}: {exc}); "
+                                 "pass a path in a folder you can write.") from None
     signature = {"data": _store_fingerprint(store), "loss": repr(loss), "lam": lam,
                  "solver": repr(method) + ("" if problems is None else f" one-vs-rest {problems!r}"),
                  "random_state": random_state, "n_partitions": K}
