@@ -861,6 +861,8 @@ def _fit_cluster(X, y, *, loss_obj, lam, method, l1_ratio, local_iters, tol, max
         job.callback, job.checkpoint_every = callback, checkpoint_every
         # a resumed fit runs the method its checkpoint recorded: the same threads a partition
         job.rounds_threads = engine.recorded_threads(checkpoint) if resume else None
+        # and its partitions, which in-memory arrays otherwise take one per worker now
+        job.recorded_partitions = engine.recorded_partitions(checkpoint) if resume else None
         job.feature_names = feature_names
         job.max_epochs = max_epochs  # the route keeps a round's passes within it
         fit_args = dict(tol=tol, max_rounds=max_rounds, max_epochs=max_epochs, random_state=seed)
@@ -916,6 +918,7 @@ class _ClusterJob:
         self.route_ = None  # the route chosen for them
         self.verbose = 0
         self.callback = self.checkpoint_every = None
+        self.recorded_partitions = None
         self.array_classes = self.problems = self.row_order = self.dual_init = None
         self.feature_names = None  # a DataFrame's column names
         self.store_partitions = n_partitions
@@ -1021,7 +1024,7 @@ def _fit_arrays_on_cluster(job, X, y, client, fit_args, *, dual_init, sample_wei
         return LinearModel(loss=job.loss_obj, lam=job.lam, solver=job.method, classes=job.array_classes,
                            result=result, random_state=job.seed, n_features=d, coef=result.w, route=route,
                            feature_names=job.feature_names)
-    parts = job.n_partitions if job.n_partitions is not None else max(1, job.workers.n_workers)
+    parts = next(k for k in (job.n_partitions, job.recorded_partitions, max(1, job.workers.n_workers)) if k is not None)
     if parts > n:
         raise ValueError(f"n_partitions={parts} is more than the {n} rows of X; use at most {n}.")
     if parts > 1:  # rows go to partitions in a seeded random order, as in memory

@@ -4,6 +4,7 @@ import copy
 import os
 import re
 import signal
+import warnings
 
 import dask
 import numpy as np
@@ -761,3 +762,25 @@ def test_workers_that_cannot_use_the_checkpoint_folder_are_named(tmp_path, monke
     assert list(scratch.iterdir()) == []
     assert sorted(p.name for p in (tmp_path / "ck").iterdir()) == []  # the probe files are gone
     monkeypatch.undo()
+
+
+def test_arrays_resumed_on_fewer_workers_keep_the_recorded_partitions(tmp_path):
+    """A checkpointed fit of in-memory arrays on 2 workers, resumed on 1, was refused ("belongs to a different
+    fit (these differ: ['data', 'n_partitions'])"): the arrays took one partition per worker now.  The resume takes
+    the checkpoint's partitions, as a store's does, and ends with the undisturbed fit's bits."""
+    X, y = load_dataset("heart")
+    kwargs = dict(loss="logistic", lam=1e-3, solver="cocoa+", tol=1e-10, max_rounds=12, checkpoint_every=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                      dashboard_address=None) as two, distributed.Client(two) as client:
+            undisturbed = daskdca.fit(X, y, client=client, checkpoint=str(tmp_path / "a"), **kwargs)
+            with pytest.raises(DriverDied):
+                daskdca.fit(X, y, client=client, checkpoint=str(tmp_path / "b"), callback=driver_dies_at(5),
+                            **kwargs)
+        with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                      dashboard_address=None) as one, distributed.Client(one) as client:
+            resumed = daskdca.fit(X, y, client=client, checkpoint=str(tmp_path / "b"), resume=True, **kwargs)
+    assert undisturbed.route_.n_partitions == resumed.route_.n_partitions == 2
+    np.testing.assert_array_equal(resumed.coef_, undisturbed.coef_)
+    assert resumed.primal_ == undisturbed.primal_ and resumed.n_rounds_ == undisturbed.n_rounds_

@@ -117,7 +117,7 @@ logger = logging.getLogger("daskdca")
 __all__ = ["ROUNDS_KEY", "ClusterLostError", "DaskExecutor", "NoWorkersError", "ResidentExecutor", "SchedulerLostError",
            "WorkersLostError", "bounded_window", "cluster_client", "configured_no_workers_timeout",
            "default_partitions", "fit_on_cluster", "fit_on_one_worker", "fit_partitions_on_cluster", "local_client",
-           "recorded_threads", "worker_resources"]
+           "recorded_partitions", "recorded_threads", "worker_resources"]
 
 
 def _store_fingerprint(store):
@@ -149,6 +149,29 @@ def recorded_threads(checkpoint):
         complete fit or its method has no such setting.
     """
     return _recorded_setting(_recorded_solver(checkpoint), "threads")
+
+
+def recorded_partitions(checkpoint):
+    """The number of partitions a checkpoint's fit ran on, or None.
+
+    A resumed fit takes this number where the caller names none (in-memory
+    arrays and stores alike, :func:`default_partitions`), so that its bits
+    are those of the undisturbed run whatever the workers now.
+
+    Parameters
+    ----------
+    checkpoint : str or os.PathLike
+        The checkpoint a resumed fit continues.
+
+    Returns
+    -------
+    int or None
+        The recorded ``n_partitions`` (at least 1), or None where the
+        checkpoint holds no complete fit.
+    """
+    meta = _checkpoint_meta(os.fspath(checkpoint))
+    recorded = (meta or {}).get("signature", {}).get("n_partitions")
+    return recorded if isinstance(recorded, int) and not isinstance(recorded, bool) and recorded >= 1 else None
 
 
 def _recorded_solver(checkpoint):
@@ -190,11 +213,9 @@ def default_partitions(store, n_workers, resumed_checkpoint=None):
         The number of partitions, ``max(1, min(n_workers, store.n_blocks))``
         unless a checkpoint recorded one.
     """
-    if resumed_checkpoint is not None:
-        meta = _checkpoint_meta(os.fspath(resumed_checkpoint))
-        recorded = (meta or {}).get("signature", {}).get("n_partitions")
-        if isinstance(recorded, int) and 1 <= recorded <= store.n_blocks:
-            return recorded
+    recorded = None if resumed_checkpoint is None else recorded_partitions(resumed_checkpoint)
+    if recorded is not None and recorded <= store.n_blocks:
+        return recorded
     return max(1, min(int(n_workers), store.n_blocks))
 
 
