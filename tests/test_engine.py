@@ -784,3 +784,41 @@ def test_arrays_resumed_on_fewer_workers_keep_the_recorded_partitions(tmp_path):
     assert undisturbed.route_.n_partitions == resumed.route_.n_partitions == 2
     np.testing.assert_array_equal(resumed.coef_, undisturbed.coef_)
     assert resumed.primal_ == undisturbed.primal_ and resumed.n_rounds_ == undisturbed.n_rounds_
+
+
+@pytest.mark.slow
+def test_a_one_worker_fit_of_shipped_rows_survives_its_worker(tmp_path):
+    """The one-worker route sends in-memory rows to its worker, which Dask cannot recompute: a kill of that worker
+    cancelled the fit with Dask's raw ``FutureCancelledError``.  The rows go to a worker again, and the fit ends
+    with the undisturbed fit's bits."""
+    import threading
+    import time
+
+    X, y = load_dataset("a9a")
+    kwargs = dict(loss="hinge", lam=1e-6, tol=1e-12, max_epochs=400)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                      silence_logs=50) as cluster, distributed.Client(cluster) as client:
+            undisturbed = daskdca.fit(X, y, client=client, **kwargs)
+            assert undisturbed.route_.name == "one_worker"
+            killed = []
+
+            def kill_the_busy_worker():
+                deadline = time.monotonic() + 60
+                while not killed and time.monotonic() < deadline:
+                    busy = [w for w, keys in client.processing().items() if any("one-worker" in k for k in keys)]
+                    if busy:
+                        time.sleep(0.5)
+                        pid = client.run(os.getpid, workers=busy)[busy[0]]
+                        os.kill(pid, signal.SIGKILL)
+                        killed.append(busy[0])
+                    time.sleep(0.05)
+
+            killer = threading.Thread(target=kill_the_busy_worker)
+            killer.start()
+            again = daskdca.fit(X, y, client=client, **kwargs)
+            killer.join()
+    assert killed
+    np.testing.assert_array_equal(again.coef_, undisturbed.coef_)
+    assert again.primal_ == undisturbed.primal_
