@@ -82,8 +82,8 @@ __all__ = ["CATALYST_LAM_N", "MULTINOMIAL_NEWTON_MAX_WORK", "NEWTON_LAM_N", "NEW
            "NEWTON_ROUNDS_MIN_NNZ", "ONE_WORKER_MEMORY_FRACTION", "ROUND_MIN_VALUES", "Route",
            "THREADED_SWEEP_INNER_ROUNDS", "THREADED_SWEEP_MAX_OVERLAP", "THREADED_SWEEP_MAX_THREADS",
            "THREADED_SWEEP_MIN_NNZ", "Workers",
-           "choose_multinomial_route", "choose_route", "data_bytes", "explicit_route", "fits_one_worker",
-           "held_in_memory", "provisional_method", "round_passes", "route_method", "window_for_memory",
+           "choose_multinomial_route", "choose_route", "data_bytes", "explicit_route", "fits_one_worker", "lam_n",
+           "held_in_memory", "one_worker_capacity", "provisional_method", "round_passes", "route_method", "window_for_memory",
            "with_threads", "WINDOW_BLOCK_COPIES", "WINDOW_MEMORY_SHARE"]
 
 #: Serial SDCA runs inside Catalyst when ``lam n`` (``1/C`` in LIBLINEAR's terms) is below this.  Measured
@@ -184,10 +184,23 @@ class Workers(NamedTuple):
         return len(self.nthreads)
 
     @property
+    def capacities(self) -> tuple:
+        """The most data (bytes) each worker takes for a whole fit (:func:`one_worker_capacity`)."""
+        return tuple(one_worker_capacity(m) for m in self.memory_limits)
+
+    @property
     def fit_worker(self) -> int:
-        """The index of the worker the one-worker route runs on: the largest memory limit, the first (by
-        address) among equals."""
-        return min(range(self.n_workers), key=lambda k: (-int(self.memory_limits[k] or 0), k))
+        """The index of the worker the one-worker route runs on: the largest capacity, the first (by address)
+        among equals."""
+        return min(range(self.n_workers), key=lambda k: (-self.capacities[k], k))
+
+
+def one_worker_capacity(memory_limit):
+    """The most data (in-memory bytes) one worker of ``memory_limit`` bytes takes for a whole fit:
+    :data:`ONE_WORKER_MEMORY_FRACTION` of its limit, or :data:`ONE_WORKER_UNLIMITED_BYTES` without one (0 or
+    None)."""
+    limit = int(memory_limit or 0)
+    return ONE_WORKER_MEMORY_FRACTION * limit if limit else float(ONE_WORKER_UNLIMITED_BYTES)
 
 
 class Route(NamedTuple):
@@ -276,13 +289,14 @@ def held_in_memory(size, workers):
     """Whether a cluster fit keeps its partitions in the workers' memory (``in_memory=None``): when the data's
     ``size`` bytes, shared over the workers, take at most :data:`ONE_WORKER_MEMORY_FRACTION` of the smallest
     worker's memory limit each (loading a partition holds its blocks and their joined copy at once, as the
-    one-worker route's load does), or a worker has none.  Measured: a store of 805 MB in memory on two workers
+    one-worker route's load does; workers without a limit do not bound it), or no worker has one.  Measured: a store of 805 MB in memory on two workers
     of 900 MiB each (0.43 of a limit each) killed them while they loaded it, and at 1 GiB (0.37) a worker
     peaked at 91% of its limit (benchmarks/RESULTS.md, "Out of core: the window within a worker's memory")."""
     limits = [int(m or 0) for m in workers.memory_limits]
     if not limits:
         return False
-    return not all(limits) or size <= ONE_WORKER_MEMORY_FRACTION * len(limits) * min(limits)
+    limited = [m for m in limits if m]  # each worker with a limit holds its share within it
+    return not limited or size <= ONE_WORKER_MEMORY_FRACTION * len(limits) * min(limited)
 
 
 def _split_rounds(solver, options, why, *, workers, threads, held, n, nnz, overlap):
@@ -348,13 +362,12 @@ def window_for_memory(block_bytes, workers, default=WINDOW_BLOCKS):
 
 
 def fits_one_worker(size, workers):
-    """Whether data of ``size`` bytes fits in the smallest worker's memory, with room for the fit."""
+    """Whether data of ``size`` bytes fits every worker's capacity (:func:`one_worker_capacity`), with room for
+    the fit: the fit goes to the worker of the largest (``Workers.fit_worker``), and to another if that one is
+    lost."""
     if not workers.n_workers:
         return False
-    limits = [int(m or 0) for m in workers.memory_limits]
-    if not all(limits):
-        return size <= ONE_WORKER_UNLIMITED_BYTES
-    return size <= ONE_WORKER_MEMORY_FRACTION * min(limits)
+    return size <= min(workers.capacities)
 
 
 def choose_route(*, on_cluster, n, nnz, lam, d=None, loss_name=None, warm_start=False, sdca_options=(),
@@ -536,10 +549,12 @@ def _size_text(nbytes):
 
 def _room_text(workers):
     """What :func:`fits_one_worker` compares the data with, in words: ``ONE_WORKER_MEMORY_FRACTION`` of the
-    smallest worker's memory limit, or ``ONE_WORKER_UNLIMITED_BYTES`` where a worker has none."""
+    smallest worker's memory limit, or ``ONE_WORKER_UNLIMITED_BYTES`` where that is more than a worker with no
+    limit takes."""
     limits = [int(m or 0) for m in workers.memory_limits]
-    if not all(limits):
+    if min(workers.capacities) == ONE_WORKER_UNLIMITED_BYTES and not all(limits):
         return f"{_size_text(ONE_WORKER_UNLIMITED_BYTES)}, the most one worker takes without a memory limit"
+    limits = [m for m in limits if m]
     share = {0.5: "half", 0.25: "a quarter"}.get(ONE_WORKER_MEMORY_FRACTION, f"{ONE_WORKER_MEMORY_FRACTION:.0%}")
     whose = "its" if len(set(limits)) == 1 else "the smallest worker's"
     return f"{share} of {whose} {_size_text(min(limits))} memory limit"

@@ -580,3 +580,21 @@ def test_lam_n_at_a_rules_bound_reads_as_the_bound(C, newton):
     solver, options, why = daskdca.routes._serial_solver(lam, n, 10**6, newton, False, None)
     assert (solver, options) == ("sdca", {})
     assert why.startswith(f"lam n = {1.0 / C:g} >= ")
+
+
+def test_a_worker_without_a_memory_limit_does_not_lift_the_others_limits():
+    """With one worker of no limit and one of 1 GiB, 3 GiB of data went to the one-worker route (the 4 GiB rule
+    of workers without a limit), and to the 1 GiB worker, which ranked above "no limit"; and the rounds held
+    their partitions in memory whatever the size.  Each worker's capacity now counts: the unlimited worker is
+    chosen, data over the limited worker's quarter does not go to one worker, and the limited worker's share
+    bounds what rounds hold."""
+    from daskdca.routes import Workers, fits_one_worker, held_in_memory
+
+    gib = 1 << 30
+    mixed = Workers(nthreads=(1, 1), memory_limits=(0, gib))
+    assert mixed.fit_worker == 0
+    assert fits_one_worker(0.25 * gib, mixed) and not fits_one_worker(3 * gib, mixed)
+    assert held_in_memory(0.5 * gib, mixed) and not held_in_memory(3 * gib, mixed)
+    unlimited = Workers(nthreads=(1, 1), memory_limits=(0, 0))
+    assert fits_one_worker(3 * gib, unlimited) and held_in_memory(30 * gib, unlimited)
+    assert Workers(nthreads=(1, 1), memory_limits=(gib, 32 * gib)).fit_worker == 1
