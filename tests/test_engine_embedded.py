@@ -79,3 +79,35 @@ def test_local_client_workers_use_the_allocator_settings():
         assert_worker_malloc_environ(client)
         client.restart()  # a nanny's restart keeps them
         assert_worker_malloc_environ(client)
+
+
+def test_a_ctrl_c_while_the_embedded_cluster_starts_leaves_it_for_the_next_fit(tmp_path):
+    """A KeyboardInterrupt while ``daskdca.fit`` started the process's LocalCluster left that cluster's worker
+    processes running, unknown to daskdca (three interrupts: 6 orphan workers), and the next fit started
+    another.  The start finishes in its own thread and the next fit reuses it."""
+    import _thread
+    import threading
+    import time
+
+    from daskdca.engine import close_embedded, embedded_client
+    from daskdca.engine.clients import _EMBEDDED
+
+    close_embedded()
+    X, y = load_dataset("heart")
+    write_store(tmp_path / "h.zarr", X, y, block_rows=135, shuffle=False)
+    timer = threading.Timer(0.3, _thread.interrupt_main)
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        daskdca.fit(str(tmp_path / "h.zarr"), loss="logistic", lam=1e-2, tol=1e-8)
+        time.sleep(30)  # a fit faster than the timer: the interrupt lands here
+    timer.join()
+    starter = _EMBEDDED.get("starter")
+    if starter is not None:
+        starter.join(120)
+    started = _EMBEDDED["client"]
+    try:
+        assert started is not None and started.status == "running"
+        m = daskdca.fit(str(tmp_path / "h.zarr"), loss="logistic", lam=1e-2, tol=1e-8)
+        assert embedded_client() is started and m.converged_
+    finally:
+        close_embedded()

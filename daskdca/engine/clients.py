@@ -84,24 +84,49 @@ def _embedded_alive():
 
 def embedded_client():
     """The process's own LocalCluster client, started on first use (on 127.0.0.1, one thread a worker, no
-    dashboard) and reused by every later fit that has no client; closed at exit."""
-    from distributed import Client, LocalCluster
+    dashboard) and reused by every later fit that has no client; closed at exit.
 
+    The cluster starts in a thread of its own, which records it when it is up: a Ctrl-C while this call
+    waits for it leaves the start to finish there, and the next call reuses that cluster (an interrupted
+    start in this thread left its worker processes running, unknown, until the process exited).
+    """
     with _EMBEDDED_LOCK:
         if _embedded_alive():
             return _EMBEDDED["client"]
-        close_embedded()
-        n_workers = max(1, min(os.cpu_count() or 1, 8))
-        logger.info("daskdca: starting a LocalCluster with %d workers (kept for later fits)", n_workers)
+        starter = _EMBEDDED.get("starter")
+        if starter is None or not starter.is_alive():
+            close_embedded()
+            starter = threading.Thread(target=_start_embedded, name="daskdca-embedded-start", daemon=True)
+            _EMBEDDED["starter"], _EMBEDDED["error"] = starter, None
+            starter.start()
+    starter.join()
+    with _EMBEDDED_LOCK:
+        if _embedded_alive():
+            return _EMBEDDED["client"]
+        error = _EMBEDDED.get("error")
+    raise error if error is not None else RuntimeError("daskdca: the process's LocalCluster did not start.")
+
+
+def _start_embedded():
+    """Start the process's own LocalCluster and record it (:func:`embedded_client`'s thread)."""
+    from distributed import Client, LocalCluster
+
+    n_workers = max(1, min(os.cpu_count() or 1, 8))
+    logger.info("daskdca: starting a LocalCluster with %d workers (kept for later fits)", n_workers)
+    try:
         with warnings.catch_warnings(), _worker_environ():
             warnings.filterwarnings("ignore", message=r"Port \d+ is already in use", category=UserWarning)
             cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, host="127.0.0.1",
                                    dashboard_address=None, silence_logs=logging.ERROR)
-        _EMBEDDED["cluster"], _EMBEDDED["client"] = cluster, Client(cluster, set_as_default=False)
+        client = Client(cluster, set_as_default=False)
+    except Exception as exc:  # the caller raises it
+        _EMBEDDED["error"] = exc
+        return
+    with _EMBEDDED_LOCK:
+        _EMBEDDED["cluster"], _EMBEDDED["client"] = cluster, client
         if not _EMBEDDED.get("registered"):
             atexit.register(close_embedded)
             _EMBEDDED["registered"] = True
-        return _EMBEDDED["client"]
 
 
 def close_embedded():
