@@ -86,6 +86,7 @@ def test_a_ctrl_c_while_the_embedded_cluster_starts_leaves_it_for_the_next_fit(t
     processes running, unknown to daskdca (three interrupts: 6 orphan workers), and the next fit started
     another.  The start finishes in its own thread and the next fit reuses it."""
     import _thread
+    import signal
     import threading
     import time
 
@@ -95,12 +96,17 @@ def test_a_ctrl_c_while_the_embedded_cluster_starts_leaves_it_for_the_next_fit(t
     close_embedded()
     X, y = load_dataset("heart")
     write_store(tmp_path / "h.zarr", X, y, block_rows=135, shuffle=False)
-    timer = threading.Timer(0.3, _thread.interrupt_main)
-    timer.start()
-    with pytest.raises(KeyboardInterrupt):
-        daskdca.fit(str(tmp_path / "h.zarr"), loss="logistic", lam=1e-2, tol=1e-8)
-        time.sleep(30)  # a fit faster than the timer: the interrupt lands here
-    timer.join()
+    # Python's own Ctrl-C handler (another module's import, e.g. dask_jobqueue's runner, may have replaced it)
+    handler = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        timer = threading.Timer(0.3, _thread.interrupt_main)
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            daskdca.fit(str(tmp_path / "h.zarr"), loss="logistic", lam=1e-2, tol=1e-8)
+            time.sleep(30)  # a fit faster than the timer: the interrupt lands here
+        timer.join()
+    finally:
+        signal.signal(signal.SIGINT, handler)
     starter = _EMBEDDED.get("starter")
     if starter is not None:
         starter.join(120)
