@@ -83,8 +83,8 @@ __all__ = ["CATALYST_LAM_N", "MULTINOMIAL_NEWTON_MAX_WORK", "NEWTON_LAM_N", "NEW
            "THREADED_SWEEP_INNER_ROUNDS", "THREADED_SWEEP_MAX_OVERLAP", "THREADED_SWEEP_MAX_THREADS",
            "THREADED_SWEEP_MIN_NNZ", "Workers",
            "choose_multinomial_route", "choose_route", "data_bytes", "explicit_route", "fits_one_worker", "lam_n",
-           "held_in_memory", "one_worker_capacity", "provisional_method", "round_passes", "route_method", "window_for_memory",
-           "with_threads", "WINDOW_BLOCK_COPIES", "WINDOW_MEMORY_SHARE"]
+           "held_in_memory", "one_worker_capacity", "provisional_method", "round_passes", "route_method",
+           "window_for_memory", "with_threads", "WINDOW_BLOCK_COPIES", "WINDOW_MEMORY_SHARE"]
 
 #: Serial SDCA runs inside Catalyst when ``lam n`` (``1/C`` in LIBLINEAR's terms) is below this.  Measured
 #: (benchmarks/RESULTS.md, "Catalyst around serial SDCA"): at lam n = 0.03-0.05 (lam 1e-6 on a9a, w8a,
@@ -289,9 +289,10 @@ def held_in_memory(size, workers):
     """Whether a cluster fit keeps its partitions in the workers' memory (``in_memory=None``): when the data's
     ``size`` bytes, shared over the workers, take at most :data:`ONE_WORKER_MEMORY_FRACTION` of the smallest
     worker's memory limit each (loading a partition holds its blocks and their joined copy at once, as the
-    one-worker route's load does; workers without a limit do not bound it), or no worker has one.  Measured: a store of 805 MB in memory on two workers
-    of 900 MiB each (0.43 of a limit each) killed them while they loaded it, and at 1 GiB (0.37) a worker
-    peaked at 91% of its limit (benchmarks/RESULTS.md, "Out of core: the window within a worker's memory")."""
+    one-worker route's load does; workers without a limit do not bound it), or no worker has one.  Measured:
+    a store of 805 MB in memory on two workers of 900 MiB each (0.43 of a limit each) killed them while they
+    loaded it, and at 1 GiB (0.37) a worker peaked at 91% of its limit (benchmarks/RESULTS.md, "Out of core:
+    the window within a worker's memory")."""
     limits = [int(m or 0) for m in workers.memory_limits]
     if not limits:
         return False
