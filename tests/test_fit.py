@@ -207,7 +207,7 @@ def test_predict_validates_features(heart):
     ({"solver": "cocoa+", "n_partitions": 1000}, "n_partitions=1000 is more than the 270 rows"),
     ({"batch_size": 8}, r"batch_size applies to solver=\[.*'minibatch_sdca'.*\] only"),
     ({"solver": "minibatch_sdca", "batch_size": 300}, "batch_size=300 is more than the 270 rows"),
-    ({"solver": "minibatch_sdca", "local_iters": 2.0}, "local_iters does not apply"),
+    ({"solver": "minibatch_sdca", "local_iters": 2.0}, r"local_iters applies to solver=\[.*\] only .*got solver=.minibatch_sdca."),
     ({"n_partitions": 0}, "n_partitions must be >= 1"),
     ({"solver": "cocoa+", "loss": "hinge", "max_rounds": 1.5}, "max_rounds must be an integer"),
     ({"local_iters": 0}, "local_iters must be a finite number > 0"),

@@ -304,7 +304,7 @@ def test_bad_input_raises_with_the_fix():
         SPDC(smoothing=0.0)
     with pytest.raises(ValueError, match="batch_size must be"):
         SPDC(batch_size=0)
-    with pytest.raises(ValueError, match="local_iters does not apply"):
+    with pytest.raises(ValueError, match=r"local_iters applies to solver=\[.*\] only .*got solver=.spdc."):
         daskdca.fit(X, target, loss="squared", solver="spdc", local_iters=2.0)
     m = daskdca.fit(X, target, loss="squared", lam=0.1, solver="spdc", batch_size=20, tol=1e-8)
     assert m.plan_.m == 20 and m.converged_

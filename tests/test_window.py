@@ -248,12 +248,15 @@ def test_a_cluster_fit_out_of_core_bounds_its_window_and_a_resume_keeps_it(tmp_p
 
 def test_partitions_are_held_in_memory_within_a_quarter_of_each_worker():
     """routes.held_in_memory: each worker's share of the data at most a quarter of the smallest limit (loading a
-    partition holds about twice it); a worker without a limit holds anything; no workers known holds nothing."""
+    partition holds about twice it); workers without a limit hold anything, and do not lift the limits of the
+    others; no workers known holds nothing."""
     from daskdca.routes import Workers, held_in_memory
 
     gib = 2**30
     two = Workers((1, 1), (4 * gib, 4 * gib))
     assert held_in_memory(2 * gib, two) and not held_in_memory(2 * gib + 1, two)
     assert not held_in_memory(3 * gib // 2, Workers((1, 1), (gib, 8 * gib)))  # the smallest worker bounds it
-    assert held_in_memory(100 * gib, Workers((1, 1), (0, 4 * gib)))
+    assert held_in_memory(100 * gib, Workers((1, 1), (0, 0)))
+    assert not held_in_memory(100 * gib, Workers((1, 1), (0, 4 * gib)))  # the limited worker's share: 50 GiB
+    assert held_in_memory(2 * gib, Workers((1, 1), (0, 4 * gib)))
     assert not held_in_memory(1, Workers((), ()))
