@@ -344,6 +344,11 @@ def _is_cluster_input(X):
     return type(X).__module__.startswith("dask.") and hasattr(X, "dask")
 
 
+#: The start of the ConvergenceWarning of a fit that spent its budget (:func:`_warn_not_converged`), which
+#: ``daskdca.path`` and the estimators filter to warn once in their own terms.
+FIT_WARNING = r"daskdca\.fit reached max_rounds="
+
+
 def _budget_words(max_epochs, max_rounds):
     """The budget a user gave (``max_epochs`` or ``max_rounds``), or the default one, as a warning names it."""
     if max_epochs is not None:

@@ -57,9 +57,9 @@ __all__ = ["SDCAClassifier", "SDCAClassifierCV", "SDCARegressor"]
 
 _SOLVERS = ("auto", "sdca", "minibatch_sdca", "cocoa+")
 
-# daskdca.fit warns on its own when it runs out of rounds; the estimators
+# daskdca.fit (and daskdca.path) warn on their own when they run out of rounds; the estimators
 # warn once per fit instead, in terms of max_iter and the gap per class.
-_FIT_WARNING = r"daskdca\.(fit|path) reached "
+_FIT_WARNING = rf"{api.FIT_WARNING}|daskdca\.path reached "
 
 
 # The parameter entries the estimators share, written once (numpydoc, the name at column 0): each class

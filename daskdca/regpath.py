@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from daskdca.api import _budget_words, _is_cluster_input, fit
+from daskdca.api import FIT_WARNING, _budget_words, _is_cluster_input, fit
 from daskdca.problem import relative_gap, with_intercept_column
 from daskdca.routes import _resolve_solver
 from daskdca.store import CSRStore, open_store
@@ -235,7 +235,7 @@ def path(X, y, Cs, *, loss="hinge", solver=None, tol=1e-6, max_rounds=None, max_
     alpha = None
     for C in Cs:
         with warnings.catch_warnings():  # one warning below names every C short of tol
-            warnings.filterwarnings("ignore", message=r"daskdca\.fit reached max_rounds")
+            warnings.filterwarnings("ignore", message=FIT_WARNING)
             model = fit(X, y, loss=loss, lam=1.0 / (C * n), solver=solver, tol=tol, max_rounds=max_rounds,
                         max_epochs=max_epochs, n_partitions=n_partitions, random_state=seed, verbose=verbose,
                         dual_init=alpha, sample_weight=sample_weight, client=client, l1_ratio=l1_ratio)
